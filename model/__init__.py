@@ -1,0 +1,19 @@
+"""Rendition models: relative-position Transformer translator and DiSAN sentence encoder (pure PyTorch)."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["Translator", "SentenceEncoder", "__version__"]
+
+
+def __getattr__(name: str):  # lazy: importing `model` stays cheap
+    if name == "Translator":
+        from model.translator import Translator
+
+        return Translator
+    if name == "SentenceEncoder":
+        from model.encoder import SentenceEncoder
+
+        return SentenceEncoder
+    raise AttributeError(name)

@@ -1,0 +1,93 @@
+"""Typed KV cache for incremental decoding with relative position representations.
+
+Per decoder layer: self-attention K/V preallocated for the maximum length and filled step by
+step, plus cross-attention K/V computed once from the encoder output.  The relative position
+index for the query at step t is clip(j - t, k) + k for j <= t; it is one precomputed row,
+sliced per step, so the relative part of a step costs O(k * d) (q @ w^K^T and buckets @ w^V)
+plus an O(t) gather, never building a table per step.
+
+``reorder(beam_idx)`` follows beam search (beams move within their sentence, so the shared
+cross-attention K/V do not move); ``select(rows)`` shrinks the batch when sentences finish.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class LayerCache:
+    self_k: Tensor  # (N, H, max_len, Dh)
+    self_v: Tensor  # (N, H, max_len, Dh)
+    cross_k: Tensor  # (N, H, S, Dh)
+    cross_v: Tensor  # (N, H, S, Dh)
+    length: int = 0
+
+    @classmethod
+    def allocate(cls, n: int, heads: int, max_len: int, head_dim: int, cross_k: Tensor, cross_v: Tensor) -> LayerCache:
+        shape = (n, heads, max_len, head_dim)
+        return cls(cross_k.new_empty(shape), cross_k.new_empty(shape), cross_k, cross_v)
+
+    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
+        t = self.length
+        self.self_k[:, :, t : t + 1] = k
+        self.self_v[:, :, t : t + 1] = v
+        self.length = t + 1
+        return self.self_k[:, :, : t + 1], self.self_v[:, :, : t + 1]
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        t = self.length
+        self.self_k[:, :, :t] = self.self_k[:, :, :t].index_select(0, beam_idx)
+        self.self_v[:, :, :t] = self.self_v[:, :, :t].index_select(0, beam_idx)
+
+    def select(self, rows: Tensor) -> None:
+        self.self_k = self.self_k.index_select(0, rows)
+        self.self_v = self.self_v.index_select(0, rows)
+        self.cross_k = self.cross_k.index_select(0, rows)
+        self.cross_v = self.cross_v.index_select(0, rows)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v, self.cross_k, self.cross_v))
+
+
+class DecoderCache:
+    def __init__(self, layers: list[LayerCache], mem_mask: Tensor, max_len: int, k: int | None):
+        self.layers = layers
+        self.mem_mask = mem_mask  # (N, 1, 1, S)
+        self.max_len = max_len
+        self.seq_len = 0
+        self.k = k
+        if k is not None:
+            # clip(d, k) + k for d = -(max_len-1) .. 0; step t uses the last t+1 entries.
+            d = torch.arange(-(max_len - 1), 1, device=mem_mask.device)
+            self._rel_row = (d.clamp(-k, k) + k).unsqueeze(0)  # (1, max_len)
+
+    def step_relative_index(self) -> Tensor | None:
+        if self.k is None:
+            return None
+        return self._rel_row[:, self.max_len - 1 - self.seq_len :]  # (1, t+1)
+
+    def advance(self) -> None:
+        self.seq_len += 1
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
+        for layer in self.layers:
+            layer.reorder(beam_idx)
+
+    def select(self, rows: Tensor) -> None:
+        """Keep only these rows (finished sentences drop out)."""
+        for layer in self.layers:
+            layer.select(rows)
+        self.mem_mask = self.mem_mask.index_select(0, rows)
+
+    @property
+    def batch_size(self) -> int:
+        return self.mem_mask.shape[0]
+
+    def nbytes(self) -> int:
+        return sum(layer.nbytes() for layer in self.layers)

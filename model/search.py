@@ -1,0 +1,206 @@
+"""Batched beam search and greedy decoding over ``Transformer.encode`` / ``decode_step``.
+
+``beam_step`` is the pure core (fairseq's ``search.py`` shape); ``generate`` runs batch x beam
+as one tensor program, with GNMT length penalty lp(L) = ((5 + L) / 6) ** alpha, absolute and
+source-relative max length, min length, n-best output, and finished sentences dropping out of
+the batch (and the KV cache) as soon as they are done.
+
+A sentence is done when its n-th best finished hypothesis scores at least the best score any
+live beam could still reach: scores only fall as hypotheses grow, and lp grows with length, so
+that bound is live_score / lp(max_len).  This makes the search exact with respect to its beam
+(it never stops early on a hypothesis that a live beam could still beat).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from model.transformer import Transformer
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without BOS/EOS
+    score: float  # log-probability (including EOS) divided by the length penalty
+
+
+@dataclass
+class SearchOptions:
+    beam_size: int = 4
+    num_hypotheses: int = 1
+    length_penalty: float = 1.0  # GNMT alpha; 0 = raw log-probability
+    max_length: int = 256  # absolute cap on generated tokens (EOS included)
+    max_length_a: float = 1.5  # relative cap: a * source_len + b
+    max_length_b: int = 10
+    min_length: int = 0  # EOS is forbidden before this many tokens
+    stats: dict[str, int] = field(default_factory=dict)  # filled: decode_steps, kv_cache_bytes
+
+    def validate(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError("beam_size must be >= 1")
+        if not 1 <= self.num_hypotheses <= self.beam_size:
+            raise ValueError("num_hypotheses must be between 1 and beam_size")
+        if self.max_length < 1:
+            raise ValueError("max_length must be >= 1")
+
+
+def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
+    if alpha == 0:
+        return 1.0 if isinstance(length, int) else torch.ones_like(length, dtype=torch.float32)
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def beam_step(lprobs: Tensor, scores: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+    """lprobs (B, K, V) log-probs of the next token, scores (B, K) running scores.
+
+    Returns the n best continuations per sentence: (scores, tokens, beams), each (B, n)."""
+    B, K, V = lprobs.shape
+    total = (scores.unsqueeze(-1) + lprobs).view(B, K * V)
+    top, flat = total.topk(n, dim=-1)
+    return top, flat % V, flat // V
+
+
+def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
+    rel = (src_lens.float() * opts.max_length_a + opts.max_length_b).long()
+    return rel.clamp(max=opts.max_length).clamp(min=1)
+
+
+@torch.inference_mode()
+def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
+    """src (B, S) padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
+    opts.validate()
+    if opts.beam_size == 1:
+        return [[h] for h in greedy(model, src, opts)]
+    cfg = model.cfg
+    device = src.device
+    B, K = src.shape[0], opts.beam_size
+    src_lens = (src != cfg.pad_id).sum(1)
+    max_lens = _max_lengths(src_lens, opts)  # (B,)
+    T = int(max_lens.max())
+
+    mem, mem_mask = model.encode(src)
+    mem = mem.repeat_interleave(K, 0)  # (B*K, S, D)
+    mem_mask = mem_mask.repeat_interleave(K, 0)
+    cache = model.init_cache(mem, mem_mask, T)
+    del mem
+
+    alive = torch.arange(B, device=device)  # original sentence index of each live row group
+    scores = torch.full((B, K), NEG_INF, device=device)
+    scores[:, 0] = 0.0  # only one live beam at step 0
+    history = torch.empty(B, K, 0, dtype=torch.long, device=device)
+    tokens = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    lp_max = length_penalty(max_lens.float(), opts.length_penalty)  # (B,)
+    kv_bytes = 0
+
+    for t in range(T):
+        logits = model.decode_step(tokens, cache)  # (Nb*K, V)
+        kv_bytes = max(kv_bytes, cache.nbytes())
+        lprobs = torch.log_softmax(logits.float(), dim=-1).view(len(alive), K, -1)
+        if t < opts.min_length:
+            lprobs[:, :, cfg.eos_id] = NEG_INF
+        last = (max_lens[alive] - 1 == t).view(-1, 1, 1)  # must end now
+        if bool(last.any()):
+            eos_only = torch.full_like(lprobs, NEG_INF)
+            eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
+            lprobs = torch.where(last, eos_only, lprobs)
+        cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
+
+        # Finish EOS candidates that rank within the top K.
+        is_eos = (cand_tokens == cfg.eos_id) & torch.isfinite(cand_scores)
+        eos_top = is_eos[:, :K]
+        if bool(eos_top.any()):
+            lp = float(length_penalty(t + 1, opts.length_penalty))
+            for r, c in eos_top.nonzero().tolist():
+                b = int(alive[r])
+                prefix = history[r, int(cand_beams[r, c])].tolist()
+                finished[b].append(Hypothesis(prefix, float(cand_scores[r, c]) / lp))
+
+        # Continue with the K best non-EOS candidates.
+        rank = torch.arange(2 * K, device=device).expand_as(cand_scores) + is_eos.long() * (2 * K)
+        keep = rank.topk(K, dim=-1, largest=False).indices  # (Nb, K)
+        scores = cand_scores.gather(1, keep)
+        next_tokens = cand_tokens.gather(1, keep)
+        beams = cand_beams.gather(1, keep)
+        history = torch.cat([history.gather(1, beams.unsqueeze(-1).expand_as(history)), next_tokens.unsqueeze(-1)], -1)
+
+        # Which sentences are done?
+        done = []
+        best_live = scores[:, 0] / lp_max[alive]
+        for r in range(len(alive)):
+            b = int(alive[r])
+            hyps = finished[b]
+            if len(hyps) >= opts.num_hypotheses:
+                hyps.sort(key=lambda h: -h.score)
+                if hyps[opts.num_hypotheses - 1].score >= float(best_live[r]) or not torch.isfinite(best_live[r]):
+                    done.append(r)
+            elif t == T - 1 or int(max_lens[b]) - 1 <= t:
+                done.append(r)
+        row_beams = (beams + torch.arange(len(alive), device=device).unsqueeze(1) * K).view(-1)
+        if done:
+            keep_rows = torch.tensor(sorted(set(range(len(alive))) - set(done)), dtype=torch.long, device=device)
+            if keep_rows.numel() == 0:
+                break
+            alive, scores, history = alive[keep_rows], scores[keep_rows], history[keep_rows]
+            next_tokens = next_tokens[keep_rows]
+            row_beams = row_beams.view(-1, K)[keep_rows].view(-1)
+            cache.reorder(row_beams)  # reorder within the old batch first ...
+            cache.select((keep_rows.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1))  # ... then shrink
+        else:
+            cache.reorder(row_beams)
+        tokens = next_tokens.reshape(-1)
+    opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
+    opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
+    return [sorted(h, key=lambda h: -h.score)[: opts.num_hypotheses] for h in finished]
+
+
+@torch.inference_mode()
+def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothesis]:
+    """beam_size=1 fast path: argmax per step, finished sentences drop out of the batch."""
+    cfg = model.cfg
+    device = src.device
+    B = src.shape[0]
+    max_lens = _max_lengths((src != cfg.pad_id).sum(1), opts)
+    T = int(max_lens.max())
+    mem, mem_mask = model.encode(src)
+    cache = model.init_cache(mem, mem_mask, T)
+    alive = torch.arange(B, device=device)
+    tokens = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
+    scores = torch.zeros(B, device=device)
+    out: list[list[int]] = [[] for _ in range(B)]
+    final: list[float] = [0.0] * B
+    kv_bytes = 0
+    for t in range(T):
+        logits = model.decode_step(tokens, cache)
+        kv_bytes = max(kv_bytes, cache.nbytes())
+        lprobs = torch.log_softmax(logits.float(), dim=-1)
+        if t < opts.min_length:
+            lprobs[:, cfg.eos_id] = NEG_INF
+        last = max_lens[alive] - 1 == t
+        lprobs[last] = torch.where(
+            torch.arange(lprobs.shape[1], device=device) == cfg.eos_id, lprobs[last], torch.tensor(NEG_INF, device=device)
+        )
+        best, tokens = lprobs.max(-1)
+        scores = scores + best
+        ended = tokens == cfg.eos_id
+        tok_list = tokens.tolist()
+        for r, b in enumerate(alive.tolist()):
+            if not ended[r]:
+                out[b].append(tok_list[r])
+        if bool(ended.any()):
+            lp = float(length_penalty(t + 1, opts.length_penalty))
+            for r in ended.nonzero().flatten().tolist():
+                final[int(alive[r])] = float(scores[r]) / lp
+            keep = (~ended).nonzero().flatten()
+            if keep.numel() == 0:
+                break
+            alive, tokens, scores = alive[keep], tokens[keep], scores[keep]
+            cache.select(keep)
+    opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
+    opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
+    return [Hypothesis(toks, sc) for toks, sc in zip(out, final)]

@@ -1,0 +1,74 @@
+"""SentencePiece tokenizer shared by the translator and the sentence encoder.
+
+Special ids are fixed: ``<pad>``=0, ``<unk>``=1, ``<s>``=2, ``</s>``=3, then one ``<2xx>``
+target-language tag per supported language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+def lang_tag(lang: str) -> str:
+    return f"<2{lang}>"
+
+
+class Tokenizer:
+    def __init__(self, model_file: str | Path):
+        self.path = Path(model_file)
+        self.sp = spm.SentencePieceProcessor(model_file=str(model_file))
+        assert self.sp.pad_id() == PAD_ID and self.sp.eos_id() == EOS_ID, "unexpected special ids"
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def pieces(self) -> list[str]:
+        return [self.sp.id_to_piece(i) for i in range(self.vocab_size)]
+
+    def lang_id(self, lang: str) -> int:
+        i = self.sp.piece_to_id(lang_tag(lang))
+        if i == UNK_ID:
+            raise KeyError(f"language {lang!r} has no tag in this tokenizer")
+        return i
+
+    def languages(self) -> list[str]:
+        return [p[2:-1] for p in self.pieces() if p.startswith("<2") and p.endswith(">")]
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.sp.encode(list(texts), out_type=int)
+
+    def encode_pieces(self, texts: Sequence[str]) -> list[list[str]]:
+        return self.sp.encode(list(texts), out_type=str)
+
+    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
+        return [self.sp.decode([i for i in seq if i > EOS_ID]) for seq in ids]
+
+    def decode_pieces(self, pieces: Sequence[Sequence[str]]) -> list[str]:
+        return [self.sp.decode_pieces(list(p)) for p in pieces]
+
+
+def train_tokenizer(texts: Iterable[str], prefix: Path, vocab_size: int, langs: Sequence[str]) -> Tokenizer:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_prefix=str(prefix),
+        model_type="unigram",
+        vocab_size=vocab_size,
+        character_coverage=0.9999,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        user_defined_symbols=[lang_tag(x) for x in langs],
+        input_sentence_size=400_000,
+        shuffle_input_sentence=True,
+        num_threads=2,
+        minloglevel=2,
+    )
+    return Tokenizer(f"{prefix}.model")

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set up a virtual environment (CPU torch) and start the service on the shipped default models.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+. .venv/bin/activate
+pip install -q --upgrade pip
+pip install -q torch==2.13.0            # CPU build; GPU users: install their CUDA build of torch first
+pip install -q -e .
+exec rendition serve "$@"

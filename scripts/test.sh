@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up a virtual environment (CPU torch) and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+. .venv/bin/activate
+pip install -q --upgrade pip
+pip install -q torch==2.13.0            # CPU build; GPU users: install their CUDA build of torch first
+pip install -q -e '.[test,train]'
+ruff check .
+pytest -q "$@"
