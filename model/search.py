@@ -148,9 +148,8 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
                 break
             alive, scores, history = alive[keep_rows], scores[keep_rows], history[keep_rows]
             next_tokens = next_tokens[keep_rows]
-            row_beams = row_beams.view(-1, K)[keep_rows].view(-1)
-            cache.reorder(row_beams)  # reorder within the old batch first ...
-            cache.select((keep_rows.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1))  # ... then shrink
+            # One gather both follows the beams and drops finished sentences.
+            cache.select(row_beams.view(-1, K)[keep_rows].view(-1))
         else:
             cache.reorder(row_beams)
         tokens = next_tokens.reshape(-1)

@@ -1,0 +1,162 @@
+"""The relative-position Transformer against the paper's formulas, and the KV cache against full decoding."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
+
+
+def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Shaw et al. (2018) eqs. 3-5, written as loops over heads, i and j. keep (B, T, T) bool."""
+    B, T, D = x.shape
+    H, Dh, k = att.n_heads, att.head_dim, att.k
+    q = att.q_proj(x).view(B, T, H, Dh)
+    kk = att.k_proj(x).view(B, T, H, Dh)
+    v = att.v_proj(x).view(B, T, H, Dh)
+    z = torch.zeros(B, T, H, Dh, dtype=torch.float64)
+    for b in range(B):
+        for h in range(H):
+            for i in range(T):
+                e = torch.full((T,), -math.inf, dtype=torch.float64)
+                for j in range(T):
+                    if keep[b, i, j]:
+                        a_k = att.rel_k[max(-k, min(k, j - i)) + k]
+                        e[j] = float(q[b, i, h] @ (kk[b, j, h] + a_k)) / math.sqrt(Dh)
+                alpha = torch.softmax(e, 0)
+                for j in range(T):
+                    if keep[b, i, j]:
+                        a_v = att.rel_v[max(-k, min(k, j - i)) + k] if att.rel_v is not None else 0.0
+                        z[b, i, h] += alpha[j] * (v[b, j, h] + a_v).double()
+    return att.out_proj(z.view(B, T, D).float())
+
+
+def small_cfg(**kw) -> TransformerConfig:
+    base = dict(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2, max_relative_position=3, dropout=0.0)
+    base.update(kw)
+    return TransformerConfig(**base)
+
+
+@pytest.mark.parametrize("values", [True, False])
+@pytest.mark.parametrize("case", ["encoder", "decoder"])
+def test_relative_attention_matches_paper_formulas(case: str, values: bool) -> None:
+    torch.manual_seed(0)
+    cfg = small_cfg(relative_values=values)
+    att = MultiHeadAttention(cfg, relative=True).eval()
+    with torch.no_grad():  # non-trivial tables
+        att.rel_k.normal_(0, 1.0)
+        if att.rel_v is not None:
+            att.rel_v.normal_(0, 1.0)
+    B, T = 2, 9  # T > 2k+1 so clipping matters
+    x = torch.randn(B, T, cfg.d_model)
+    if case == "encoder":
+        lengths = torch.tensor([T, 5])
+        pad = torch.arange(T)[None, :] < lengths[:, None]  # (B, T) key padding
+        keep = pad[:, None, :].expand(B, T, T)
+        mask = pad[:, None, None, :]
+    else:
+        keep = torch.ones(T, T, dtype=torch.bool).tril().expand(B, T, T)
+        mask = keep[0]
+    from model.transformer import relative_index
+
+    with torch.no_grad():
+        fast = att(x, None, mask, relative_index(T, T, cfg.max_relative_position))
+        ref = direct_relative_attention(att, x, keep)
+    torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_relative_attention_depends_on_tables() -> None:
+    """Guard against a test that cannot fail: changing w^K or w^V changes the output."""
+    torch.manual_seed(0)
+    cfg = small_cfg()
+    att = MultiHeadAttention(cfg, relative=True).eval()
+    x = torch.randn(1, 6, cfg.d_model)
+    from model.transformer import relative_index
+
+    idx = relative_index(6, 6, 3)
+    with torch.no_grad():
+        a = att(x, None, None, idx)
+        att.rel_k[0] += 1.0
+        b = att(x, None, None, idx)
+        att.rel_v[-1] += 1.0
+        c = att(x, None, None, idx)
+    assert (a - b).abs().max() > 1e-4 and (b - c).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(relative_values=False),
+        dict(relative_positions=False, sinusoidal_positions=True),
+        dict(sinusoidal_positions=True),
+    ],
+)
+def test_cached_decoding_equals_full_decoding(kw: dict) -> None:
+    torch.manual_seed(1)
+    cfg = small_cfg(**kw)
+    m = Transformer(cfg).eval()
+    if cfg.relative_positions:
+        with torch.no_grad():
+            for layer in m.decoder_layers:
+                layer.self_attn.rel_k.normal_(0, 1.0)
+    B, S, T = 3, 7, 25  # T well beyond k = 3
+    src = torch.randint(4, cfg.vocab_size, (B, S))
+    src[1, 4:] = cfg.pad_id
+    tgt = torch.randint(4, cfg.vocab_size, (B, T))
+    with torch.no_grad():
+        full = m(src, tgt)  # (B, T, V)
+        mem, mask = m.encode(src)
+        cache = m.init_cache(mem, mask, T + 5)
+        steps = torch.stack([m.decode_step(tgt[:, t], cache) for t in range(T)], 1)
+    assert cache.seq_len == T
+    torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
+
+
+def test_cache_reorder_and_select_follow_rows() -> None:
+    torch.manual_seed(2)
+    cfg = small_cfg()
+    m = Transformer(cfg).eval()
+    src = torch.randint(4, cfg.vocab_size, (3, 5))
+    tgt = torch.randint(4, cfg.vocab_size, (3, 6))
+    with torch.no_grad():
+        full = m(src, tgt)
+        mem, mask = m.encode(src)
+        cache = m.init_cache(mem, mask, 10)
+        for t in range(3):
+            m.decode_step(tgt[:, t], cache)
+        # Rows swap places (as beams would), then row 1 is dropped (a finished sentence).
+        perm = torch.tensor([2, 1, 0])
+        cache.reorder(perm)
+        # reorder moves only self-attention state; make cross state consistent for this check
+        for lc in cache.layers:
+            lc.cross_k, lc.cross_v = lc.cross_k[perm], lc.cross_v[perm]
+        cache.mem_mask = cache.mem_mask[perm]
+        keep = torch.tensor([0, 2])
+        cache.select(keep)
+        rows = perm[keep]
+        out = torch.stack([m.decode_step(tgt[rows, t], cache) for t in range(3, 6)], 1)
+    torch.testing.assert_close(out, full[rows, 3:6], atol=1e-5, rtol=1e-4)
+
+
+def test_step_relative_index_is_a_slice_of_one_row() -> None:
+    cfg = small_cfg(max_relative_position=2)
+    m = Transformer(cfg).eval()
+    mem, mask = m.encode(torch.randint(4, 40, (1, 3)))
+    cache = m.init_cache(mem, mask, 8)
+    expected = [[2], [1, 2], [0, 1, 2], [0, 0, 1, 2], [0, 0, 0, 1, 2]]
+    for row in expected:
+        assert cache.step_relative_index().tolist() == [row]
+        m.decode_step(torch.tensor([5]), cache)
+
+
+def test_config_round_trip_and_unknown_keys(tmp_path) -> None:
+    cfg = small_cfg(languages=("en", "fr", "de"))
+    cfg.save(tmp_path / "config.json")
+    assert TransformerConfig.load(tmp_path / "config.json") == cfg
+    (tmp_path / "bad.json").write_text('{"vocab_size": 10, "bogus": 1}')
+    with pytest.raises(ValueError, match="bogus"):
+        TransformerConfig.load(tmp_path / "bad.json")
