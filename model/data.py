@@ -242,3 +242,18 @@ def build(src_dir: Path = DEFAULT_SHARED, out_dir: Path = SPLITS_DIR, langs: Ite
             write_tsv(out_dir / f"{name}.en-{lang}.tsv", ps)
         counts[f"en-{lang}"] = {k: len(v) for k, v in splits.items()}
     return counts
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="rendition data", description="Rebuild the DDTP parallel splits.")
+    ap.add_argument("--source", type=Path, default=DEFAULT_SHARED, help="folder with Translation-{en,fr,de}.xz")
+    ap.add_argument("--out", type=Path, default=SPLITS_DIR)
+    ap.add_argument("--langs", nargs="+", default=list(LANGS))
+    ap.add_argument("--fetch", action="store_true", help="first fetch the files from Debian bookworm with apt into --source")
+    a = ap.parse_args(argv)
+    if a.fetch:
+        fetch_with_apt(a.source, ["en", *a.langs])
+    for lp, counts in build(a.source, a.out, a.langs).items():
+        print(lp, " ".join(f"{k}={v}" for k, v in counts.items()))
