@@ -1,0 +1,160 @@
+"""``create_app(settings)``: the FastAPI application (full-stack-fastapi-template layout).
+
+The lifespan starts a background load: models are read from their directories onto the
+configured device and dtype, warmed up (one tiny translate, one tiny encode), and then one
+``Batcher`` per model starts.  The server answers ``/health/live`` at once and
+``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
+``rendition serve`` exits with status 1).  On shutdown the batchers finish their queues.
+
+    uvicorn --factory service.app:create_app      # settings from RENDITION_* env vars
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib import metadata
+
+import torch
+from fastapi import FastAPI
+
+from model.encoder import SentenceEncoder
+from model.translator import Translator
+from model.weights import resolve_device
+from service import errors
+from service.batcher import Batcher
+from service.deps import AppState
+from service.engines import EmbeddingEngine, TranslationEngine, dtype_name, load_encoder, load_translator, resolve_dtype
+from service.metrics import Metrics
+from service.middleware import ServiceMiddleware
+from service.routers import embeddings, libretranslate, system, translate
+from service.settings import Settings
+
+log = logging.getLogger("rendition.app")
+
+
+def version() -> str:
+    try:
+        return metadata.version("rendition")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
+    """Runs in a worker thread: load (unless given), warm up, record load times."""
+    s, m = state.settings, state.metrics
+    if s.torch_threads:
+        torch.set_num_threads(s.torch_threads)
+    if "translator" in s.models:
+        t0 = time.perf_counter()
+        tr = translator or load_translator(s.translator_path, s.device, s.dtype)
+        engine = TranslationEngine(tr, s.translator_name, m)
+        if s.warmup:
+            engine.warmup()
+        m.model_load.labels("translator").set(time.perf_counter() - t0)
+        state.translator = engine
+        log.info(
+            "model loaded",
+            extra={"model": "translator", "seconds": round(time.perf_counter() - t0, 3), **engine.info()},
+        )
+    if "encoder" in s.models:
+        t0 = time.perf_counter()
+        enc = encoder or load_encoder(s.encoder_path, s.device, s.dtype)
+        engine = EmbeddingEngine(enc, s.encoder_name, m)
+        if s.warmup:
+            engine.warmup()
+        m.model_load.labels("encoder").set(time.perf_counter() - t0)
+        state.encoder = engine
+        log.info(
+            "model loaded", extra={"model": "encoder", "seconds": round(time.perf_counter() - t0, 3), **engine.info()}
+        )
+
+
+async def _start(
+    state: AppState,
+    translator: Translator | None,
+    encoder: SentenceEncoder | None,
+    on_failure: Callable[[], None] | None,
+) -> None:
+    s = state.settings
+    try:
+        await asyncio.to_thread(_load_models, state, translator, encoder)
+    except Exception as e:
+        state.load_error = f"{type(e).__name__}: {e}"
+        log.error("model loading failed", extra={"error": state.load_error})
+        if on_failure is not None:
+            on_failure()
+        return
+    limits = dict(
+        max_batch_tokens=s.max_batch_tokens,
+        max_batch_size=s.max_batch_size,
+        max_wait_ms=s.max_wait_ms,
+        max_queue=s.max_queue,
+        metrics=state.metrics,
+        delay_ms=s.batch_delay_ms,
+    )
+    if state.translator is not None:
+        state.batchers["translator"] = Batcher("translator", state.translator.core, **limits)
+    if state.encoder is not None:
+        state.batchers["encoder"] = Batcher("encoder", state.encoder.core, **limits)
+    for b in state.batchers.values():
+        b.start()
+    state.ready = True
+    log.info("ready", extra={"models": sorted(state.batchers), "device": state.device, "dtype": state.dtype})
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    translator: Translator | None = None,
+    encoder: SentenceEncoder | None = None,
+    on_load_failure: Callable[[], None] | None = None,
+) -> FastAPI:
+    """Build the app.  ``translator`` / ``encoder`` may be given already loaded (tests);
+    otherwise they are loaded from ``settings`` paths (default: the shipped models)."""
+    settings = settings or Settings()
+    metrics = Metrics()
+    state = AppState(settings=settings, metrics=metrics)
+    try:
+        dev = resolve_device(settings.device)
+        state.device, state.dtype = str(dev), dtype_name(resolve_dtype(settings.dtype, dev))
+    except Exception as e:  # reported through readiness like any load failure
+        state.load_error = f"{type(e).__name__}: {e}"
+    metrics.build_info.labels(version(), state.device, state.dtype).set(1)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loader = None
+        if state.load_error is None:
+            loader = asyncio.create_task(_start(state, translator, encoder, on_load_failure))
+        else:
+            log.error("cannot start", extra={"error": state.load_error})
+            if on_load_failure is not None:
+                on_load_failure()
+        yield
+        state.draining = True
+        if loader is not None:
+            await loader  # a load in progress cannot be interrupted; let it finish
+        for b in state.batchers.values():
+            await b.stop()  # finishes queued and running work
+        log.info("stopped")
+
+    app = FastAPI(
+        title="Rendition",
+        version=version(),
+        description="Machine translation (relative-position Transformer) and sentence embeddings (DiSAN), "
+        "with LibreTranslate- and OpenAI-compatible routes.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = metrics
+    app.state.rendition = state
+    for r in (translate.router, libretranslate.router, embeddings.router, system.router):
+        app.include_router(r)
+    errors.install(app)
+    paths = frozenset(getattr(r, "path", "") for r in app.routes)
+    app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes, known_paths=paths)
+    return app

@@ -1,0 +1,171 @@
+"""Dependencies and helpers shared by the routers: settings, app state, API keys, and running one
+request's sentences through a batcher with a timeout and client-disconnect detection."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Depends, Request
+
+from service.batcher import Batcher, BatcherClosed, BatchFailed, QueueFull
+from service.engines import EmbeddingEngine, TranslationEngine
+from service.errors import APIError, invalid
+from service.metrics import Metrics
+from service.settings import Settings
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    metrics: Metrics
+    translator: TranslationEngine | None = None
+    encoder: EmbeddingEngine | None = None
+    batchers: dict[str, Batcher] = field(default_factory=dict)  # "translator" / "encoder"
+    ready: bool = False
+    draining: bool = False
+    load_error: str | None = None
+    device: str = "cpu"
+    dtype: str = "float32"
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_state(request: Request) -> AppState:
+    return request.app.state.rendition
+
+
+# -- API keys ---------------------------------------------------------------------------------------
+
+
+def key_is_valid(settings: Settings, presented: str | None) -> bool:
+    """Constant-time comparison against every configured key (no early exit)."""
+    if not settings.api_keys:
+        return True
+    if not presented:
+        return False
+    ok = False
+    for key in settings.api_keys:
+        ok |= hmac.compare_digest(key.encode(), presented.encode())
+    return ok
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def auth_error() -> APIError:
+    return APIError(
+        401,
+        "missing or invalid API key (send 'Authorization: Bearer <key>')",
+        kind="auth",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+async def require_api_key(request: Request, settings: Settings = Depends(get_settings)) -> None:
+    if not key_is_valid(settings, bearer_token(request)):
+        raise auth_error()
+
+
+# -- input limits -----------------------------------------------------------------------------------
+
+
+def as_list(value: str | list[str], field_name: str, settings: Settings) -> list[str]:
+    """One text or a list -> a list, checked against RENDITION_MAX_ITEMS / RENDITION_MAX_TEXT_CHARS."""
+    texts = [value] if isinstance(value, str) else list(value)
+    if not texts:
+        raise invalid(field_name, "must not be an empty list", "empty_input")
+    if len(texts) > settings.max_items:
+        raise invalid(
+            field_name,
+            f"{len(texts)} items; the limit is {settings.max_items} per request (RENDITION_MAX_ITEMS)",
+            "too_many_items",
+        )
+    for i, t in enumerate(texts):
+        where = field_name if isinstance(value, str) else [field_name, i]
+        if not t.strip():
+            raise invalid(where, "must not be empty", "empty_input")
+        if len(t) > settings.max_text_chars:
+            raise invalid(
+                where,
+                f"text is {len(t)} characters long; the limit is {settings.max_text_chars} (RENDITION_MAX_TEXT_CHARS)",
+                "text_too_long",
+            )
+    return texts
+
+
+# -- running work through a batcher ----------------------------------------------------------------
+
+
+def engine_or_503(state: AppState, name: str) -> tuple[Any, Batcher]:
+    engine = getattr(state, name)
+    if engine is None or name not in state.batchers:
+        if state.ready:
+            raise APIError(
+                404, f"the {name} model is not enabled on this server (RENDITION_MODELS)", kind="model_disabled"
+            )
+        raise APIError(
+            503, f"the {name} model is loading; retry shortly", kind="not_ready", headers={"Retry-After": "1"}
+        )
+    return engine, state.batchers[name]
+
+
+async def _wait_disconnect(request: Request) -> None:
+    """Returns when the client goes away (the body has already been read, so the next ASGI
+    message is http.disconnect)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def run_batched(
+    request: Request,
+    settings: Settings,
+    batcher: Batcher,
+    payloads: Sequence[Any],
+    costs: Sequence[int],
+    key: Hashable = None,
+    tokens: Sequence[int] | None = None,
+) -> list[Any]:
+    """Queue a request's sentences, wait for their results; map overload/timeout/disconnect/model
+    errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued."""
+    work = asyncio.ensure_future(batcher.submit(payloads, costs, key, tokens))
+    gone = asyncio.ensure_future(_wait_disconnect(request))
+    done: set = set()
+    waited = False
+    try:
+        done, _ = await asyncio.wait(
+            {work, gone}, timeout=settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        waited = True
+    finally:
+        gone.cancel()
+        if not work.done():  # the reason becomes the `reason` label of rendition_dropped_sentences_total
+            work.cancel(msg="disconnected" if gone in done else "timeout" if waited else "cancelled")
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await gone
+    if work in done:
+        try:
+            return work.result()
+        except QueueFull as e:
+            raise APIError(429, str(e), kind="queue_full", headers={"Retry-After": str(e.retry_after)}) from None
+        except BatchFailed as e:
+            raise APIError(500, str(e), kind="model_error") from None
+        except BatcherClosed as e:
+            raise APIError(503, str(e), kind="shutting_down") from None
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await work
+    if gone in done:
+        raise APIError(499, "client closed the request", kind="client_disconnected")
+    raise APIError(
+        504, f"no result within {settings.request_timeout_s} s (RENDITION_REQUEST_TIMEOUT_S)", kind="timeout"
+    )

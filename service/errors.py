@@ -1,0 +1,138 @@
+"""One error type for the whole service, rendered in the shape each API family expects.
+
+/v1/embeddings            OpenAI:          {"error": {"message", "type", "param", "code"}}
+/translate, /languages    LibreTranslate:  {"error": "message"}
+everything else           FastAPI:         {"detail": "message"} or {"detail": [{loc, msg, type}]}
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("rendition.errors")
+
+OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "server_error",
+    504: "timeout_error",
+}
+
+
+class APIError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        kind: str = "invalid_request",
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+        detail: Any = None,
+    ):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind  # metric label: rendition_errors_total{type=...}
+        self.param = param
+        self.headers = headers or {}
+        self.detail = detail  # FastAPI-style detail (e.g. a list of {loc, msg, type}); default: message
+
+
+def invalid(field: str | list, message: str, kind: str = "validation") -> APIError:
+    """A 422 naming the field (``loc``) and the limit, in FastAPI's validation-error shape."""
+    loc = ["body", *field] if isinstance(field, list) else ["body", field]
+    return APIError(
+        422,
+        f"{'.'.join(map(str, loc[1:]))}: {message}",
+        kind=kind,
+        param=str(loc[1]),
+        detail=[{"loc": loc, "msg": message, "type": kind}],
+    )
+
+
+def family(path: str) -> str:
+    if path.startswith("/v1/embeddings"):
+        return "openai"
+    if path in ("/translate", "/languages", "/detect"):
+        return "libretranslate"
+    return "fastapi"
+
+
+def error_response(
+    path: str,
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    detail: Any = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    fam = family(path)
+    if fam == "openai":
+        body: Any = {
+            "error": {
+                "message": message,
+                "type": OPENAI_TYPES.get(status, "invalid_request_error"),
+                "param": param,
+                "code": None,
+            }
+        }
+    elif fam == "libretranslate":
+        body = {"error": message}
+    else:
+        body = {"detail": detail if detail is not None else message}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _count(request: Request, kind: str) -> None:
+    metrics = getattr(request.app.state, "metrics", None)
+    if metrics is not None:
+        metrics.errors.labels(kind).inc()
+
+
+def _validation_message(errors: list[dict]) -> tuple[str, str | None]:
+    parts, param = [], None
+    for e in errors:
+        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+        param = param or (loc[0] if loc else None)
+        parts.append(f"{'.'.join(loc) or 'body'}: {e.get('msg')}")
+    return "; ".join(parts), param
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(APIError)
+    async def _api_error(request: Request, exc: APIError) -> JSONResponse:
+        _count(request, exc.kind)
+        return error_response(
+            request.url.path, exc.status, exc.message, param=exc.param, detail=exc.detail, headers=exc.headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        _count(request, "validation")
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        message, param = _validation_message(errors)
+        return error_response(request.url.path, 422, message, param=param, detail=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        _count(request, f"http_{exc.status_code}")
+        return error_response(request.url.path, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        _count(request, "internal")
+        return error_response(request.url.path, 500, f"internal error: {type(exc).__name__}")

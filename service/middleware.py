@@ -1,0 +1,114 @@
+"""Pure-ASGI middleware (no BaseHTTPMiddleware, so streaming and disconnects pass straight through):
+
+* request id: ``X-Request-ID`` taken from the request (when sane) or generated, echoed back, and
+  put on every log line of the request;
+* body limit: a body over ``max_body_bytes`` gets 413 before any route sees it (checked on
+  Content-Length and again while reading, for chunked bodies);
+* metrics: request count and latency by method, route template and status, requests in flight;
+* one JSON access-log line per request (method, route, status, duration; never the body).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import error_response
+from service.logs import request_id
+from service.metrics import Metrics
+
+log = logging.getLogger("rendition.access")
+_RID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+class ServiceMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int, known_paths: frozenset[str] = frozenset()):
+        self.app = app
+        self.metrics = metrics
+        self.max_body = max_body_bytes
+        self.known_paths = known_paths  # label values for the in-flight gauge (others: "unmatched")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        rid = headers.get(b"x-request-id", b"").decode("latin-1")
+        rid = rid if _RID.match(rid) else uuid.uuid4().hex
+        token = request_id.set(rid)
+        start = time.perf_counter()
+        method, path = scope["method"], scope["path"]
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode())]
+            await send(message)
+
+        route_guess = path if path in self.known_paths else "unmatched"
+        self.metrics.in_flight.labels(route_guess).inc()
+        try:
+            body_receive = await self._limited_body(scope, receive, headers)
+            if body_receive is None:
+                self.metrics.errors.labels("body_too_large").inc()
+                msg = f"request body larger than the limit of {self.max_body} bytes (RENDITION_MAX_BODY_BYTES)"
+                await error_response(path, 413, msg)(scope, receive, send_wrapper)
+            else:
+                await self.app(scope, body_receive, send_wrapper)
+        finally:
+            self.metrics.in_flight.labels(route_guess).dec()
+            route = scope.get("route")
+            route_name = getattr(route, "path", None) or "unmatched"
+            elapsed = time.perf_counter() - start
+            self.metrics.requests.labels(method, route_name, str(status)).inc()
+            self.metrics.request_latency.labels(method, route_name, str(status)).observe(elapsed)
+            log.info(
+                "request",
+                extra={
+                    "method": method,
+                    "route": route_name,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                },
+            )
+            request_id.reset(token)
+
+    async def _limited_body(self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]) -> Receive | None:
+        """Read the whole body (up to the limit) and return a receive() that replays it; None if too large."""
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                if int(length) > self.max_body:
+                    return None
+            except ValueError:
+                pass
+        if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE") and length is None:
+            return receive
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.max_body:
+                return None
+            if not message.get("more_body", False):
+                break
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+        replay: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+        replay += [m for m in messages if m["type"] != "http.request"]
+
+        async def replay_receive() -> Message:
+            if replay:
+                return replay.pop(0)
+            return await receive()  # after the body: waits for http.disconnect
+
+        return replay_receive

@@ -1,0 +1,44 @@
+"""Health (liveness, readiness), Prometheus metrics and ``GET /v1/models``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from service.deps import AppState, get_state, require_api_key
+
+router = APIRouter()
+
+
+@router.get("/health/live", tags=["health"], summary="The process is up (503 if model loading failed)")
+async def live(state: AppState = Depends(get_state)) -> JSONResponse:
+    if state.load_error:
+        return JSONResponse({"status": "failed", "error": state.load_error}, status_code=503)
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/health/ready", tags=["health"], summary="Models loaded and warm, not draining (else 503)")
+async def ready(state: AppState = Depends(get_state)) -> JSONResponse:
+    if state.load_error:
+        return JSONResponse({"status": "failed", "error": state.load_error}, status_code=503)
+    if state.draining:
+        return JSONResponse({"status": "draining"}, status_code=503)
+    if not state.ready:
+        return JSONResponse({"status": "loading"}, status_code=503, headers={"Retry-After": "1"})
+    queues = {name: b.queued for name, b in state.batchers.items()}
+    return JSONResponse({"status": "ready", "models": sorted(state.batchers), "queued": queues})
+
+
+@router.get("/metrics", tags=["health"], summary="Prometheus metrics")
+async def metrics(state: AppState = Depends(get_state)) -> Response:
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/v1/models", tags=["models"], dependencies=[Depends(require_api_key)], summary="What is loaded")
+async def models(state: AppState = Depends(get_state)) -> dict:
+    data = []
+    for engine in (state.translator, state.encoder):
+        if engine is not None:
+            data.append({"object": "model", "owned_by": "rendition", "created": 0, **engine.info()})
+    return {"object": "list", "data": data}

@@ -1,0 +1,115 @@
+"""Request and response bodies (pydantic).  Static bounds live here; limits that come from the
+settings (items per request, characters per text, beam size, max_length) are checked in the
+routes against the injected ``Settings``, so they can be configured per deployment."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# -- /v1/translate -------------------------------------------------------------------------------
+
+
+class TranslateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | list[str] = Field(description="one text or a list of texts")
+    source: str = Field(min_length=1, max_length=16, description="source language code, e.g. en")
+    target: str = Field(min_length=1, max_length=16, description="target language code, e.g. fr")
+    beam_size: int | None = Field(None, ge=1, description="beam width (default RENDITION_DEFAULT_BEAM_SIZE)")
+    num_hypotheses: int = Field(1, ge=1, description="n-best hypotheses per text (<= beam_size)")
+    length_penalty: float = Field(1.0, ge=0.0, le=10.0, description="GNMT length-penalty alpha")
+    max_length: int | None = Field(
+        None, ge=1, description="cap on generated tokens (default RENDITION_DEFAULT_MAX_LENGTH)"
+    )
+    return_scores: bool = Field(False, description="add the score (and n-best hypotheses) to every result")
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float
+
+
+class TranslationResult(BaseModel):
+    text: str
+    score: float | None = None
+    hypotheses: list[Hypothesis] | None = None
+
+
+class TranslateUsage(BaseModel):
+    source_tokens: int
+    target_tokens: int
+
+
+class TranslateResponse(BaseModel):
+    results: list[TranslationResult]
+    model: str
+    usage: TranslateUsage
+
+
+# -- LibreTranslate ------------------------------------------------------------------------------
+
+
+class LibreTranslateRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    q: str | list[str]
+    source: str = Field(min_length=1, max_length=16)
+    target: str = Field(min_length=1, max_length=16)
+    format: Literal["text", "html"] = "text"
+    alternatives: int = Field(0, ge=0)
+    api_key: str | None = None
+
+
+class Language(BaseModel):
+    code: str
+    name: str
+    targets: list[str]
+
+
+# -- OpenAI embeddings ---------------------------------------------------------------------------
+
+
+class EmbeddingsRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    input: str | list[str]
+    model: str | None = None
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(None, ge=1)
+    user: str | None = None
+
+
+class Embedding(BaseModel):
+    object: Literal["embedding"] = "embedding"
+    embedding: list[float] | str
+    index: int
+
+
+class EmbeddingsUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingsResponse(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Embedding]
+    model: str
+    usage: EmbeddingsUsage
+
+
+# -- similarity ----------------------------------------------------------------------------------
+
+
+class SimilarityRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source_sentence: str
+    sentences: list[str]
+
+
+class SimilarityResponse(BaseModel):
+    similarities: list[float]
+    model: str
+    usage: EmbeddingsUsage

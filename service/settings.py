@@ -1,0 +1,74 @@
+"""Service configuration from ``RENDITION_*`` environment variables (pydantic-settings).
+
+Every field below is ``RENDITION_<FIELD>`` in upper case, e.g. ``RENDITION_MAX_BATCH_TOKENS=4096``.
+The app receives one ``Settings`` object and hands it to routes through the ``get_settings``
+dependency (``service.deps``), so tests can build or override it freely.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+ModelName = Literal["translator", "encoder"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RENDITION_", extra="ignore")
+
+    # -- server ---------------------------------------------------------------------------------
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    drain_seconds: float = Field(0.0, ge=0, description="after SIGTERM, stay up (ready=503) this long before closing")
+
+    # -- models ---------------------------------------------------------------------------------
+    models: Annotated[list[ModelName], NoDecode] = ["translator", "encoder"]  # which models to load
+    translator_path: Path | None = None  # None: the shipped model (model/pretrained/translator)
+    encoder_path: Path | None = None  # None: the shipped model (model/pretrained/encoder)
+    translator_name: str = "rendition-translator"
+    encoder_name: str = "rendition-disan"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float16 on CUDA, float32 on CPU
+    torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
+    warmup: bool = True
+
+    # -- dynamic batching (per model) -------------------------------------------------------------
+    max_batch_tokens: int = Field(8192, ge=1)  # padded tokens per batch (x beam size for translation)
+    max_batch_size: int = Field(64, ge=1)  # sentences per batch
+    max_wait_ms: float = Field(5.0, ge=0)  # how long a batch waits for more work once the worker is free
+    max_queue: int = Field(1024, ge=1)  # queued sentences per model; beyond it requests get 429
+    request_timeout_s: float = Field(60.0, gt=0)  # end-to-end wait for a result; beyond it 504
+    batch_delay_ms: float = Field(0.0, ge=0)  # testing aid: sleep before every batch (simulates a slow model)
+
+    # -- request limits ---------------------------------------------------------------------------
+    max_body_bytes: int = Field(1_000_000, ge=1)  # 413 beyond
+    max_items: int = Field(64, ge=1)  # texts per request
+    max_text_chars: int = Field(4000, ge=1)  # characters per text
+    max_beam_size: int = Field(8, ge=1)
+    max_length_limit: int = Field(512, ge=1)  # upper bound for a request's max_length
+    default_beam_size: int = Field(4, ge=1)
+    default_max_length: int = Field(256, ge=1)
+
+    # -- auth -----------------------------------------------------------------------------------
+    api_keys: Annotated[list[str], NoDecode] = []  # comma separated; empty: no auth
+
+    @field_validator("api_keys", "models", mode="before")
+    @classmethod
+    def _split_commas(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [x.strip() for x in v.split(",") if x.strip()]
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.max_items > self.max_queue:
+            raise ValueError(f"max_items ({self.max_items}) must not exceed max_queue ({self.max_queue})")
+        if self.default_beam_size > self.max_beam_size:
+            raise ValueError("default_beam_size must not exceed max_beam_size")
+        if self.default_max_length > self.max_length_limit:
+            raise ValueError("default_max_length must not exceed max_length_limit")
+        return self
