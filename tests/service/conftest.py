@@ -1,0 +1,135 @@
+"""Fixtures for the service tests: small random models on disk, and real uvicorn processes.
+
+Servers run ``python -m service.main`` (what ``rendition serve`` calls) on a free port with
+``RENDITION_*`` env vars pointing at the random models; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import torch
+from prometheus_client.parser import text_string_to_metric_families
+from safetensors.torch import save_file
+
+from model.disan import DiSAN, DiSANConfig
+from model.tokenizer import Tokenizer
+from model.transformer import Transformer, TransformerConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+SPM = ROOT / "model" / "pretrained" / "translator" / "sentencepiece.model"
+
+
+@pytest.fixture(scope="session")
+def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A random translator (en<->fr) and a random DiSAN encoder, saved like the shipped models."""
+    root = tmp_path_factory.mktemp("models")
+    tok = Tokenizer(SPM)
+    torch.manual_seed(0)
+    tcfg = TransformerConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, languages=("en", "fr"))
+    ecfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=32, d_model=32, d_out=48, max_length=64)
+    out = {}
+    for name, cfg, model in (("translator", tcfg, Transformer(tcfg)), ("encoder", ecfg, DiSAN(ecfg))):
+        d = root / name
+        d.mkdir()
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(d / "model.safetensors"))
+        cfg.save(d / "config.json")
+        shutil.copy(SPM, d / "sentencepiece.model")
+        out[name] = d
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, env: dict[str, str], log_path: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "service.main", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 90.0) -> Server:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/health/ready", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"server not ready in {timeout} s:\n{self.log()[-3000:]}")
+
+    def metrics(self) -> dict:
+        """{family name: family} from /metrics, parsed with prometheus-client's own parser."""
+        text = httpx.get(self.url + "/metrics", timeout=10).text
+        return {f.name: f for f in text_string_to_metric_families(text)}
+
+    def sample(self, family: str, suffix: str = "", **labels: str) -> float:
+        """Sum of the samples of one family whose name ends with suffix and whose labels match."""
+        fam = self.metrics().get(family)
+        if fam is None:
+            return 0.0
+        return sum(s.value for s in fam.samples if s.name == family + suffix and all(s.labels.get(k) == v for k, v in labels.items()))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._log.close()
+
+
+def server_env(model_dirs: dict[str, Path], **overrides: object) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")}
+    env.update(
+        OMP_NUM_THREADS="1",
+        RENDITION_TORCH_THREADS="1",
+        RENDITION_DISAN_COMPILE="0",  # eager DiSAN: no compile time in tests
+        RENDITION_TRANSLATOR_PATH=str(model_dirs["translator"]),
+        RENDITION_ENCODER_PATH=str(model_dirs["encoder"]),
+        RENDITION_DEFAULT_MAX_LENGTH="8",  # random models run to max_length
+        RENDITION_DEFAULT_BEAM_SIZE="2",
+    )
+    env.update({f"RENDITION_{k.upper()}": str(v) for k, v in overrides.items()})
+    return env
+
+
+@pytest.fixture(scope="module")
+def start_server(model_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
+    """Factory: start_server(**settings) -> a ready Server; all are stopped after the module."""
+    servers: list[Server] = []
+
+    def start(wait: bool = True, **overrides: object) -> Server:
+        srv = Server(server_env(model_dirs, **overrides), tmp_path_factory.mktemp("server") / "server.log")
+        servers.append(srv)
+        return srv.wait_ready() if wait else srv
+
+    yield start
+    for srv in servers:
+        srv.stop()
