@@ -4,9 +4,9 @@
 #   docker build -t rendition:cpu .                                     # CPU image (default)
 #   docker build -t rendition:gpu --build-arg TORCH_VARIANT=cu126 .     # CUDA build of torch
 #
-# Multi-stage: the builder installs torch + the package (with the shipped models under
-# model/pretrained/) into /opt/venv; the runtime stage copies only that virtualenv onto a slim
-# base and runs `rendition serve` as an unprivileged user. All service configuration comes from
+# Multi-stage: `deps` installs torch + the dependencies into /opt/venv, `wheel` builds the package
+# (with the shipped models under model/pretrained/), and the runtime stage copies that virtualenv
+# onto a slim base, installs the wheel into it and runs `rendition serve` as an unprivileged user. All service configuration comes from
 # RENDITION_* environment variables (see docs/service.md and docs/deploy.md).
 #
 # Build arguments:
@@ -21,7 +21,9 @@
 ARG BASE_IMAGE=python:3.11-slim
 
 # ---------------------------------------------------------------------------------------------
-FROM ${BASE_IMAGE} AS builder
+# deps: torch + the package's dependencies in /opt/venv; depends only on pyproject.toml, so
+# code and model changes do not rebuild (or re-copy) this big layer.
+FROM ${BASE_IMAGE} AS deps
 
 ARG TORCH_VERSION=2.13.0
 ARG TORCH_VARIANT=cpu
@@ -34,7 +36,6 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
-# torch first (the big layer, cached independently of the source code).
 COPY deploy/wheels/ /tmp/wheels/
 RUN set -eux; \
     if ls /tmp/wheels/torch-*.whl >/dev/null 2>&1; then \
@@ -44,14 +45,23 @@ RUN set -eux; \
     fi; \
     python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
 
-# The package itself; model/pretrained/** ships as package data (the default models).
+# The dependencies listed in pyproject.toml, installed through an empty stand-in of the package.
 WORKDIR /src
+COPY pyproject.toml README.md* ./
+RUN set -eux; \
+    mkdir -p model service; touch model/__init__.py service/__init__.py; \
+    pip install . ; \
+    pip uninstall -y rendition; \
+    rm -rf /src/*
+
+# ---------------------------------------------------------------------------------------------
+# wheel: the package itself; model/pretrained/** ships inside it as package data (the default
+# models the service loads).
+FROM deps AS wheel
 COPY pyproject.toml README.md* ./
 COPY model/ model/
 COPY service/ service/
-RUN set -eux; \
-    pip install . ; \
-    python -c "import model, service; from model.translator import DEFAULT_TRANSLATOR; print(sorted(p.name for p in DEFAULT_TRANSLATOR.iterdir()))"
+RUN pip wheel --no-deps --wheel-dir /dist .
 
 # ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime
@@ -64,7 +74,12 @@ RUN set -eux; \
     (groupadd --system --gid 10001 rendition && useradd --system --uid 10001 --gid rendition --home-dir /home/rendition --create-home --shell /usr/sbin/nologin rendition) \
     || (addgroup -S -g 10001 rendition && adduser -S -u 10001 -G rendition -h /home/rendition rendition)
 
-COPY --from=builder /opt/venv /opt/venv
+COPY --from=deps /opt/venv /opt/venv
+COPY --from=wheel /dist/ /tmp/dist/
+RUN set -eux; \
+    /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl; \
+    rm -rf /tmp/dist; \
+    /opt/venv/bin/python -c "import service.main; from model.translator import DEFAULT_TRANSLATOR; from model.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
@@ -77,7 +92,7 @@ WORKDIR /home/rendition
 EXPOSE 8000
 
 # Readiness (models loaded, queue accepting work); python instead of curl: the slim base has none.
-HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=15s --timeout=10s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import os, sys, urllib.request; port = os.environ.get('RENDITION_PORT', '8000'); sys.exit(0 if urllib.request.urlopen(f'http://127.0.0.1:{port}/health/ready', timeout=4).status == 200 else 1)"]
 
 ENTRYPOINT ["rendition", "serve"]

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# End-to-end check of the compose deployment on a real Docker engine, offline-friendly.
+#
+#   sudo scripts/compose-smoke.sh            # prints PASS or FAIL as its last line (exit 0 / 1)
+#
+# As root on a Debian machine whose only reachable registries are Debian and PyPI (no Docker Hub):
+#   1. installs docker.io / docker-compose / debootstrap if missing and starts dockerd if needed;
+#   2. builds a stand-in base image with debootstrap (bookworm + python3 + venv, this machine's CA
+#      bundle and pip config) - it replaces python:3.11-slim for this test only;
+#   3. builds the service image from the real Dockerfile (BASE_IMAGE = the stand-in, torch from the
+#      local CPU wheel put in deploy/wheels/ for the duration of the build);
+#   4. starts `rendition` + `prometheus` from docker-compose.yml plus smoke-only overrides
+#      (a Prometheus stand-in built from Debian's package; Grafana is left out - its files are
+#      only checked: JSON parses, every dashboard query is valid PromQL on the live Prometheus);
+#   5. waits for the container health check, sends a translation and an embeddings request through
+#      the published port, checks non-root user + memory limit, checks that Prometheus scrapes the
+#      service (targets API: up) and loaded the alert rules; then tears everything down.
+# Random tiny models are mounted when the shipped weights are not in model/pretrained/ yet.
+#
+# Environment knobs: SMOKE_WORK (scratch dir, default /var/tmp/rendition-smoke), SMOKE_PORT (18000),
+# SMOKE_PROM_PORT (19090), SMOKE_TORCH_WHEEL (a local torch wheel; default: /opt/wheels/torch-*.whl),
+# SMOKE_REBUILD_BASE=1 (rebuild the debootstrap base), SMOKE_KEEP=1 (leave the stack running).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="${SMOKE_WORK:-/var/tmp/rendition-smoke}"
+PORT="${SMOKE_PORT:-18000}"
+PROM_PORT="${SMOKE_PROM_PORT:-19090}"
+BASE_TAG="rendition-smoke/base:bookworm"
+PROM_TAG="rendition-smoke/prometheus:debian"
+IMAGE_TAG="rendition:smoke"
+PROJECT="rendition-smoke"
+CA_BUNDLE="/etc/ssl/certs/ca-certificates.crt"
+SMOKE_DIR="$ROOT/scripts/compose-smoke"
+
+STARTED_DOCKERD=""
+WHEEL_LINKED=""
+STACK_UP=""
+COMPOSE=()
+COMPOSE_FILES=()
+
+log() { printf '[compose-smoke %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+fail() {
+    log "ERROR: $*"
+    if [ -n "$STACK_UP" ]; then
+        log "--- rendition logs (tail) ---"
+        "${COMPOSE[@]}" "${COMPOSE_FILES[@]}" logs --tail=60 rendition 2>&1 | tail -60
+        log "--- prometheus logs (tail) ---"
+        "${COMPOSE[@]}" "${COMPOSE_FILES[@]}" logs --tail=20 prometheus 2>&1 | tail -20
+    fi
+    cleanup
+    echo "FAIL"
+    exit 1
+}
+
+cleanup() {
+    if [ -n "$STACK_UP" ] && [ -z "${SMOKE_KEEP:-}" ]; then
+        log "tearing the stack down"
+        "${COMPOSE[@]}" "${COMPOSE_FILES[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+        STACK_UP=""
+    fi
+    if [ -n "$WHEEL_LINKED" ]; then
+        rm -f "$WHEEL_LINKED"
+        WHEEL_LINKED=""
+    fi
+    if [ -n "$STARTED_DOCKERD" ] && [ -z "${SMOKE_KEEP:-}" ]; then
+        log "stopping the dockerd this script started (pid $STARTED_DOCKERD)"
+        kill "$STARTED_DOCKERD" 2>/dev/null || true
+        for _ in $(seq 1 30); do kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 1; done
+        STARTED_DOCKERD=""
+    fi
+}
+trap 'fail "interrupted"' INT TERM
+
+# -- 1. engine ------------------------------------------------------------------------------------
+[ "$(id -u)" = 0 ] || { echo "run as root (it installs packages and starts dockerd)"; echo FAIL; exit 1; }
+if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null \
+    || { ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1; }; then
+    log "installing docker.io docker-compose debootstrap"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io docker-compose debootstrap >/dev/null \
+        || fail "apt-get install failed"
+fi
+if ! docker info >/dev/null 2>&1; then
+    log "starting dockerd"
+    dockerd >"$WORK.dockerd.log" 2>&1 &
+    STARTED_DOCKERD=$!
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || fail "dockerd did not come up (see $WORK.dockerd.log)"
+fi
+if docker compose version >/dev/null 2>&1; then
+    COMPOSE=(docker compose -p "$PROJECT")
+else
+    # Compose v1 applies deploy.resources.limits only in compatibility mode.
+    COMPOSE=(docker-compose --compatibility -p "$PROJECT")
+fi
+# Without the buildx plugin the docker CLI can only use the classic builder (the Dockerfile works with both).
+docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=0
+log "engine: $(docker version --format '{{.Server.Version}}'), compose: ${COMPOSE[*]:0:2}"
+mkdir -p "$WORK"
+
+# -- 2. stand-in base image -----------------------------------------------------------------------
+if [ -n "${SMOKE_REBUILD_BASE:-}" ] || ! docker image inspect "$BASE_TAG" >/dev/null 2>&1; then
+    log "building $BASE_TAG with debootstrap (a few minutes)"
+    rm -rf "$WORK/rootfs"
+    debootstrap --variant=minbase --include=python3,python3-venv,python3-pip,ca-certificates \
+        bookworm "$WORK/rootfs" http://deb.debian.org/debian >"$WORK/debootstrap.log" 2>&1 \
+        || fail "debootstrap failed (see $WORK/debootstrap.log)"
+    # This machine's CA bundle (registry traffic is TLS-intercepted) and pip settings: test-only.
+    cp "$CA_BUNDLE" "$WORK/rootfs/etc/ssl/certs/ca-certificates.crt"
+    printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' >"$WORK/rootfs/etc/pip.conf"
+    rm -rf "$WORK/rootfs/var/cache/apt/archives/"*.deb "$WORK/rootfs/var/lib/apt/lists/"*
+    tar -C "$WORK/rootfs" -c . | docker import \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'ENV LANG=C.UTF-8' \
+        --change "ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt" \
+        --change "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt" \
+        --change 'CMD ["python3"]' - "$BASE_TAG" >/dev/null || fail "docker import failed"
+    rm -rf "$WORK/rootfs"
+fi
+log "base image: $BASE_TAG ($(docker run --rm "$BASE_TAG" python3 --version 2>&1))"
+
+# -- 3. images ------------------------------------------------------------------------------------
+WHEEL="${SMOKE_TORCH_WHEEL:-$(ls /opt/wheels/torch-*cp311*.whl 2>/dev/null | head -1)}"
+if [ -n "$WHEEL" ] && [ -f "$WHEEL" ]; then
+    WHEEL_LINKED="$ROOT/deploy/wheels/$(basename "$WHEEL")"
+    ln -f "$WHEEL" "$WHEEL_LINKED" 2>/dev/null || cp "$WHEEL" "$WHEEL_LINKED" || fail "cannot stage $WHEEL"
+    log "torch from local wheel $(basename "$WHEEL")"
+else
+    log "no local torch wheel: the build downloads torch from the PyTorch CPU index"
+fi
+log "building $IMAGE_TAG from the real Dockerfile"
+docker build --network host --build-arg BASE_IMAGE="$BASE_TAG" -t "$IMAGE_TAG" "$ROOT" >"$WORK/build.log" 2>&1 \
+    || { tail -30 "$WORK/build.log"; fail "image build failed (full log: $WORK/build.log)"; }
+rm -f "$WHEEL_LINKED"; WHEEL_LINKED=""
+log "image $IMAGE_TAG: $(docker image inspect --format '{{.Size}}' "$IMAGE_TAG" | awk '{printf "%.0f MB", $1/1e6}'), user $(docker image inspect --format '{{.Config.User}}' "$IMAGE_TAG")"
+
+if [ -n "${SMOKE_REBUILD_BASE:-}" ] || ! docker image inspect "$PROM_TAG" >/dev/null 2>&1; then
+    log "building $PROM_TAG (Debian's prometheus package)"
+    docker build --network host --build-arg BASE_IMAGE="$BASE_TAG" -t "$PROM_TAG" -f "$SMOKE_DIR/prometheus.Dockerfile" "$SMOKE_DIR" \
+        >"$WORK/prometheus-build.log" 2>&1 || { tail -20 "$WORK/prometheus-build.log"; fail "prometheus stand-in build failed"; }
+fi
+docker run --rm -v "$ROOT/deploy/prometheus:/etc/prometheus:ro" --entrypoint promtool "$PROM_TAG" \
+    check config /etc/prometheus/prometheus.yml >"$WORK/promtool.log" 2>&1 \
+    || { cat "$WORK/promtool.log"; fail "promtool rejects deploy/prometheus"; }
+log "promtool: $(grep -c SUCCESS "$WORK/promtool.log") files SUCCESS (config + rules)"
+
+# -- 4. models + stack ----------------------------------------------------------------------------
+COMPOSE_FILES=(-f "$ROOT/docker-compose.yml" -f "$SMOKE_DIR/docker-compose.smoke.yml")
+if [ -f "$ROOT/model/pretrained/translator/model.safetensors" ] && [ -f "$ROOT/model/pretrained/encoder/model.safetensors" ]; then
+    log "shipped weights present: the image runs as built, on its default models"
+else
+    log "shipped weights missing: mounting tiny random stand-in models"
+    rm -rf "$WORK/models" && mkdir -p "$WORK/models"
+    docker run --rm --user 0 -v "$WORK/models:/out" -v "$SMOKE_DIR/make_standin_models.py:/tmp/make.py:ro" \
+        --entrypoint python "$IMAGE_TAG" /tmp/make.py /out || fail "could not make stand-in models"
+    chmod -R a+rX "$WORK/models"
+    cat >"$WORK/docker-compose.models.yml" <<EOF
+services:
+  rendition:
+    environment:
+      RENDITION_TRANSLATOR_PATH: /models/translator
+      RENDITION_ENCODER_PATH: /models/encoder
+    volumes:
+      - $WORK/models:/models:ro
+EOF
+    COMPOSE_FILES+=(-f "$WORK/docker-compose.models.yml")
+fi
+export RENDITION_IMAGE="$IMAGE_TAG" SMOKE_PROMETHEUS_IMAGE="$PROM_TAG" \
+    RENDITION_PUBLISHED_PORT="$PORT" PROMETHEUS_PUBLISHED_PORT="$PROM_PORT"
+"${COMPOSE[@]}" "${COMPOSE_FILES[@]}" config -q || fail "compose files do not validate"
+"${COMPOSE[@]}" "${COMPOSE_FILES[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+log "starting rendition + prometheus (grafana is not available offline; its files are checked below)"
+STACK_UP=1
+"${COMPOSE[@]}" "${COMPOSE_FILES[@]}" up -d --no-build rendition prometheus || fail "compose up failed"
+
+# -- 5. checks ------------------------------------------------------------------------------------
+CID="$("${COMPOSE[@]}" "${COMPOSE_FILES[@]}" ps -q rendition)"
+[ -n "$CID" ] || fail "no rendition container"
+log "waiting for the container health check"
+status=""
+for _ in $(seq 1 120); do
+    status="$(docker inspect --format '{{if .State.Health}}{{.State.Health.Status}}{{end}}' "$CID" 2>/dev/null)"
+    [ "$status" = healthy ] && break
+    [ "$(docker inspect --format '{{.State.Status}}' "$CID")" = exited ] && fail "rendition container exited"
+    sleep 5
+done
+[ "$status" = healthy ] || fail "rendition not healthy after 10 minutes (status: $status)"
+log "rendition is healthy"
+
+uid="$(docker exec "$CID" id -u)"
+[ "$uid" != 0 ] || fail "service runs as root"
+mem="$(docker inspect --format '{{.HostConfig.Memory}}' "$CID")"
+[ "${mem:-0}" -gt 0 ] || fail "no memory limit on the container"
+restart="$(docker inspect --format '{{.HostConfig.RestartPolicy.Name}}' "$CID")"
+log "container: uid $uid, memory limit $((mem / 1024 / 1024)) MiB, restart policy $restart"
+
+BASE_URL="http://127.0.0.1:$PORT"
+curl -fsS "$BASE_URL/health/live" >/dev/null || fail "/health/live"
+body="$(curl -sS -w '\n%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"text": "The service is running in a container.", "source": "en", "target": "fr"}' "$BASE_URL/v1/translate")"
+code="${body##*$'\n'}"; body="${body%$'\n'*}"
+[ "$code" = 200 ] || fail "POST /v1/translate -> $code: $body"
+python3 - "$body" <<'EOF' || fail "bad translation response: $body"
+import json, sys
+r = json.loads(sys.argv[1])
+assert len(r["results"]) == 1 and isinstance(r["results"][0]["text"], str), r
+assert r["usage"]["source_tokens"] > 0, r
+print(f"[compose-smoke] translate ok: {json.dumps(r, ensure_ascii=False)[:200]}")
+EOF
+body="$(curl -sS -w '\n%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"input": ["A tool for translation.", "Un outil de traduction."]}' "$BASE_URL/v1/embeddings")"
+code="${body##*$'\n'}"; body="${body%$'\n'*}"
+[ "$code" = 200 ] || fail "POST /v1/embeddings -> $code: $body"
+python3 - "$body" <<'EOF' || fail "bad embeddings response: ${body:0:300}"
+import json, math, sys
+r = json.loads(sys.argv[1])
+vecs = [d["embedding"] for d in r["data"]]
+assert len(vecs) == 2 and len(vecs[0]) == len(vecs[1]) > 0, r
+assert all(math.isfinite(x) for v in vecs for x in v)
+print(f"[compose-smoke] embeddings ok: {len(vecs)} vectors of dim {len(vecs[0])}, object={r.get('object')}")
+EOF
+curl -fsS "$BASE_URL/metrics" | grep -q '^rendition_requests_total' || fail "/metrics lacks rendition_requests_total"
+
+PROM="http://127.0.0.1:$PROM_PORT"
+log "waiting for Prometheus to scrape the service"
+up=""
+for _ in $(seq 1 60); do
+    up="$(curl -fsS "$PROM/api/v1/targets" 2>/dev/null | python3 -c '
+import json, sys
+t = [x for x in json.load(sys.stdin)["data"]["activeTargets"] if x["labels"]["job"] == "rendition"]
+print(",".join(f"{x[\"scrapeUrl\"]}={x[\"health\"]}" for x in t))' 2>/dev/null)"
+    case "$up" in *=up*) break ;; esac
+    sleep 2
+done
+case "$up" in *=up*) log "prometheus targets: $up" ;; *) fail "prometheus does not scrape rendition (targets: ${up:-none})" ;; esac
+# The counters of the two requests above must reach Prometheus (needs one scrape after them).
+seen=""
+for _ in $(seq 1 30); do
+    seen="$(curl -fsS "$PROM/api/v1/query" --data-urlencode 'query=sum(rendition_requests_total{route=~".*translate.*|.*embeddings.*"})' \
+        | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")')"
+    [ -n "$seen" ] && [ "${seen%.*}" -ge 2 ] 2>/dev/null && break
+    sleep 2
+done
+[ -n "$seen" ] && [ "${seen%.*}" -ge 2 ] 2>/dev/null || fail "prometheus has not recorded the test requests (got '${seen}')"
+log "prometheus recorded $seen translate/embeddings requests"
+rules="$(curl -fsS "$PROM/api/v1/rules" | python3 -c '
+import json, sys
+g = [r for grp in json.load(sys.stdin)["data"]["groups"] for r in grp["rules"]]
+bad = [r["name"] for r in g if r.get("health") not in ("ok", "unknown")]
+print(len(g), " ".join(r["name"] for r in g), "BAD:" + ",".join(bad) if bad else "")')"
+case "$rules" in 0*|*BAD:*) fail "alert rules not loaded/healthy: $rules" ;; esac
+log "alert rules loaded: $rules"
+
+# Grafana files: JSON/YAML parse, datasource uid matches, and every dashboard query is valid PromQL.
+python3 - "$ROOT" "$PROM" <<'EOF' || fail "grafana provisioning check failed"
+import json, sys, urllib.parse, urllib.request
+from pathlib import Path
+root, prom = Path(sys.argv[1]), sys.argv[2]
+dash = json.loads((root / "deploy/grafana/dashboards/rendition.json").read_text())
+ds = (root / "deploy/grafana/provisioning/datasources/prometheus.yml").read_text()
+assert "uid: prometheus" in ds and "http://prometheus:9090" in ds
+exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+with_data = 0
+for e in exprs:
+    q = e.replace("$instance", ".*")
+    url = f"{prom}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    r = json.load(urllib.request.urlopen(url, timeout=10))
+    assert r["status"] == "success", (e, r)
+    with_data += bool(r["data"]["result"])
+print(f"[compose-smoke] grafana dashboard: {len(dash['panels'])} panels, {len(exprs)} queries valid on Prometheus, {with_data} with data now")
+EOF
+
+cleanup
+log "all checks passed"
+echo "PASS"
