@@ -39,10 +39,20 @@ class LayerCache:
         self.length = t + 1
         return self.self_k[:, :, : t + 1], self.self_v[:, :, : t + 1]
 
-    def reorder(self, beam_idx: Tensor) -> None:
+    def reorder(self, beam_idx: Tensor, spare: Tensor | None = None) -> Tensor | None:
+        """Row i takes the past of row beam_idx[i].  With ``spare`` (a free buffer shaped like
+        self_k), rows are gathered straight into it and buffers swap: one pass over the filled
+        part instead of gather + copy back.  Returns the buffer that is now free."""
         t = self.length
-        self.self_k[:, :, :t] = self.self_k[:, :, :t].index_select(0, beam_idx)
-        self.self_v[:, :, :t] = self.self_v[:, :, :t].index_select(0, beam_idx)
+        if spare is None or spare.shape != self.self_k.shape:
+            self.self_k[:, :, :t] = self.self_k[:, :, :t].index_select(0, beam_idx)
+            self.self_v[:, :, :t] = self.self_v[:, :, :t].index_select(0, beam_idx)
+            return spare
+        torch.index_select(self.self_k[:, :, :t], 0, beam_idx, out=spare[:, :, :t])
+        self.self_k, spare = spare, self.self_k
+        torch.index_select(self.self_v[:, :, :t], 0, beam_idx, out=spare[:, :, :t])
+        self.self_v, spare = spare, self.self_v
+        return spare
 
     def select(self, rows: Tensor) -> None:
         self.self_k = self.self_k.index_select(0, rows)
@@ -61,6 +71,7 @@ class DecoderCache:
         self.max_len = max_len
         self.seq_len = 0
         self.k = k
+        self._spare: Tensor | None = None  # one free self-attention buffer, rotated by reorder()
         if k is not None:
             # clip(d, k) + k for d = -(max_len-1) .. 0; step t uses the last t+1 entries.
             d = torch.arange(-(max_len - 1), 1, device=mem_mask.device)
@@ -76,18 +87,22 @@ class DecoderCache:
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
+        if self._spare is None and self.layers:
+            self._spare = torch.empty_like(self.layers[0].self_k)
         for layer in self.layers:
-            layer.reorder(beam_idx)
+            self._spare = layer.reorder(beam_idx, self._spare)
 
     def select(self, rows: Tensor) -> None:
         """Keep only these rows (finished sentences drop out)."""
         for layer in self.layers:
             layer.select(rows)
         self.mem_mask = self.mem_mask.index_select(0, rows)
+        self._spare = None  # wrong batch size now; reallocated by the next reorder
 
     @property
     def batch_size(self) -> int:
         return self.mem_mask.shape[0]
 
     def nbytes(self) -> int:
-        return sum(layer.nbytes() for layer in self.layers)
+        spare = 0 if self._spare is None else self._spare.numel() * self._spare.element_size()
+        return sum(layer.nbytes() for layer in self.layers) + spare
