@@ -1,0 +1,337 @@
+"""Translation throughput: our engine (KV cache / full-prefix recompute) vs CTranslate2, and the
+cost of one decoding step as the target grows.
+
+    python benchmarks/bench_translate.py [--threads 2] [--batch 32] [--beam 4] [--batches 2]
+
+All engines run in this one process, on the same threads, on the same ~25-token English sources
+from data/splits/test.en-fr.tsv, with the same search: beam, length_penalty 0 (both engines then
+stop on the same rule) and one fixed cap of 48 tokens (~1.5 x 25 + 10) for every sentence, so that
+a model that never emits </s> (the random stand-in) makes every engine run the same steps.
+Throughput is generated tokens (best hypothesis, </s> included when emitted) per second of wall
+time and per second of this process's CPU time (the robust figure when other jobs share the CPU).
+
+(a) ours: ``model.search.generate`` with the KV cache (``Transformer.decode_step``);
+(b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
+    decoder stack on the whole prefix every step (logits for the last position only);
+(c) CTranslate2 float32 on the exported weights (``rendition export-ct2``).
+
+Step cost vs t, two ways: the marginal cost of a step around t=20 and t=200 for ours and for
+CTranslate2 (generations forced to exactly L steps, finite differences over L), and one
+``decode_step`` of ours at t=20 and t=200 on a filled cache (median of repeats), next to the
+recompute-prefix step whose cost grows with t.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from model.ct2 import CT2Engine, export_ct2  # noqa: E402
+from model.search import SearchOptions, generate  # noqa: E402
+from model.tokenizer import Tokenizer  # noqa: E402
+from model.transformer import Transformer, TransformerConfig  # noqa: E402
+from model.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+
+
+# -- (b) the no-cache baseline ---------------------------------------------------------------------
+class PrefixCache:
+    """Stands in for DecoderCache: keeps the generated prefix instead of keys/values."""
+
+    def __init__(self, mem: torch.Tensor, mem_mask: torch.Tensor, max_len: int):
+        self.mem, self.mem_mask, self.max_len = mem, mem_mask, max_len
+        self.prefix = torch.empty(mem.shape[0], 0, dtype=torch.long, device=mem.device)  # (N, t)
+
+    def reorder(self, beam_idx: torch.Tensor) -> None:
+        self.prefix = self.prefix.index_select(0, beam_idx)
+
+    def select(self, rows: torch.Tensor) -> None:
+        self.prefix, self.mem, self.mem_mask = (x.index_select(0, rows) for x in (self.prefix, self.mem, self.mem_mask))
+
+    def nbytes(self) -> int:
+        return 0
+
+
+class NoCacheModel:
+    """``generate``-compatible wrapper: every step recomputes the decoder over the whole prefix."""
+
+    def __init__(self, model: Transformer):
+        self.model, self.cfg = model, model.cfg
+
+    def encode(self, src: torch.Tensor):
+        return self.model.encode(src)
+
+    def init_cache(self, mem, mem_mask, max_len):
+        return PrefixCache(mem, mem_mask, max_len)
+
+    def decode_step(self, tokens: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
+        m = self.model
+        cache.prefix = torch.cat([cache.prefix, tokens[:, None]], 1)  # (N, t+1)
+        T = cache.prefix.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril()
+        x = m.embed_tokens(cache.prefix)
+        rel = m.rel_idx(T, T, tokens.device)
+        for layer in m.decoder_layers:
+            x = layer(x, cache.mem, causal, cache.mem_mask, rel)
+        return m.logits(m.decoder_norm(x[:, -1]))  # (N, V): last position only
+
+
+# -- setup ------------------------------------------------------------------------------------------
+def load_model(model_dir: Path) -> tuple[Transformer, str, Path]:
+    """The shipped model if its weights exist, else a random model of the shipped shape."""
+    if (model_dir / "model.safetensors").is_file():
+        tr = Translator.from_pretrained(model_dir, device="cpu")
+        return tr.model, f"trained model {model_dir}", model_dir
+    from safetensors.torch import save_file
+
+    cfg = TransformerConfig(vocab_size=8000, d_model=256, n_heads=4, d_ff=1024, n_encoder_layers=6, n_decoder_layers=2)
+    torch.manual_seed(0)
+    model = Transformer(cfg).eval()
+    tmp = Path(tempfile.mkdtemp(prefix="bench_model_"))
+    cfg.save(tmp / "config.json")
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
+    (tmp / "sentencepiece.model").write_bytes((DEFAULT_TRANSLATOR / "sentencepiece.model").read_bytes())
+    return model, "RANDOM model of the shipped shape (no trained weights found)", tmp
+
+
+def load_sources(tok: Tokenizer, n: int, lo: int, hi: int) -> list[list[int]]:
+    tag = tok.lang_id("fr")
+    out = []
+    with open(ROOT / "data" / "splits" / "test.en-fr.tsv", newline="") as f:
+        for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+            ids = tok.encode([row[0]])[0]
+            if lo <= len(ids) + 2 <= hi:
+                out.append([tag, *ids, 3])
+                if len(out) == n:
+                    return out
+    raise SystemExit(f"only {len(out)} sources of {lo}-{hi} tokens found")
+
+
+def pad(batch: list[list[int]]) -> torch.Tensor:
+    src = torch.zeros(len(batch), max(map(len, batch)), dtype=torch.long)
+    for r, s in enumerate(batch):
+        src[r, : len(s)] = torch.tensor(s)
+    return src
+
+
+def throughput(run, batches: list[list[list[int]]]) -> tuple[int, float, float]:
+    """(generated tokens, wall seconds, process CPU seconds); ``run(batch)`` -> tokens per sentence."""
+    run(batches[0][:4])  # warm-up
+    tokens, t0, c0 = 0, time.perf_counter(), time.process_time()
+    for b in batches:
+        tokens += sum(run(b))
+    return tokens, time.perf_counter() - t0, time.process_time() - c0
+
+
+def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, ...], repeats: int) -> dict[int, float]:
+    """Median seconds of one decode_step at step t, cache filled to max(ts)+1 steps."""
+    with torch.inference_mode():
+        mem, mask = model.encode(src)
+        mem, mask = mem.repeat_interleave(beam, 0), mask.repeat_interleave(beam, 0)
+        cache = model.init_cache(mem, mask, max(ts) + 1)
+        tok = torch.randint(10, model.cfg.vocab_size, (mem.shape[0],))
+        for _ in range(max(ts) + 1):
+            model.decode_step(tok, cache)
+        out = {}
+        for t in ts:
+            wall, cpu = [], []
+            for _ in range(repeats):
+                cache.seq_len = t
+                for lc in cache.layers:
+                    lc.length = t
+                t0, c0 = time.perf_counter(), time.process_time()
+                model.decode_step(tok, cache)
+                wall.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            out[t] = (statistics.median(wall), statistics.median(cpu))
+    return out
+
+
+FORCED = 210
+
+
+class _Stamped:
+    """Passes through to the model; stamps (wall, thread CPU) at every decode_step call."""
+
+    def __init__(self, model: Transformer):
+        self.model, self.cfg, self.stamps = model, model.cfg, []
+
+    def encode(self, src):
+        return self.model.encode(src)
+
+    def init_cache(self, mem, mem_mask, max_len):
+        return self.model.init_cache(mem, mem_mask, max_len)
+
+    def decode_step(self, tokens, cache):
+        self.stamps.append((time.perf_counter(), time.thread_time()))
+        return self.model.decode_step(tokens, cache)
+
+
+def stamp_ours(model: Transformer, rows: list[list[int]]) -> list[tuple[float, float]]:
+    shim = _Stamped(model)
+    opts = SearchOptions(beam_size=1, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1)
+    generate(shim, pad(rows), opts)
+    return shim.stamps
+
+
+def stamp_ct2(engine: CT2Engine, rows: list[list[int]]) -> list[tuple[float, float]]:
+    stamps = []
+
+    def callback(step) -> bool:
+        if step.batch_id == 0:
+            stamps.append((time.perf_counter(), time.thread_time()))  # runs on the computing thread
+        return False
+
+    engine.translator.translate_batch(
+        [engine.to_pieces(s) for s in rows],
+        beam_size=1,
+        max_decoding_length=FORCED,
+        min_decoding_length=FORCED,
+        max_input_length=0,
+        callback=callback,
+    )
+    return stamps
+
+
+def step_medians(stamps: list[tuple[float, float]], t: int, half: int = 5) -> tuple[float, float]:
+    """Median wall and CPU interval between consecutive step stamps for steps t-half .. t+half."""
+    span = range(t - half, t + half + 1)
+    wall = statistics.median(stamps[i + 1][0] - stamps[i][0] for i in span)
+    cpu = statistics.median(stamps[i + 1][1] - stamps[i][1] for i in span)
+    return wall, cpu
+
+
+def nocache_step_cost(
+    model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, ...], repeats: int
+) -> dict[int, float]:
+    nc = NoCacheModel(model)
+    with torch.inference_mode():
+        mem, mask = model.encode(src)
+        mem, mask = mem.repeat_interleave(beam, 0), mask.repeat_interleave(beam, 0)
+        out = {}
+        for t in ts:
+            wall, cpu = [], []
+            for _ in range(repeats):
+                cache = nc.init_cache(mem, mask, t + 1)
+                cache.prefix = torch.randint(10, model.cfg.vocab_size, (mem.shape[0], t))
+                t0, c0 = time.perf_counter(), time.process_time()
+                nc.decode_step(cache.prefix[:, -1], cache)
+                wall.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            out[t] = (statistics.median(wall), statistics.median(cpu))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--batches", type=int, default=2, help="timed batches per engine")
+    p.add_argument("--model-dir", type=Path, default=DEFAULT_TRANSLATOR)
+    p.add_argument("--skip-nocache", action="store_true", help="skip the slow full-recompute engine")
+    p.add_argument("--repeats", type=int, default=15, help="repeats per step-cost measurement")
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    import ctranslate2
+
+    model, which, model_dir = load_model(args.model_dir)
+    tok = Tokenizer(model_dir / "sentencepiece.model")
+    n = args.batch * args.batches
+    sources = load_sources(tok, n, 23, 27)
+    batches = [sources[i : i + args.batch] for i in range(0, n, args.batch)]
+    # Same fixed cap for every sentence and engine (about 1.5 x 25 + 10), so a model that never emits
+    # </s> (a random one) makes every engine run exactly the same number of steps.
+    opts = dict(beam_size=args.beam, length_penalty=0.0, max_length=48, max_length_a=0.0, max_length_b=48)
+    ct2_dir = export_ct2(model_dir, Path(tempfile.mkdtemp(prefix="bench_ct2_")) / "ct2")
+    ct2 = CT2Engine(ct2_dir, tok.pieces(), device="cpu", compute_type="float32", threads=args.threads)
+
+    print(f"# bench_translate  {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print(f"model: {which} ({model.num_parameters() / 1e6:.1f}M params)")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, no GPU; "
+        f"threads={args.threads}; torch {torch.__version__}; ctranslate2 {ctranslate2.__version__}; "
+        f"load average at start {os.getloadavg()[0]:.2f}"
+    )
+    mean_src = sum(map(len, sources)) / len(sources)
+    print(
+        f"workload: {args.batches} batches x {args.batch} sentences x beam {args.beam}, mean source {mean_src:.1f} tokens"
+    )
+    print()
+
+    # Every engine returns, per sentence, how many tokens it generated (</s> included when emitted).
+    def ours(b, o=opts, m=model):
+        return [len(h[0].tokens) + 1 for h in generate(m, pad(b), SearchOptions(**o))]
+
+    def theirs(b, o=opts):
+        cap = o["max_length"]
+        return [min(len(h[0][0]) + 1, cap) for h in ct2.core(b, SearchOptions(**o))]
+
+    rows = [("ours, KV cache", *throughput(ours, batches))]
+    if not args.skip_nocache:
+        rows.append(("ours, recompute prefix", *throughput(partial(ours, m=NoCacheModel(model)), batches)))
+    rows.append(("CTranslate2 float32", *throughput(theirs, batches)))
+
+    ref_wall, ref_cpu = rows[-1][1] / rows[-1][2], rows[-1][1] / rows[-1][3]
+    print("tokens = generated tokens incl. </s>; tokens/s per wall second; tokens/cpu-s per second of this")
+    print("process's CPU time (the figure to trust when other jobs share the cores)")
+    print(
+        f"{'engine':<26}{'tokens':>8}{'wall s':>9}{'tokens/s':>10}{'vs ct2':>8}{'cpu s':>9}{'tokens/cpu-s':>14}{'vs ct2':>8}"
+    )
+    for name, tokens, wall, cpu in rows:
+        print(
+            f"{name:<26}{tokens:>8}{wall:>9.2f}{tokens / wall:>10.1f}{tokens / wall / ref_wall:>8.2f}"
+            f"{cpu:>9.2f}{tokens / cpu:>14.1f}{tokens / cpu / ref_cpu:>8.2f}"
+        )
+    print()
+
+    # Per-step time inside one long generation, both engines, same method: greedy search on
+    # batch x beam rows forced to 210 steps (</s> forbidden), a timestamp per step (our decode_step
+    # calls; CTranslate2's per-token callback), medians of the step intervals around t=20, t=200.
+    rows_src = [s for s in batches[0] for _ in range(args.beam)]
+    print(
+        f"per-step time inside a forced 210-step greedy run on {len(rows_src)} rows (median over 11 steps), wall / cpu ms:"
+    )
+    for name, stamps in (
+        ("ours, KV cache", stamp_ours(model, rows_src)),
+        ("CTranslate2 float32", stamp_ct2(ct2, rows_src)),
+    ):
+        (w20, c20), (w200, c200) = (step_medians(stamps, t) for t in (20, 200))
+        print(
+            f"  {name:<20} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
+            f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
+        )
+    print("  (cpu = the computing thread's CPU time: meaningful with --threads 1)")
+    print()
+
+    ts = (20, 200)
+    src = pad(batches[0])
+    costs = {"KV cache": step_cost(model, src, args.beam, ts, args.repeats)}
+    if not args.skip_nocache:
+        costs["recompute prefix"] = nocache_step_cost(model, src, args.beam, ts, max(3, args.repeats // 5))
+    print(
+        f"one decode_step of ours at step t ({args.batch}x{args.beam} rows, median of {args.repeats}), wall / cpu ms:"
+    )
+    for name, c in costs.items():
+        (w20, c20), (w200, c200) = c[20], c[200]
+        print(
+            f"  {name:<18} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:8.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:8.2f}"
+            f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
