@@ -215,15 +215,22 @@ class CT2Engine:
     def to_ids(self, pieces: Sequence[str]) -> list[int]:
         return [self.ids.get(p, UNK_ID) for p in pieces]
 
-    def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
+    def core(
+        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
+    ) -> list[list[tuple[list[int], float]]]:
+        """Like ``Translator.core``; ct2 sorts by length and splits under the token budget itself.
+        ``opts.stats["decode_steps"]`` gets the longest output + 1 (ct2 does not report steps)."""
         opts.validate()
         if not sources:
             return []
         lens = torch.tensor([len(s) for s in sources])
         max_len = int(_max_lengths(lens, opts).max())
+        budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
+        per_batch = max(1, budget // opts.beam_size)  # source tokens per ct2 batch
+        per_batch = 0 if per_batch >= int(lens.sum()) else per_batch  # 0: one batch (ct2 allocates by it)
         results = self.translator.translate_batch(
             [self.to_pieces(s) for s in sources],
-            max_batch_size=max(1, self.max_batch_tokens // opts.beam_size),
+            max_batch_size=per_batch,
             batch_type="tokens",
             beam_size=opts.beam_size,
             num_hypotheses=opts.num_hypotheses,
@@ -240,6 +247,8 @@ class CT2Engine:
                 ids = self.to_ids(toks)
                 hyps.append(([i for i in ids if i != EOS_ID], float(score)))
             out.append(hyps)
+        longest = max(len(h[0]) for hyps in out for h in hyps)
+        opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + min(longest + 1, max_len)
         return out
 
     def score(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[float]]:
@@ -295,7 +304,7 @@ class CT2Translator(Translator):
         return [[tag, *ids[:limit], EOS_ID] for ids in self.tokenizer.encode(texts)]
 
     def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
-        return self.engine.core(sources, opts)
+        return self.engine.core(sources, opts, self.max_batch_tokens)
 
 
 # -- CLI ---------------------------------------------------------------------------------------

@@ -201,6 +201,11 @@ def test_text_api_shares_pre_and_post_processing(engines):
     assert all(x.score == pytest.approx(y.score, abs=1e-3) for x, y in zip(a, b))
     with pytest.raises(ValueError, match="unsupported language pair"):
         ct.translate(["x"], source="en", target="xx")
+    # The service lifts the token budget (its batcher applies one); the stats are filled.
+    ct.max_batch_tokens = 1 << 62
+    c = ct.translate(texts, source="en", target="fr", beam_size=4, length_penalty=0.0, max_length=20)
+    assert [x.text for x in c] == [x.text for x in b]
+    assert ct.stats["decode_steps"] >= max(len(x.tokens) for x in c) + 1
 
 
 @pytest.mark.parametrize(
