@@ -103,20 +103,19 @@ def t2t_reference(h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str,
     return (p * h.unsqueeze(1)).sum(2)  # (B, n, d)
 
 
-def _tile_eager(q: Tensor, k: Tensor, h: Tensor, m: Tensor, c: float) -> tuple[Tensor, Tensor]:
-    """One tile: q (B, tq, d) already divided by c, k (B, tk, d) likewise, h (B, tk, d), m (B, tq, tk) float."""
-    e = q.unsqueeze(2) + k.unsqueeze(1)  # (B, tq, tk, d)
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or h.requires_grad):
-        e = torch.exp(c * torch.tanh(e)) * m.unsqueeze(-1)
-        return (e * h.unsqueeze(1)).sum(2), e.sum(2)
-    e = e.tanh_().mul_(c).exp_().mul_(m.unsqueeze(-1))  # in place: one (B, tq, tk, d) buffer
+def _tile_eager(a: Tensor, b: Tensor, h: Tensor, m: Tensor, c: float) -> tuple[Tensor, Tensor]:
+    """One tile: a = exp(2 q / c) (B, tq, d), b = exp(2 k / c) (B, tk, d), h (B, tk, d), m (B, tq, tk) 0/1."""
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or h.requires_grad):
+        return _tile_fused(a, b, h, m, c)
+    e = a.unsqueeze(2) * b.unsqueeze(1)  # (B, tq, tk, d): the only tile-sized buffer
+    e = e.add_(1.0).reciprocal_().mul_(-2.0 * c).exp_().mul_(m.unsqueeze(-1))
     den = e.sum(2)
     num = e.mul_(h.unsqueeze(1)).sum(2)
     return num, den  # (B, tq, d) each
 
 
-def _tile_fused(q: Tensor, k: Tensor, h: Tensor, m: Tensor, c: float) -> tuple[Tensor, Tensor]:
-    e = torch.exp(c * torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))) * m.unsqueeze(-1)  # fused, never stored
+def _tile_fused(a: Tensor, b: Tensor, h: Tensor, m: Tensor, c: float) -> tuple[Tensor, Tensor]:
+    e = torch.exp((-2.0 * c) / (1.0 + a.unsqueeze(2) * b.unsqueeze(1))) * m.unsqueeze(-1)  # (B, tq, tk, d), fused
     return (e * h.unsqueeze(1)).sum(2), e.sum(2)
 
 
@@ -149,6 +148,185 @@ def _tile(q: Tensor, k: Tensor, h: Tensor, m: Tensor, c: float, impl: str) -> tu
     return _tile_eager(q, k, h, m, c)
 
 
+# ------------------------------------------------------------------------------------------------
+# CPU inference kernel: one fused C loop, compiled once with the system C compiler (no torch headers,
+# so it builds in about a second) and called through ctypes.  Per (sentence, query) it streams over
+# exactly the keys its direction allows, accumulating numerator and denominator in registers; the
+# inner loop over features is vectorised (expf from glibc's libmvec under -ffast-math).
+# ------------------------------------------------------------------------------------------------
+
+_C_SOURCE = r"""
+#include <math.h>
+#include <string.h>
+/* forward: out = s (B, n, d); den (B, n, d) may be NULL (kept for the backward) */
+void disan_t2t(const float* a, const float* b, const float* h, const float* km, float* out, float* den_out,
+               long B, long n, long d, int dir, float c, int threads) {
+  const float m2c = -2.0f * c;
+  #pragma omp parallel for num_threads(threads) schedule(dynamic, 8)
+  for (long r = 0; r < B * n; ++r) {
+    long bi = r / n, i = r % n;
+    float num[d], den[d];
+    memset(num, 0, sizeof(float) * d);
+    memset(den, 0, sizeof(float) * d);
+    long j0 = dir == 0 ? 0 : i + 1, j1 = dir == 0 ? i : n;   /* fw: j < i, bw: j > i */
+    const float* ai = a + r * d;
+    for (long j = j0; j < j1; ++j) {
+      if (km[bi * n + j] == 0.0f) continue;                   /* padding key */
+      const float* bj = b + (bi * n + j) * d;
+      const float* hj = h + (bi * n + j) * d;
+      #pragma omp simd
+      for (long t = 0; t < d; ++t) {
+        float x = expf(m2c / (1.0f + ai[t] * bj[t]));          /* e^-c exp(c tanh((q_i + k_j) / c)) */
+        den[t] += x;
+        num[t] += x * hj[t];
+      }
+    }
+    float* o = out + r * d;
+    for (long t = 0; t < d; ++t) o[t] = den[t] > 0.0f ? num[t] / den[t] : 0.0f;
+    if (den_out) memcpy(den_out + r * d, den, sizeof(float) * d);
+  }
+}
+/* backward: given g = dL/ds, dq_i = sum_j w_ij, dk_j = sum_i w_ij, dh_j = sum_i p_ij g_i, where
+   w_ij = p_ij (h_j - s_i) g_i (1 - tanh^2) and p_ij = e_ij / den_i.  Parallel over sentences. */
+void disan_t2t_backward(const float* a, const float* b, const float* h, const float* km, const float* s,
+                        const float* den, const float* g, float* dq, float* dk, float* dh,
+                        long B, long n, long d, int dir, float c, int threads) {
+  const float m2c = -2.0f * c;
+  memset(dq, 0, sizeof(float) * B * n * d);
+  memset(dk, 0, sizeof(float) * B * n * d);
+  memset(dh, 0, sizeof(float) * B * n * d);
+  #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (long bi = 0; bi < B; ++bi) {
+    float inv[d], gs[d];
+    for (long i = 0; i < n; ++i) {
+      long r = bi * n + i;
+      long j0 = dir == 0 ? 0 : i + 1, j1 = dir == 0 ? i : n;
+      const float* ai = a + r * d;
+      const float* si = s + r * d;
+      const float* gi = g + r * d;
+      float* dqi = dq + r * d;
+      for (long t = 0; t < d; ++t) {
+        inv[t] = den[r * d + t] > 0.0f ? gi[t] / den[r * d + t] : 0.0f;   /* g_i / den_i */
+        gs[t] = gi[t] * si[t];
+      }
+      for (long j = j0; j < j1; ++j) {
+        if (km[bi * n + j] == 0.0f) continue;
+        long rj = bi * n + j;
+        const float* bj = b + rj * d;
+        const float* hj = h + rj * d;
+        float* dkj = dk + rj * d;
+        float* dhj = dh + rj * d;
+        #pragma omp simd
+        for (long t = 0; t < d; ++t) {
+          float u = 1.0f / (1.0f + ai[t] * bj[t]);          /* tanh = 1 - 2u, 1 - tanh^2 = 4u(1 - u) */
+          float pg = expf(m2c * u) * inv[t];                  /* p_ij g_i */
+          float w = pg * (hj[t] - si[t]) * 4.0f * u * (1.0f - u);
+          dqi[t] += w;
+          dkj[t] += w;
+          dhj[t] += pg;
+        }
+      }
+    }
+  }
+}
+"""
+_C_FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-shared", "-fPIC"]
+_KERNEL: dict[str, object] = {}
+
+
+def cpu_kernel():
+    """The compiled C kernel (a ctypes function), or None when no C compiler is usable."""
+    if "fn" in _KERNEL:
+        return _KERNEL["fn"]
+    fn = None
+    if os.environ.get("RENDITION_DISAN_KERNEL", "auto").lower() not in ("0", "false", "no", "off"):
+        try:
+            fn = _build_kernel()
+        except Exception as e:  # no compiler, no OpenMP, read-only cache: the torch paths still work
+            warnings.warn(f"DiSAN C kernel unavailable ({type(e).__name__}: {e}); using the torch path", stacklevel=2)
+    _KERNEL["fn"] = fn
+    return fn
+
+
+def _build_kernel():
+    import ctypes
+    import hashlib
+    import platform
+    import shutil
+    import subprocess
+    import tempfile
+
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RuntimeError("no C compiler on PATH")
+    key = hashlib.sha256((_C_SOURCE + " ".join(_C_FLAGS) + platform.node() + platform.machine()).encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("RENDITION_KERNEL_DIR", Path.home() / ".cache" / "rendition"))
+    lib = cache / f"disan_t2t_{key}.so"
+    if not lib.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "t2t.c"
+            src.write_text(_C_SOURCE)
+            out = Path(tmp) / "t2t.so"
+            subprocess.run([cc, *_C_FLAGS, str(src), "-o", str(out), "-lm"], check=True, capture_output=True, timeout=120)
+            tmp_lib = cache / f".{lib.name}.{os.getpid()}"
+            shutil.copy(out, tmp_lib)
+            os.replace(tmp_lib, lib)
+    so = ctypes.CDLL(str(lib))
+    P, L, Int, Fl = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
+    so.disan_t2t.argtypes = [P] * 6 + [L, L, L, Int, Fl, Int]
+    so.disan_t2t.restype = None
+    so.disan_t2t_backward.argtypes = [P] * 10 + [L, L, L, Int, Fl, Int]
+    so.disan_t2t_backward.restype = None
+    return so
+
+
+class _T2TKernel(torch.autograd.Function):
+    """C kernel forward and backward (CPU, float32): memory O(B n d), the (i, j) work recomputed."""
+
+    @staticmethod
+    def forward(ctx, h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str, c: float) -> Tensor:
+        so = cpu_kernel()
+        B, n, d = h.shape
+        a = torch.exp(((2.0 / c) * q.float()).clamp(-40.0, 40.0)).contiguous()
+        b = torch.exp(((2.0 / c) * k.float()).clamp(-40.0, 40.0)).contiguous()
+        hv = h.float().contiguous()
+        km = mask.float().contiguous()
+        out = torch.empty_like(hv)
+        den = torch.empty_like(hv) if ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2] else None
+        dr = 0 if direction == "fw" else 1
+        if B * n * d:
+            so.disan_t2t(a.data_ptr(), b.data_ptr(), hv.data_ptr(), km.data_ptr(), out.data_ptr(),
+                         den.data_ptr() if den is not None else None, B, n, d, dr, c, torch.get_num_threads())
+        if den is not None:
+            ctx.save_for_backward(a, b, hv, km, out, den)
+        ctx.dr, ctx.c = dr, c
+        return out.to(h.dtype)
+
+    @staticmethod
+    def backward(ctx, g: Tensor):
+        so = cpu_kernel()
+        a, b, hv, km, out, den = ctx.saved_tensors
+        B, n, d = hv.shape
+        g = g.float().contiguous()
+        dq, dk, dh = torch.empty_like(hv), torch.empty_like(hv), torch.empty_like(hv)
+        if B * n * d:
+            so.disan_t2t_backward(a.data_ptr(), b.data_ptr(), hv.data_ptr(), km.data_ptr(), out.data_ptr(), den.data_ptr(),
+                                  g.data_ptr(), dq.data_ptr(), dk.data_ptr(), dh.data_ptr(), B, n, d, ctx.dr, ctx.c, torch.get_num_threads())
+        return dh, dq, dk, None, None, None
+
+
+def t2t_kernel(h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str, c: float = 5.0) -> Tensor:
+    """token2token attention through the C kernel (CPU; differentiable); memory O(B n d)."""
+    if cpu_kernel() is None:
+        raise RuntimeError("DiSAN C kernel unavailable")
+    if h.device.type != "cpu":
+        raise RuntimeError("the DiSAN C kernel runs on CPU tensors only")
+    if direction not in ("fw", "bw"):
+        raise ValueError(f"direction must be 'fw' or 'bw', not {direction!r}")
+    return _T2TKernel.apply(h, q, k, mask, direction, c)
+
+
 def t2t_attention(
     h: Tensor,
     q: Tensor,
@@ -162,33 +340,43 @@ def t2t_attention(
 ) -> Tensor:
     """Tiled token2token attention, equal to ``t2t_reference``; visits only the needed triangle.
 
-    impl: "auto" (compiled if possible), "compiled", or "eager".
+    impl: "auto" (C kernel for CPU inference, else torch.compile'd tiles if possible, else eager
+    tiles), "kernel", "compiled", or "eager".
     """
     B, n, d = h.shape
     if direction not in ("fw", "bw"):
         raise ValueError(f"direction must be 'fw' or 'bw', not {direction!r}")
-    qs, ks = q / c, k / c  # c * tanh(x / c): the 1/c folded once into (B, n, d) tensors
-    keym = mask.to(h.dtype)  # (B, n)
+    if impl == "kernel" or (impl == "auto" and h.device.type == "cpu" and cpu_kernel() is not None):
+        return t2t_kernel(h, q, k, mask, direction, c)
+    dtype = h.dtype
+    # exp(c tanh((q_i + k_j) / c)) = e^c exp(-2c / (1 + e^(2 q_i / c) e^(2 k_j / c))); e^c cancels in the
+    # softmax, and the two exponentials are per token, so a tile costs one exp per (i, j, feature).
+    # Clamping 2q/c, 2k/c to +-40 keeps the product finite in float32 (tanh is saturated long before).
+    work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    a = torch.exp(((2.0 / c) * q.to(work)).clamp(-40.0, 40.0))
+    b = torch.exp(((2.0 / c) * k.to(work)).clamp(-40.0, 40.0))
+    hv = h.to(work)
+    keym = mask.to(work)  # (B, n)
     pos = torch.arange(n, device=h.device)
     out = []
     for q0 in range(0, n, block_q):
         q1 = min(n, q0 + block_q)
         tq = q1 - q0
         lo, hi = (0, q1 - 1) if direction == "fw" else (q0 + 1, n)  # keys this query tile can see
-        num = h.new_zeros(B, tq, d)
-        den = h.new_zeros(B, tq, d)
+        num = hv.new_zeros(B, tq, d)
+        den = hv.new_zeros(B, tq, d)
         tk = max(1, max_block_elems // max(1, B * tq * d))  # key tile under the element budget
         for k0 in range(lo, hi, tk):
             k1 = min(hi, k0 + tk)
             qi = pos[q0:q1].unsqueeze(1)
             kj = pos[k0:k1].unsqueeze(0)
             tri = (kj < qi) if direction == "fw" else (kj > qi)  # (tq, tk)
-            m = tri.to(h.dtype).unsqueeze(0) * keym[:, None, k0:k1]  # (B, tq, tk)
-            tn, td = _tile(qs[:, q0:q1], ks[:, k0:k1], h[:, k0:k1], m, c, impl)
+            m = tri.to(work).unsqueeze(0) * keym[:, None, k0:k1]  # (B, tq, tk)
+            tn, td = _tile(a[:, q0:q1], b[:, k0:k1], hv[:, k0:k1], m, c, impl)
             num = num + tn
             den = den + td
-        out.append(torch.where(den > 0, num / den.clamp_min(1e-30), torch.zeros_like(num)))
-    return torch.cat(out, dim=1) if out else h.new_zeros(B, 0, d)
+        out.append(torch.where(den > 0, num / den.clamp_min(1e-30), torch.zeros_like(num)))  # no key -> 0
+    return torch.cat(out, dim=1).to(dtype) if out else h.new_zeros(B, 0, d)
 
 
 # ------------------------------------------------------------------------------------------------
