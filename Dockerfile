@@ -14,6 +14,7 @@
 #   TORCH_VERSION    torch release to install (default 2.13.0)
 #   TORCH_VARIANT    cpu | cu126 | cu128 | ... : picks https://download.pytorch.org/whl/<variant>
 #   TORCH_INDEX_URL  overrides the index derived from TORCH_VARIANT
+#   WITH_CC          1 (default): gcc in the runtime image for the DiSAN CPU kernel; 0: none
 #   deploy/wheels/   optional local wheels: a torch-*.whl found there is installed instead of
 #                    downloading one (empty by default; used by offline builds and the smoke test)
 # Written for both BuildKit and the classic builder (no RUN --mount), so it builds anywhere.
@@ -45,14 +46,14 @@ RUN set -eux; \
     fi; \
     python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
 
-# The dependencies listed in pyproject.toml, installed through an empty stand-in of the package.
+# The runtime dependencies listed in pyproject.toml ([project] dependencies).
 WORKDIR /src
-COPY pyproject.toml README.md* ./
+COPY pyproject.toml ./
 RUN set -eux; \
-    mkdir -p model service; touch model/__init__.py service/__init__.py; \
-    pip install . ; \
-    pip uninstall -y rendition; \
-    rm -rf /src/*
+    python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /tmp/requirements.txt; \
+    cat /tmp/requirements.txt; \
+    pip install -r /tmp/requirements.txt; \
+    rm -f /tmp/requirements.txt pyproject.toml
 
 # ---------------------------------------------------------------------------------------------
 # wheel: the package itself; model/pretrained/** ships inside it as package data (the default
@@ -75,6 +76,18 @@ RUN set -eux; \
     || (addgroup -S -g 10001 rendition && adduser -S -u 10001 -G rendition -h /home/rendition rendition)
 
 COPY --from=deps /opt/venv /opt/venv
+
+# A C compiler lets the DiSAN encoder build its fused CPU kernel (model/disan.py, compiled once per
+# container into ~/.cache/rendition); without one it falls back to the slower torch path.
+# --build-arg WITH_CC=0 leaves it out (smaller image, e.g. for GPU-only deployments).
+ARG WITH_CC=1
+RUN set -eux; \
+    if [ "${WITH_CC}" = 1 ]; then \
+        apt-get update; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev libgomp1; \
+        rm -rf /var/lib/apt/lists/*; \
+    fi
+
 COPY --from=wheel /dist/ /tmp/dist/
 RUN set -eux; \
     /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl; \

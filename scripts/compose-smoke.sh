@@ -129,14 +129,14 @@ else
     log "no local torch wheel: the build downloads torch from the PyTorch CPU index"
 fi
 log "building $IMAGE_TAG from the real Dockerfile"
-docker build --network host --build-arg BASE_IMAGE="$BASE_TAG" -t "$IMAGE_TAG" "$ROOT" >"$WORK/build.log" 2>&1 \
+docker build --force-rm --network host --build-arg BASE_IMAGE="$BASE_TAG" -t "$IMAGE_TAG" "$ROOT" >"$WORK/build.log" 2>&1 \
     || { tail -30 "$WORK/build.log"; fail "image build failed (full log: $WORK/build.log)"; }
 rm -f "$WHEEL_LINKED"; WHEEL_LINKED=""
 log "image $IMAGE_TAG: $(docker image inspect --format '{{.Size}}' "$IMAGE_TAG" | awk '{printf "%.0f MB", $1/1e6}'), user $(docker image inspect --format '{{.Config.User}}' "$IMAGE_TAG")"
 
 if [ -n "${SMOKE_REBUILD_BASE:-}" ] || ! docker image inspect "$PROM_TAG" >/dev/null 2>&1; then
     log "building $PROM_TAG (Debian's prometheus package)"
-    docker build --network host --build-arg BASE_IMAGE="$BASE_TAG" -t "$PROM_TAG" -f "$SMOKE_DIR/prometheus.Dockerfile" "$SMOKE_DIR" \
+    docker build --force-rm --network host --build-arg BASE_IMAGE="$BASE_TAG" -t "$PROM_TAG" -f "$SMOKE_DIR/prometheus.Dockerfile" "$SMOKE_DIR" \
         >"$WORK/prometheus-build.log" 2>&1 || { tail -20 "$WORK/prometheus-build.log"; fail "prometheus stand-in build failed"; }
 fi
 docker run --rm -v "$ROOT/deploy/prometheus:/etc/prometheus:ro" --entrypoint promtool "$PROM_TAG" \
@@ -228,7 +228,7 @@ for _ in $(seq 1 60); do
     up="$(curl -fsS "$PROM/api/v1/targets" 2>/dev/null | python3 -c '
 import json, sys
 t = [x for x in json.load(sys.stdin)["data"]["activeTargets"] if x["labels"]["job"] == "rendition"]
-print(",".join(f"{x[\"scrapeUrl\"]}={x[\"health\"]}" for x in t))' 2>/dev/null)"
+print(",".join(x["scrapeUrl"] + "=" + x["health"] for x in t))' 2>/dev/null)"
     case "$up" in *=up*) break ;; esac
     sleep 2
 done
