@@ -14,17 +14,23 @@ RNN/CNN-Free Language Understanding":
 M_ij = 0 where j < i (forward) or j > i (backward) and j is not padding, else -inf; a row without
 a valid key yields s_i = 0.
 
-Two implementations of the token2token attention:
+Implementations of the token2token attention:
 
 * ``t2t_reference`` materialises the (B, n, n, d) score tensor -- the paper's direct form, kept
   as the ground truth for tests.
-* ``t2t_attention`` (the fast path) never holds more than a bounded (B, q, k, d) tile.  Because
-  c * tanh(.) lies in [-c, c], exp(f_ij) lies in [e^-c, e^c]: the softmax needs no running max,
-  so numerator sum_j e_ij h_j and denominator sum_j e_ij simply accumulate over key tiles (an
-  online softmax whose max is a constant).  Only the tiles of the triangle a direction needs are
-  visited; the diagonal tile is masked.  The tile body is compiled with torch.compile (fused into
-  a single loop that never writes the tile) when a compiler is available, and runs as in-place
-  eager PyTorch otherwise (``RENDITION_DISAN_COMPILE=0`` forces eager).
+* ``t2t_attention`` (the fast path) never holds the (n, n, d) scores.  Two observations make it
+  cheap.  (1) c * tanh(.) lies in [-c, c], so the softmax needs no running max: numerator
+  sum_j e_ij h_j and denominator sum_j e_ij simply accumulate over keys (an online softmax whose
+  max is a constant).  (2) With x = (q_i + k_j) / c, exp(c tanh x) = e^c exp(-2c / (1 + A_i B_j))
+  where A_i = e^(2 q_i / c) and B_j = e^(2 k_j / c) are per-token (B, n, d) tensors, and e^c
+  cancels in the softmax: one exp per (i, j, feature) instead of a tanh and an exp.  (Exact
+  while |q|, |k| <= 20 c; beyond, the per-token exponentials are clamped to stay finite.)
+  Only the keys a direction allows are visited.  Three back ends compute the same thing:
+  - a C kernel (CPU; forward and backward, built once with the system C compiler, vectorised,
+    memory O(B n d)) -- the default on CPU, ``RENDITION_DISAN_KERNEL=0`` turns it off;
+  - query x key tiles of at most ``max_block_elems`` elements, the tile body compiled with
+    torch.compile (default on CUDA; ``RENDITION_DISAN_COMPILE=1`` on CPU, ``=0`` never);
+  - the same tiles as in-place eager PyTorch: the path that works with no compiler at all.
 """
 
 from __future__ import annotations
@@ -123,18 +129,20 @@ _COMPILED: dict[str, object] = {}
 _COMPILE_FAILED = False
 
 
-def compile_enabled() -> bool:
+def compile_enabled(device: torch.device) -> bool:
+    """auto: compile on CUDA (Triton); on CPU the C kernel is used, and compiling the tile (which
+    takes minutes on a small CPU) happens only with RENDITION_DISAN_COMPILE=1."""
     flag = os.environ.get("RENDITION_DISAN_COMPILE", "auto").lower()
     if flag in ("0", "false", "no", "off") or _COMPILE_FAILED:
         return False
     if flag in ("1", "true", "yes", "on"):
         return True
-    return True  # auto: try, fall back to eager on the first failure
+    return device.type == "cuda"  # auto: try, fall back to eager on the first failure
 
 
 def _tile(q: Tensor, k: Tensor, h: Tensor, m: Tensor, c: float, impl: str) -> tuple[Tensor, Tensor]:
     global _COMPILE_FAILED
-    if impl == "compiled" or (impl == "auto" and compile_enabled()):
+    if impl == "compiled" or (impl == "auto" and compile_enabled(q.device)):
         fn = _COMPILED.get("tile")
         if fn is None:
             fn = _COMPILED["tile"] = torch.compile(_tile_fused, dynamic=True)

@@ -62,6 +62,22 @@ def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64) -> np
     )
 
 
+def cached_teacher_embed(teacher, sentences: Sequence[str]) -> np.ndarray:
+    """teacher_embed, cached under runs/encoder/ by a hash of the sentence list."""
+    import hashlib
+
+    key = hashlib.sha256("\n".join(sentences).encode()).hexdigest()[:16]
+    path = RUNS / f"teacher_eval_{key}.npy"
+    if path.is_file():
+        emb = np.load(path)
+        if len(emb) == len(sentences):
+            return emb
+    emb = teacher_embed(teacher, sentences)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    np.save(path, emb)
+    return emb
+
+
 def english_corpus(seed: int = 0) -> list[str]:
     """Unique English sides of the train pairs (both languages), in a fixed shuffled order."""
     seen: set[str] = set()
@@ -190,7 +206,7 @@ def evaluate(encoder: SentenceEncoder, teacher=None, split: str = "test", n_pair
                     english += [p.src for p in read_tsv(path)]
         english = sorted(set(english))
         pairs_ = sentence_pairs(english, n_pairs)
-        t = teacher_embed(teacher, english)
+        t = cached_teacher_embed(teacher, english)
         s_ = encoder.encode(english)
         res["fidelity_spearman"] = float(spearmanr(pair_cosines(s_, pairs_), pair_cosines(t, pairs_)).statistic)
         res["fidelity_sentences"] = len(english)
