@@ -152,9 +152,10 @@ def create_app(
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rendition = state
-    for r in (translate.router, libretranslate.router, embeddings.router, system.router):
+    routers = (translate.router, libretranslate.router, embeddings.router, system.router)
+    for r in routers:
         app.include_router(r)
     errors.install(app)
-    paths = frozenset(getattr(r, "path", "") for r in app.routes)
+    paths = frozenset(getattr(route, "path", "") for routes in (app.routes, *(r.routes for r in routers)) for route in routes) - {""}
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes, known_paths=paths)
     return app

@@ -58,6 +58,7 @@ class Server:
     def __init__(self, env: dict[str, str], log_path: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.http = httpx.Client(base_url=self.url, timeout=60)  # one client: creating one per call costs ~1 s here
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
@@ -75,7 +76,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
             try:
-                if httpx.get(self.url + "/health/ready", timeout=2).status_code == 200:
+                if self.http.get("/health/ready", timeout=2).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -84,7 +85,7 @@ class Server:
 
     def metrics(self) -> dict:
         """{family name: family} from /metrics, parsed with prometheus-client's own parser."""
-        text = httpx.get(self.url + "/metrics", timeout=10).text
+        text = self.http.get("/metrics", timeout=10).text
         return {f.name: f for f in text_string_to_metric_families(text)}
 
     def sample(self, family: str, suffix: str = "", **labels: str) -> float:
@@ -97,12 +98,14 @@ class Server:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
         self._log.close()
+        self.http.close()
 
 
 def server_env(model_dirs: dict[str, Path], **overrides: object) -> dict[str, str]:
@@ -131,5 +134,8 @@ def start_server(model_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathF
         return srv.wait_ready() if wait else srv
 
     yield start
+    for srv in servers:  # signal all first: they shut down in parallel
+        if srv.proc.poll() is None:
+            srv.proc.send_signal(signal.SIGTERM)
     for srv in servers:
         srv.stop()

@@ -54,7 +54,7 @@ def encoder(model_dirs) -> SentenceEncoder:
 
 
 def post(server, path: str, body: dict, **kw) -> httpx.Response:
-    return httpx.post(server.url + path, json=body, timeout=60, **kw)
+    return server.http.post(path, json=body, timeout=60, **kw)
 
 
 def direct(translator: Translator, text: str, target: str = "fr", beam: int = 2, n: int = 1, max_length: int = 8):
@@ -103,7 +103,8 @@ def test_list_input_keeps_order_and_reports_nbest_and_usage(server, translator):
         assert [h["score"] for h in res["hypotheses"]] == pytest.approx([s for _, s in ref.hypotheses], abs=1e-4)
     assert body["usage"]["source_tokens"] == sum(len(x) for x in translator.tokenizer.encode(SENTENCES))
     assert body["usage"]["target_tokens"] == sum(len(t.tokens) for t in refs)
-    plain = post(server, "/v1/translate", {"text": "Hello world.", "source": "en", "target": "fr"}).json()
+    # no API keys configured: any (or no) bearer token is accepted
+    plain = post(server, "/v1/translate", {"text": "Hello world.", "source": "en", "target": "fr"}, headers={"Authorization": "Bearer x"}).json()
     assert set(plain["results"][0]) == {"text"}  # no scores unless asked
     assert plain["results"][0]["text"] == direct(translator, "Hello world.").text  # server defaults: beam 2, max_length 8
 
@@ -157,7 +158,7 @@ def test_similarity_is_cosine(server, encoder):
 
 
 def test_models_endpoint_describes_what_is_loaded(server, translator, encoder):
-    data = {m["task"]: m for m in httpx.get(server.url + "/v1/models", timeout=10).json()["data"]}
+    data = {m["task"]: m for m in server.http.get("/v1/models", timeout=10).json()["data"]}
     assert data["translation"]["parameters"] == sum(p.numel() for p in translator.model.parameters())
     assert data["translation"]["languages"] == ["en", "fr"]
     assert data["embedding"]["embedding_size"] == encoder.dim == 48
@@ -177,6 +178,7 @@ def test_metrics_parse_and_hold_every_family(server):
     assert server.sample("rendition_kv_cache_bytes") > 0
     assert server.sample("rendition_input_tokens", "_total", model="translator") > 0
     assert server.sample("rendition_model_load_seconds", model="translator") > 0
+    assert server.sample("rendition_requests_in_flight", route="/metrics") == 1  # this very scrape
     info = families["rendition_build_info"].samples[0]
     assert info.labels["device"] == "cpu" and info.labels["dtype"] == "float32" and info.value == 1
 
@@ -185,7 +187,7 @@ def test_request_id_is_echoed_and_logs_are_json_without_text(server):
     secret = "Zebra-unicorn-sentence-417"
     r = post(server, "/v1/translate", {"text": secret, "source": "en", "target": "fr"}, headers={"X-Request-ID": "req-abc-123"})
     assert r.headers["x-request-id"] == "req-abc-123"
-    assert len(httpx.get(server.url + "/health/live", timeout=10).headers["x-request-id"]) == 32  # generated
+    assert len(server.http.get("/health/live", timeout=10).headers["x-request-id"]) == 32  # generated
     lines = [json.loads(x) for x in server.log().splitlines() if x.startswith("{")]
     mine = [x for x in lines if x.get("request_id") == "req-abc-123"]
     assert mine and mine[-1]["route"] == "/v1/translate" and mine[-1]["status"] == 200
@@ -193,8 +195,8 @@ def test_request_id_is_echoed_and_logs_are_json_without_text(server):
 
 
 def test_openapi_docs(server):
-    assert httpx.get(server.url + "/docs", timeout=10).status_code == 200
-    paths = httpx.get(server.url + "/openapi.json", timeout=10).json()["paths"]
+    assert server.http.get("/docs", timeout=10).status_code == 200
+    paths = server.http.get("/openapi.json", timeout=10).json()["paths"]
     for p in ("/v1/translate", "/translate", "/languages", "/v1/embeddings", "/v1/similarity", "/v1/models", "/health/ready", "/metrics"):
         assert p in paths
 
@@ -249,20 +251,20 @@ def test_bad_input_gets_a_clear_4xx(server, path, body, status, needle):
 
 
 def test_malformed_bodies_and_size_limit(server):
-    bad_json = httpx.post(server.url + "/v1/translate", content=b"{not json", headers={"content-type": "application/json"}, timeout=10)
+    bad_json = server.http.post("/v1/translate", content=b"{not json", headers={"content-type": "application/json"}, timeout=10)
     assert bad_json.status_code == 422
-    big = httpx.post(server.url + "/v1/translate", content=b"x" * 1_000_001, headers={"content-type": "application/json"}, timeout=10)
+    big = server.http.post("/v1/translate", content=b"x" * 1_000_001, headers={"content-type": "application/json"}, timeout=10)
     assert big.status_code == 413 and "RENDITION_MAX_BODY_BYTES" in big.text
 
     def chunks():
         for _ in range(20):
             yield b"y" * 100_000
 
-    chunked = httpx.post(server.url + "/v1/embeddings", content=chunks(), headers={"content-type": "application/json"}, timeout=10)
+    chunked = server.http.post("/v1/embeddings", content=chunks(), headers={"content-type": "application/json"}, timeout=10)
     assert chunked.status_code == 413 and "error" in chunked.json()  # OpenAI shape on this route
-    form = httpx.post(server.url + "/translate", data={"source": "en", "target": "fr"}, timeout=10)  # no q
+    form = server.http.post("/translate", data={"source": "en", "target": "fr"}, timeout=10)  # no q
     assert form.status_code == 422 and "q" in form.json()["error"]
-    xml = httpx.post(server.url + "/translate", content=b"<q/>", headers={"content-type": "application/xml"}, timeout=10)
+    xml = server.http.post("/translate", content=b"<q/>", headers={"content-type": "application/xml"}, timeout=10)
     assert xml.status_code == 415
-    assert httpx.get(server.url + "/v1/translate", timeout=10).status_code == 405
-    assert httpx.get(server.url + "/nope", timeout=10).status_code == 404
+    assert server.http.get("/v1/translate", timeout=10).status_code == 405
+    assert server.http.get("/nope", timeout=10).status_code == 404
