@@ -242,6 +242,7 @@ def main() -> None:
     p.add_argument("--batches", type=int, default=2, help="timed batches per engine")
     p.add_argument("--model-dir", type=Path, default=DEFAULT_TRANSLATOR)
     p.add_argument("--skip-nocache", action="store_true", help="skip the slow full-recompute engine")
+    p.add_argument("--nocache-batches", type=int, default=1, help="timed batches for the recompute engine")
     p.add_argument("--repeats", type=int, default=15, help="repeats per step-cost measurement")
     args = p.parse_args()
 
@@ -282,7 +283,8 @@ def main() -> None:
 
     rows = [("ours, KV cache", *throughput(ours, batches))]
     if not args.skip_nocache:
-        rows.append(("ours, recompute prefix", *throughput(partial(ours, m=NoCacheModel(model)), batches)))
+        nc_batches = batches[: args.nocache_batches]
+        rows.append(("ours, recompute prefix", *throughput(partial(ours, m=NoCacheModel(model)), nc_batches)))
     rows.append(("CTranslate2 float32", *throughput(theirs, batches)))
 
     ref_wall, ref_cpu = rows[-1][1] / rows[-1][2], rows[-1][1] / rows[-1][3]

@@ -309,10 +309,12 @@ class CT2Translator(Translator):
 
 # -- CLI ---------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="rendition export-ct2", description="export a translator to CTranslate2")
-    p.add_argument(
-        "paths", nargs="+", metavar="[MODEL_DIR] OUT_DIR", help="model directory (default: shipped) and output"
+    p = argparse.ArgumentParser(
+        prog="rendition export-ct2",
+        usage="rendition export-ct2 [MODEL_DIR] OUT_DIR [--quantization TYPE] [--force]",
+        description="export a translator to a CTranslate2 model directory",
     )
+    p.add_argument("paths", nargs="+", metavar="DIR", help="MODEL_DIR (default: the shipped model), then OUT_DIR")
     p.add_argument("--quantization", default=None, help="ct2 weight type: int8, int8_float32, float16, float32, ...")
     p.add_argument("--force", action="store_true", help="overwrite OUT_DIR")
     args = p.parse_args(argv)

@@ -165,26 +165,30 @@ def test_teacher_forced_log_probs_match(engines):
 
 @pytest.mark.parametrize("beam", [4, 1])
 def test_search_parity(engines, beam):
-    """Same best hypothesis for >= 99 of 100 random inputs, scores within 1e-3."""
+    """Same best hypothesis for >= 99% of 100 random inputs, scores within 1e-3.
+
+    Outputs that reach the length cap are left out: there the engines differ by design (ours
+    forces </s> at the last step, CTranslate2 stops without it); they must be rare."""
     tr, ct = engines
+    cap = 30
     srcs = random_sources(100, seed=7)
-    opts = SearchOptions(beam_size=beam, length_penalty=0.0, max_length=20, max_length_a=0.0, max_length_b=20)
+    opts = SearchOptions(beam_size=beam, length_penalty=0.0, max_length=cap, max_length_a=0.0, max_length_b=cap)
     ours, theirs = tr.core(srcs, opts), ct.core(srcs, opts)
-    same = [a[0][0] == b[0][0] for a, b in zip(ours, theirs)]
-    assert sum(same) >= 99
-    for (a,), (b,), ok in zip(ours, theirs, same):
-        if ok:
-            assert a[1] == pytest.approx(b[1], abs=1e-3)
-    # Non-degenerate: outputs depend on the input and stop on </s> before the length cap.
+    natural = [i for i, (b,) in enumerate(theirs) if len(b[0]) < cap]  # ct2 emitted </s>
+    assert len(natural) >= 95
+    same = [i for i in natural if ours[i][0][0] == theirs[i][0][0]]
+    assert len(same) >= 0.99 * len(natural)
+    for i in same:
+        assert ours[i][0][1] == pytest.approx(theirs[i][0][1], abs=1e-3)
+    # Non-degenerate: outputs depend on the input.
     assert len({tuple(a[0][0]) for a in ours}) >= 80
-    assert sum(len(a[0][0]) < 19 for a in ours) >= 95
 
 
 def test_nbest_parity(engines):
     tr, ct = engines
     srcs = random_sources(30, seed=11)
     opts = SearchOptions(
-        beam_size=4, num_hypotheses=3, length_penalty=0.0, max_length=20, max_length_a=0.0, max_length_b=20
+        beam_size=4, num_hypotheses=3, length_penalty=0.0, max_length=30, max_length_a=0.0, max_length_b=30
     )
     ours, theirs = tr.core(srcs, opts), ct.core(srcs, opts)
     agree = sum([h[0] for h in a] == [h[0] for h in b] for a, b in zip(ours, theirs))
