@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 length_penalty=args.length_penalty,
                 max_length=args.max_length,
             )
-        except (ModelLoadError, OSError, ValueError, KeyError) as e:
+        except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, ct2 device errors
             print(f"rendition translate: error: {e}", file=sys.stderr)
             raise SystemExit(2) from e
     sys.stdout.buffer.write("".join(f"{line}\n" for line in outputs).encode("utf-8"))
