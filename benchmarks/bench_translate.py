@@ -24,9 +24,11 @@ recompute-prefix step whose cost grows with t.
 from __future__ import annotations
 
 import argparse
+import atexit
 import csv
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -88,6 +90,12 @@ class NoCacheModel:
         return m.logits(m.decoder_norm(x[:, -1]))  # (N, V): last position only
 
 
+def _tempdir(prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 # -- setup ------------------------------------------------------------------------------------------
 def load_model(model_dir: Path) -> tuple[Transformer, str, Path]:
     """The shipped model if its weights exist, else a random model of the shipped shape."""
@@ -99,7 +107,7 @@ def load_model(model_dir: Path) -> tuple[Transformer, str, Path]:
     cfg = TransformerConfig(vocab_size=8000, d_model=256, n_heads=4, d_ff=1024, n_encoder_layers=6, n_decoder_layers=2)
     torch.manual_seed(0)
     model = Transformer(cfg).eval()
-    tmp = Path(tempfile.mkdtemp(prefix="bench_model_"))
+    tmp = _tempdir("bench_model_")
     cfg.save(tmp / "config.json")
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     (tmp / "sentencepiece.model").write_bytes((DEFAULT_TRANSLATOR / "sentencepiece.model").read_bytes())
@@ -257,7 +265,7 @@ def main() -> None:
     # Same fixed cap for every sentence and engine (about 1.5 x 25 + 10), so a model that never emits
     # </s> (a random one) makes every engine run exactly the same number of steps.
     opts = dict(beam_size=args.beam, length_penalty=0.0, max_length=48, max_length_a=0.0, max_length_b=48)
-    ct2_dir = export_ct2(model_dir, Path(tempfile.mkdtemp(prefix="bench_ct2_")) / "ct2")
+    ct2_dir = export_ct2(model_dir, _tempdir("bench_ct2_") / "ct2")
     ct2 = CT2Engine(ct2_dir, tok.pieces(), device="cpu", compute_type="float32", threads=args.threads)
 
     print(f"# bench_translate  {time.strftime('%Y-%m-%d %H:%M:%S')}")
