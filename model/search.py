@@ -96,6 +96,7 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
     tokens = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     lp_max = length_penalty(max_lens.float(), opts.length_penalty)  # (B,)
+    max_len_list, n_best = max_lens.tolist(), opts.num_hypotheses
     kv_bytes = 0
 
     for t in range(T):
@@ -116,10 +117,12 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         eos_top = is_eos[:, :K]
         if bool(eos_top.any()):
             lp = float(length_penalty(t + 1, opts.length_penalty))
+            alive_l = alive.tolist()
             for r, c in eos_top.nonzero().tolist():
-                b = int(alive[r])
+                b = alive_l[r]
                 prefix = history[r, int(cand_beams[r, c])].tolist()
                 finished[b].append(Hypothesis(prefix, float(cand_scores[r, c]) / lp))
+                finished[b].sort(key=lambda h: -h.score)
 
         # Continue with the K best non-EOS candidates.
         rank = torch.arange(2 * K, device=device).expand_as(cand_scores) + is_eos.long() * (2 * K)
@@ -129,17 +132,15 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         beams = cand_beams.gather(1, keep)
         history = torch.cat([history.gather(1, beams.unsqueeze(-1).expand_as(history)), next_tokens.unsqueeze(-1)], -1)
 
-        # Which sentences are done?
+        # Which sentences are done?  (-inf live scores: nothing left to extend)
         done = []
-        best_live = scores[:, 0] / lp_max[alive]
-        for r in range(len(alive)):
-            b = int(alive[r])
+        best_live = (scores[:, 0] / lp_max[alive]).tolist()
+        for r, b in enumerate(alive.tolist()):
             hyps = finished[b]
-            if len(hyps) >= opts.num_hypotheses:
-                hyps.sort(key=lambda h: -h.score)
-                if hyps[opts.num_hypotheses - 1].score >= float(best_live[r]) or not torch.isfinite(best_live[r]):
+            if len(hyps) >= n_best:
+                if hyps[n_best - 1].score >= best_live[r]:
                     done.append(r)
-            elif t == T - 1 or int(max_lens[b]) - 1 <= t:
+            elif max_len_list[b] - 1 <= t:
                 done.append(r)
         row_beams = (beams + torch.arange(len(alive), device=device).unsqueeze(1) * K).view(-1)
         if done:
@@ -155,7 +156,7 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         tokens = next_tokens.reshape(-1)
     opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
     opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
-    return [sorted(h, key=lambda h: -h.score)[: opts.num_hypotheses] for h in finished]
+    return [h[:n_best] for h in finished]
 
 
 @torch.inference_mode()
