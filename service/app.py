@@ -43,11 +43,15 @@ def version() -> str:
         return "0+unknown"
 
 
+def _set_threads(s: Settings) -> None:
+    if s.torch_threads:
+        torch.set_num_threads(s.torch_threads)  # also called in each worker thread (OpenMP settings are per thread)
+
+
 def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
     """Runs in a worker thread: load (unless given), warm up, record load times."""
     s, m = state.settings, state.metrics
-    if s.torch_threads:
-        torch.set_num_threads(s.torch_threads)
+    _set_threads(s)
     if "translator" in s.models:
         t0 = time.perf_counter()
         tr = translator or load_translator(s.translator_path, s.device, s.dtype)
@@ -116,6 +120,7 @@ def create_app(
     """Build the app.  ``translator`` / ``encoder`` may be given already loaded (tests);
     otherwise they are loaded from ``settings`` paths (default: the shipped models)."""
     settings = settings or Settings()
+    _set_threads(settings)
     metrics = Metrics()
     state = AppState(settings=settings, metrics=metrics)
     try:
@@ -148,6 +153,7 @@ def create_app(
         description="Machine translation (relative-position Transformer) and sentence embeddings (DiSAN), "
         "with LibreTranslate- and OpenAI-compatible routes.",
         lifespan=lifespan,
+        responses=errors.ERROR_RESPONSES,
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -156,6 +162,8 @@ def create_app(
     for r in routers:
         app.include_router(r)
     errors.install(app)
-    paths = frozenset(getattr(route, "path", "") for routes in (app.routes, *(r.routes for r in routers)) for route in routes) - {""}
+    paths = frozenset(
+        getattr(route, "path", "") for routes in (app.routes, *(r.routes for r in routers)) for route in routes
+    ) - {""}
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes, known_paths=paths)
     return app

@@ -80,6 +80,7 @@ class Batcher:
         max_queue: int = 1024,
         metrics: Metrics | None = None,
         delay_ms: float = 0.0,
+        thread_init: Callable[[], None] | None = None,
     ):
         self.name = name
         self.run_batch = run_batch
@@ -91,7 +92,9 @@ class Batcher:
         self.delay = delay_ms / 1000
         self._queue: deque[_Item] = deque()
         self._wakeup = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batcher-{name}")
+        self._executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"batcher-{name}", initializer=thread_init
+        )
         self._task: asyncio.Task | None = None
         self._closing = False
         self._busy = False
@@ -109,6 +112,11 @@ class Batcher:
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._loop(), name=f"batcher-{self.name}")
+            self._task.add_done_callback(self._on_exit)
+
+    def _on_exit(self, task: asyncio.Task) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("batcher worker died", exc_info=task.exception(), extra={"model": self.name})
 
     async def submit(
         self, payloads: Sequence[Any], costs: Sequence[int], key: Hashable, tokens: Sequence[int] | None = None

@@ -52,7 +52,9 @@ def key_is_valid(settings: Settings, presented: str | None) -> bool:
         return False
     ok = False
     for key in settings.api_keys:
-        ok |= hmac.compare_digest(key.encode(), presented.encode())
+        ok |= hmac.compare_digest(
+            key.encode(), presented.encode("utf-8", "replace")
+        )  # "replace": a lone surrogate is no 500
     return ok
 
 
@@ -93,6 +95,13 @@ def as_list(value: str | list[str], field_name: str, settings: Settings) -> list
         where = field_name if isinstance(value, str) else [field_name, i]
         if not t.strip():
             raise invalid(where, "must not be empty", "empty_input")
+        if not t.isascii():
+            try:
+                t.encode("utf-8")
+            except UnicodeEncodeError as e:  # e.g. an unpaired surrogate escape "\\ud800" in the JSON
+                raise invalid(
+                    where, f"not valid Unicode text (unpaired surrogate at character {e.start})", "invalid_text"
+                ) from None
         if len(t) > settings.max_text_chars:
             raise invalid(
                 where,

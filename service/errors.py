@@ -30,6 +30,36 @@ OPENAI_TYPES = {
 }
 
 
+# Documented on every operation (FastAPI(responses=...)), so the OpenAPI schema lists every status
+# the service can answer with and the three error-body shapes (checked by schemathesis).
+_ERROR_BODY = {
+    "anyOf": [
+        {"type": "object", "required": ["detail"], "properties": {"detail": {}}},  # FastAPI
+        {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},  # LibreTranslate
+        {  # OpenAI
+            "type": "object",
+            "required": ["error"],
+            "properties": {"error": {"type": "object", "required": ["message", "type"]}},
+        },
+    ]
+}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"description": text, "content": {"application/json": {"schema": _ERROR_BODY}}}
+    for code, text in (
+        (400, "unsupported language pair or unparsable body"),
+        (401, "missing or invalid API key"),
+        (404, "model not enabled"),
+        (413, "request body too large"),
+        (415, "unsupported content type"),
+        (422, "invalid request"),
+        (429, "queue full (Retry-After)"),
+        (500, "the batch this request ran in failed"),
+        (503, "models loading or shutting down"),
+        (504, "no result within the request timeout"),
+    )
+}
+
+
 class APIError(Exception):
     def __init__(
         self,

@@ -73,8 +73,8 @@ async def _parse_body(request: Request) -> LibreTranslateRequest:
     if ctype == "application/json" or (not ctype and raw[:1] in (b"{", b"[")):
         try:
             data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise APIError(422, f"invalid JSON body: {e}", kind="validation") from None
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, int too long, nesting too deep
+            raise APIError(422, f"invalid JSON body: {type(e).__name__}: {str(e)[:200]}", kind="validation") from None
     elif ctype in ("application/x-www-form-urlencoded", ""):
         try:
             form = parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)

@@ -30,7 +30,13 @@ async def ready(state: AppState = Depends(get_state)) -> JSONResponse:
     return JSONResponse({"status": "ready", "models": sorted(state.batchers), "queued": queues})
 
 
-@router.get("/metrics", tags=["health"], summary="Prometheus metrics")
+@router.get(
+    "/metrics",
+    tags=["health"],
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}},
+)
 async def metrics(state: AppState = Depends(get_state)) -> Response:
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
