@@ -1,0 +1,60 @@
+"""The app in-process (FastAPI TestClient): settings injected through the dependency, and a model
+whose batch raises failing only that batch's request while the server stays ready."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from model.translator import Translator
+from service.app import create_app
+from service.deps import get_settings
+from service.settings import Settings
+
+
+class PoisonedTranslator(Translator):
+    """Raises on any batch decoded with max_length == 7 (a batch key of its own)."""
+
+    def core(self, sources, opts):
+        if opts.max_length == 7:
+            raise RuntimeError("poisoned batch")
+        return super().core(sources, opts)
+
+
+@pytest.fixture(scope="module")
+def client(model_dirs):
+    tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
+    poisoned = PoisonedTranslator(tr.model, tr.tokenizer)
+    settings = Settings(models=["translator"], default_max_length=8, default_beam_size=2, max_wait_ms=0)
+    app = create_app(settings, translator=poisoned)
+    with TestClient(app) as c:
+        deadline = time.monotonic() + 60
+        while c.get("/health/ready").status_code != 200:
+            assert time.monotonic() < deadline, "not ready"
+            time.sleep(0.05)
+        yield c
+
+
+def test_a_failing_batch_fails_only_its_request_and_the_server_stays_ready(client):
+    body = {"text": ["Hello", "World"], "source": "en", "target": "fr"}
+    bad = client.post("/v1/translate", json={**body, "max_length": 7})
+    assert bad.status_code == 500
+    assert "poisoned batch" in bad.json()["detail"] and "RuntimeError" in bad.json()["detail"]
+    assert client.get("/health/ready").status_code == 200
+    good = client.post("/v1/translate", json=body)
+    assert good.status_code == 200 and len(good.json()["results"]) == 2
+    metrics = client.get("/metrics").text
+    assert 'rendition_errors_total{type="batch_failed"} 1.0' in metrics
+
+
+def test_settings_come_from_the_dependency(client):
+    body = {"text": ["Hello", "World"], "source": "en", "target": "fr"}
+    assert client.post("/v1/translate", json=body).status_code == 200
+    client.app.dependency_overrides[get_settings] = lambda: Settings(max_items=1)
+    try:
+        r = client.post("/v1/translate", json=body)
+        assert r.status_code == 422 and "the limit is 1" in r.text
+    finally:
+        client.app.dependency_overrides.clear()
