@@ -95,6 +95,8 @@ def as_list(value: str | list[str], field_name: str, settings: Settings) -> list
         where = field_name if isinstance(value, str) else [field_name, i]
         if not t.strip():
             raise invalid(where, "must not be empty", "empty_input")
+        if not any(c.isprintable() and not c.isspace() for c in t):  # only control / zero-width / format characters
+            raise invalid(where, "must contain visible characters (it has only control or invisible ones)", "empty_input")
         if not t.isascii():
             try:
                 t.encode("utf-8")
