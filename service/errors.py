@@ -132,6 +132,9 @@ def _count(request: Request, kind: str) -> None:
         metrics.errors.labels(kind).inc()
 
 
+MAX_ERRORS = 20  # validation errors listed in one 422
+
+
 def _validation_message(errors: list[dict]) -> tuple[str, str | None]:
     parts, param = [], None
     for e in errors:
@@ -152,8 +155,12 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         _count(request, "validation")
-        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        all_errors = exc.errors()
+        # at most MAX_ERRORS listed: a body with 50k unknown keys must not get a 50k-item (MB-sized) answer
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in all_errors[:MAX_ERRORS]]
         message, param = _validation_message(errors)
+        if len(all_errors) > MAX_ERRORS:
+            message += f"; and {len(all_errors) - MAX_ERRORS} more errors"
         return error_response(request.url.path, 422, message, param=param, detail=errors)
 
     @app.exception_handler(StarletteHTTPException)
