@@ -1,0 +1,215 @@
+"""A small, bounded HTTP load generator for the service (closed loop or open loop, loopback).
+
+Two classic ways to load a server (see e.g. Schroeder et al., "Open versus closed: a cautionary
+tale", NSDI 2006):
+
+* closed loop (``--concurrency N``): N workers, each sends its next request when the last one is
+  answered; the offered load adapts to the server, so this measures *capacity*;
+* open loop (``--rate R``): requests start on a fixed schedule of R per second whatever the
+  server does (up to ``--max-in-flight`` at once); above capacity this *overloads* the server,
+  which must shed the excess (429) and keep serving the rest.
+
+Everything is bounded: ``--seconds`` and ``--max-requests`` (whichever comes first), per-request
+timeout, in-flight cap.  Usable from tests: ``asyncio.run(run_load(...))`` returns every
+request's record; ``summarize`` turns them into the figures printed below.
+
+    python scripts/loadgen.py --url http://127.0.0.1:8000 --concurrency 8 --seconds 10
+    python scripts/loadgen.py --url http://127.0.0.1:8000 --rate 400 --seconds 10 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+DEFAULT_TEXTS = [
+    "Hello world.",
+    "How are you today?",
+    "The weather is nice.",
+    "I would like a cup of coffee, please.",
+    "Where is the train station?",
+    "This is a test of the translation service.",
+]
+
+
+def translate_body(i: int) -> dict:
+    """The i-th request of the default workload: one short sentence, en -> fr."""
+    return {"text": DEFAULT_TEXTS[i % len(DEFAULT_TEXTS)], "source": "en", "target": "fr"}
+
+
+@dataclass
+class Record:
+    index: int
+    start: float  # seconds since the run started
+    latency: float  # seconds (for errors: until the error)
+    status: int  # HTTP status; 0 for a transport error (refused, reset, timeout)
+    retry_after: str | None = None
+    error: str | None = None
+    body: Any = None  # parsed JSON of 2xx answers when keep_bodies
+
+
+@dataclass
+class LoadResult:
+    records: list[Record]
+    seconds: float  # wall time of the whole run
+    skipped: int = 0  # open loop: scheduled starts skipped because max_in_flight was reached
+    extra: dict = field(default_factory=dict)
+
+
+async def run_load(
+    url: str,
+    *,
+    path: str = "/v1/translate",
+    body: Callable[[int], dict] = translate_body,
+    concurrency: int | None = 8,
+    rate: float | None = None,
+    seconds: float = 10.0,
+    max_requests: int = 100_000,
+    max_in_flight: int = 512,
+    timeout: float = 60.0,
+    headers: dict[str, str] | None = None,
+    keep_bodies: bool = False,
+    stop: asyncio.Event | None = None,
+    sink: list[Record] | None = None,
+) -> LoadResult:
+    """Closed loop with ``concurrency`` workers, or open loop at ``rate`` requests/s (if given).
+
+    Stops starting requests after ``seconds`` or ``max_requests`` (or when ``stop`` is set) and
+    waits for the ones in flight (each bounded by ``timeout``).  Records are appended to ``sink``
+    (if given) as they complete, so a caller can watch the run live (``scripts/soak.py`` does)."""
+    records: list[Record] = sink if sink is not None else []
+    counter = itertools.count()
+    limits = httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    skipped = 0
+
+    def more() -> bool:
+        return time.perf_counter() < end and not (stop is not None and stop.is_set())
+
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits, headers=headers) as client:
+
+        async def one(i: int) -> None:
+            start = time.perf_counter()
+            try:
+                r = await client.post(path, json=body(i))
+                rec = Record(i, start - t0, time.perf_counter() - start, r.status_code, r.headers.get("retry-after"))
+                if r.status_code >= 400:
+                    rec.error = r.text[:300]
+                elif keep_bodies:
+                    rec.body = r.json()
+            except httpx.HTTPError as e:
+                rec = Record(i, start - t0, time.perf_counter() - start, 0, error=f"{type(e).__name__}: {e}"[:300])
+            records.append(rec)
+
+        if rate is None:  # closed loop
+
+            async def worker() -> None:
+                while more():
+                    i = next(counter)
+                    if i >= max_requests:
+                        return
+                    await one(i)
+
+            await asyncio.gather(*(worker() for _ in range(concurrency or 1)))
+        else:  # open loop: start i at t0 + i / rate
+            tasks: set[asyncio.Task] = set()
+            for i in range(max_requests):
+                due = t0 + i / rate
+                now = time.perf_counter()
+                if due > now:
+                    await asyncio.sleep(due - now)
+                if not more():
+                    break
+                if len(tasks) >= max_in_flight:
+                    skipped += 1
+                    continue
+                task = asyncio.create_task(one(i))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
+    return LoadResult(sorted(records, key=lambda r: r.index), time.perf_counter() - t0, skipped)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in [0, 100]); nan for no values."""
+    if not values:
+        return math.nan
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(q / 100 * len(v)) - 1))]
+
+
+def summarize(result: LoadResult) -> dict:
+    recs = result.records
+    ok = [r for r in recs if 200 <= r.status < 300]
+    shed = [r for r in recs if r.status == 429]
+    other = [r for r in recs if not (200 <= r.status < 300 or r.status == 429)]
+    span = result.seconds or math.nan
+    return {
+        "requests": len(recs),
+        "ok": len(ok),
+        "rejected_429": len(shed),
+        "errors": len(other),
+        "error_statuses": sorted({r.status for r in other}),
+        "skipped": result.skipped,
+        "seconds": round(result.seconds, 2),
+        "offered_per_s": round(len(recs) / span, 1),
+        "goodput_per_s": round(len(ok) / span, 1),
+        "ok_p50_ms": round(percentile([r.latency for r in ok], 50) * 1000, 1),
+        "ok_p99_ms": round(percentile([r.latency for r in ok], 99) * 1000, 1),
+        "429_p50_ms": round(percentile([r.latency for r in shed], 50) * 1000, 1),
+        "429_p99_ms": round(percentile([r.latency for r in shed], 99) * 1000, 1),
+        "429_max_ms": round(max((r.latency for r in shed), default=math.nan) * 1000, 1),
+        "429_with_retry_after": sum(1 for r in shed if r.retry_after and r.retry_after.isdigit()),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--url", default="http://127.0.0.1:8000")
+    ap.add_argument("--path", default="/v1/translate")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--concurrency", type=int, default=8, help="closed loop: this many workers")
+    mode.add_argument("--rate", type=float, default=None, help="open loop: requests started per second")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--max-requests", type=int, default=100_000)
+    ap.add_argument("--max-in-flight", type=int, default=512)
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--api-key", default=None)
+    ap.add_argument("--json", default=None, help="also write the summary and every record here")
+    args = ap.parse_args(argv)
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else None
+    result = asyncio.run(
+        run_load(
+            args.url,
+            path=args.path,
+            concurrency=None if args.rate else args.concurrency,
+            rate=args.rate,
+            seconds=args.seconds,
+            max_requests=args.max_requests,
+            max_in_flight=args.max_in_flight,
+            timeout=args.timeout,
+            headers=headers,
+        )
+    )
+    summary = summarize(result)
+    width = max(map(len, summary))
+    for k, v in summary.items():
+        print(f"{k:<{width}}  {v}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": summary, "records": [asdict(r) for r in result.records]}, f)
+
+
+if __name__ == "__main__":
+    main()
