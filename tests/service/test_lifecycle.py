@@ -110,8 +110,9 @@ def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dir
         futures = [pool.submit(translate, srv, t) for t in texts]
         wait_for(lambda: srv.sample("rendition_requests_in_flight", route="/v1/translate") == len(texts), what="all requests accepted")
         srv.proc.send_signal(signal.SIGTERM)
-        ready = srv.http.get("/health/ready", timeout=10)  # inside the 2 s drain window
-        assert ready.status_code == 503 and ready.json()["status"] == "draining"
+        # inside the 2 s drain window the server still answers, and is not ready
+        ready = wait_for(lambda: (r := srv.http.get("/health/ready", timeout=10)).status_code == 503 and r, timeout=1.5, what="503")
+        assert ready.json()["status"] == "draining"
         results = [f.result() for f in futures]
     assert [r.status_code for r in results] == [200] * len(texts)
     ref = Translator.from_pretrained(model_dirs["translator"], device="cpu")
