@@ -80,12 +80,14 @@ async def run_load(
     keep_bodies: bool = False,
     stop: asyncio.Event | None = None,
     sink: list[Record] | None = None,
+    request_headers: Callable[[int], dict[str, str]] | None = None,
 ) -> LoadResult:
     """Closed loop with ``concurrency`` workers, or open loop at ``rate`` requests/s (if given).
 
     Stops starting requests after ``seconds`` or ``max_requests`` (or when ``stop`` is set) and
     waits for the ones in flight (each bounded by ``timeout``).  Records are appended to ``sink``
-    (if given) as they complete, so a caller can watch the run live (``scripts/soak.py`` does)."""
+    (if given) as they complete, so a caller can watch the run live (``scripts/soak.py`` does);
+    ``request_headers(i)`` adds headers to request i (e.g. an ``X-Request-ID``)."""
     records: list[Record] = sink if sink is not None else []
     counter = itertools.count()
     limits = httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight)
@@ -101,7 +103,7 @@ async def run_load(
         async def one(i: int) -> None:
             start = time.perf_counter()
             try:
-                r = await client.post(path, json=body(i))
+                r = await client.post(path, json=body(i), headers=request_headers(i) if request_headers else None)
                 rec = Record(i, start - t0, time.perf_counter() - start, r.status_code, r.headers.get("retry-after"))
                 if r.status_code >= 400:
                     rec.error = r.text[:300]

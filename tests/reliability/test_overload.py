@@ -1,0 +1,87 @@
+"""Overload: ``scripts/loadgen.py`` drives a real server past its capacity on loopback.
+
+The server's capacity is pinned by ``RENDITION_BATCH_DELAY_MS`` (every batch takes >= 200 ms, at
+most 8 sentences per batch: about 70 sentences/s here) so the test does not depend on how fast
+this machine is.  First a closed loop with three batches' worth of workers (never more than the queue holds)
+measures capacity; then
+an open loop offers 4x that rate.  Checked (no timing assertions; the figures are printed and
+recorded in docs/reliability.md):
+
+* every answer is 200 or 429, no other status, no transport error;
+* every 429 carries an integer ``Retry-After`` >= 1 and says the queue is full;
+* every accepted (200) request got the right translation (the model called directly);
+* the server kept running *full* batches during the overload (mean batch size >= 90% of
+  ``max_batch_size``): with the batch time fixed, that is throughput at capacity, not a collapse;
+* the queue never holds more than ``RENDITION_MAX_QUEUE`` sentences, and drains to 0 afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from loadgen import DEFAULT_TEXTS, run_load, summarize, translate_body
+
+from model.translator import Translator
+
+BATCH, DELAY_MS, QUEUE = 4, 200, 16
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server(batch_delay_ms=DELAY_MS, max_batch_size=BATCH, max_wait_ms=2, max_queue=QUEUE, max_items=4,
+                        default_beam_size=1, default_max_length=4)
+
+
+@pytest.fixture(scope="module")
+def expected(model_dirs) -> dict[str, str]:
+    tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
+    return {t: tr.translate([t], "en", "fr", beam_size=1, max_length=4)[0].text for t in DEFAULT_TEXTS}
+
+
+def batches(server) -> tuple[float, float]:
+    return (server.sample("rendition_batch_size", "_count", model="translator"),
+            server.sample("rendition_batch_size", "_sum", model="translator"))
+
+
+def check_answers(result, expected) -> None:
+    for rec in result.records:
+        assert rec.status in (200, 429), (rec.status, rec.error)
+        if rec.status == 200:
+            text = translate_body(rec.index)["text"]
+            assert rec.body["results"][0]["text"] == expected[text], rec.index
+
+
+def test_overload_sheds_with_429_and_keeps_serving_at_capacity(server, expected):
+    # capacity: a closed loop that keeps the queue busy (3 batches of workers, fewer than the queue holds)
+    at_cap = asyncio.run(run_load(server.url, concurrency=3 * BATCH, seconds=5, keep_bodies=True, timeout=30))
+    cap = summarize(at_cap)
+    check_answers(at_cap, expected)
+    assert cap["rejected_429"] == 0 and cap["ok"] > 0
+
+    # overload: an open loop at 4x the measured capacity
+    count0, sum0 = batches(server)
+    rate = 4 * cap["goodput_per_s"]
+    over = asyncio.run(run_load(server.url, rate=rate, seconds=6, max_in_flight=400, keep_bodies=True, timeout=30))
+    ov = summarize(over)
+    count1, sum1 = batches(server)
+    print(f"\nat capacity (closed loop, {3 * BATCH} workers; ceiling {BATCH / DELAY_MS * 1000:.0f}/s): {cap}\noverload (open loop, {rate:.0f}/s): {ov}")
+    print(f"goodput over capacity / capacity = {ov['goodput_per_s'] / cap['goodput_per_s']:.2f}; "
+          f"mean batch size in overload = {(sum1 - sum0) / (count1 - count0):.2f} of {BATCH}")
+    check_answers(over, expected)
+    shed = [r for r in over.records if r.status == 429]
+    assert len(shed) > 0 and ov["ok"] > 0
+    assert all(r.retry_after is not None and r.retry_after.isdigit() and int(r.retry_after) >= 1 for r in shed)
+    assert all("queue is full" in r.error for r in shed)
+    assert over.skipped == 0  # the load generator really offered every scheduled request
+    # throughput at capacity: the batches stayed full while the excess was shed
+    assert (sum1 - sum0) / (count1 - count0) >= 0.9 * BATCH
+    assert server.sample("rendition_queue_depth", model="translator") == 0
+    assert server.http.get("/health/ready").status_code == 200
+
+
+def test_loadgen_is_bounded(server):
+    res = asyncio.run(run_load(server.url, concurrency=4, seconds=30, max_requests=10, timeout=30))
+    assert len(res.records) == 10 and all(r.status == 200 for r in res.records)
+    res = asyncio.run(run_load(server.url, rate=50, seconds=1, max_requests=1000, timeout=30))
+    assert 0 < len(res.records) <= 51
