@@ -13,6 +13,7 @@ that bound is live_score / lp(max_len).  This makes the search exact with respec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -39,6 +40,7 @@ class SearchOptions:
     max_length_b: int = 10
     min_length: int = 0  # EOS is forbidden before this many tokens
     stats: dict[str, int] = field(default_factory=dict)  # filled: decode_steps, kv_cache_bytes
+    should_stop: Callable[[], bool] | None = None  # checked once per step; True ends the search (returns what finished)
 
     def validate(self) -> None:
         if self.beam_size < 1:
@@ -154,6 +156,8 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         else:
             cache.reorder(row_beams)
         tokens = next_tokens.reshape(-1)
+        if opts.should_stop is not None and opts.should_stop():
+            break
     opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
     opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
     return [h[:n_best] for h in finished]
@@ -201,6 +205,8 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
                 break
             alive, tokens, scores = alive[keep], tokens[keep], scores[keep]
             cache.select(keep)
+        if opts.should_stop is not None and opts.should_stop():
+            break
     opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
     opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
     return [Hypothesis(toks, sc) for toks, sc in zip(out, final)]

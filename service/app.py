@@ -101,7 +101,9 @@ async def _start(
         delay_ms=s.batch_delay_ms,
     )
     if state.translator is not None:
-        state.batchers["translator"] = Batcher("translator", state.translator.core, **limits)
+        engine = state.translator
+        batcher = Batcher("translator", lambda key, batch: engine.core(key, batch, batcher.running_batch_abandoned), **limits)
+        state.batchers["translator"] = batcher  # a batch whose requests have all gone stops at the next decoding step
     if state.encoder is not None:
         state.batchers["encoder"] = Batcher("encoder", state.encoder.core, **limits)
     for b in state.batchers.values():

@@ -98,6 +98,7 @@ class Batcher:
         self._task: asyncio.Task | None = None
         self._closing = False
         self._busy = False
+        self._running: list[_Job] = []  # the jobs of the batch in the worker thread now
         self._avg_batch_s = 0.05  # running mean of batch time, for Retry-After
 
     # -- public API ---------------------------------------------------------------------------------
@@ -143,6 +144,12 @@ class Batcher:
         except asyncio.CancelledError as e:
             self._drop(job, str(e.args[0]) if e.args and e.args[0] else "cancelled")
             raise
+
+    def running_batch_abandoned(self) -> bool:
+        """True when every request of the running batch has gone (disconnected, timed out): a
+        model can poll this between decoding steps (``SearchOptions.should_stop``) and stop early."""
+        jobs = self._running
+        return bool(jobs) and all(j.cancelled for j in jobs)
 
     def retry_after(self) -> int:
         batches = math.ceil((len(self._queue) + 1) / self.max_batch_size)
@@ -223,6 +230,7 @@ class Batcher:
             m.input_tokens.labels(self.name).inc(sum(it.tokens for it in batch))
         payloads = [it.payload for it in batch]
         self._busy = True
+        self._running = list({id(it.job): it.job for it in batch}.values())
         try:
             results = await loop.run_in_executor(self._executor, self._call, batch[0].key, payloads)
             if len(results) != len(batch):
@@ -239,6 +247,7 @@ class Batcher:
             return
         finally:
             self._busy = False
+            self._running = []
             elapsed = time.perf_counter() - start
             self._avg_batch_s = 0.8 * self._avg_batch_s + 0.2 * elapsed
             if m:

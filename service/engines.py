@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +98,11 @@ class TranslationEngine:
         return len(ids) * opts.beam_size  # rows of the beam search x source length
 
     # core: one mixed batch -> n-best (tokens, score) per sentence
-    def core(self, opts: DecodeOptions, batch: list[list[int]]) -> list[list[tuple[list[int], float]]]:
+    def core(
+        self, opts: DecodeOptions, batch: list[list[int]], should_stop: Callable[[], bool] | None = None
+    ) -> list[list[tuple[list[int], float]]]:
+        """``should_stop`` is polled once per decoding step (the batcher's "every request of this
+        batch has gone"); the search then ends early and its partial results are discarded."""
         stats: dict[str, int] = {}
         search = SearchOptions(
             beam_size=opts.beam_size,
@@ -107,6 +111,7 @@ class TranslationEngine:
             max_length=opts.max_length,
             min_length=opts.min_length,
             stats=stats,
+            should_stop=should_stop,
         )
         out = _split_on_oom(self.translator.core, batch, search)
         if self.metrics:
