@@ -4,7 +4,9 @@ concurrent ones, and model files that are missing, truncated, of the wrong shape
 (tests/service/test_lifecycle.py already covers: a SIGTERM drain with six queued requests, a
 disconnected client's *queued* sentences dropped, 504 timeouts, a missing model directory; and
 tests/service/test_inprocess.py a single failing batch.  These tests add the versions under
-load and the other broken-file cases.)
+load, the other broken-file cases, and a disconnect while the batch is *decoding*: the search
+polls ``SearchOptions.should_stop`` once per step, and the batcher answers True once every
+request of the running batch has gone.)
 """
 
 from __future__ import annotations
@@ -206,3 +208,50 @@ def test_broken_model_files_stop_the_server_with_the_message(start_server, model
         log = srv.log()
         assert "model loading failed" in log and message in log, (how, log[-2000:])
         assert "Uvicorn running" not in log or "/health/ready" not in log
+
+
+# -- a client that disconnects mid-decode: its batch stops at the next decoding step ---------------------
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_should_stop_ends_the_search_after_exactly_that_step(model_dirs, beam):
+    from model.search import SearchOptions
+
+    tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
+    ids = tr.preprocess(["the cat sat on the mat " * 10] * 3, "fr")
+    polls = []
+
+    def stop_after_7() -> bool:
+        polls.append(1)
+        return len(polls) >= 7
+
+    full, stopped = {}, {}
+    tr.core(ids, SearchOptions(beam_size=beam, max_length=60, stats=full))
+    tr.core(ids, SearchOptions(beam_size=beam, max_length=60, stats=stopped, should_stop=stop_after_7))
+    assert full["decode_steps"] > 7
+    assert stopped["decode_steps"] == 7 and len(polls) == 7  # polled once per step, stopped right after
+
+
+def test_disconnect_mid_decode_stops_the_running_batch(start_server):
+    srv = start_server(max_wait_ms=0, max_length_limit=400)
+    texts = ["hello world this is a test sentence number " * 20] * 8  # 8 x ~240 tokens, beam 4: ~370 steps
+    cap = 400
+    body = json.dumps({"text": texts, "source": "en", "target": "fr", "beam_size": 4, "max_length": cap}).encode()
+    steps0 = srv.sample("rendition_decode_steps", "_total")
+    batches0 = srv.sample("rendition_batch_size", "_count", model="translator")
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    sock.sendall(b"POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    deadline = time.monotonic() + 30
+    while srv.sample("rendition_batch_size", "_count", model="translator") == batches0:
+        assert time.monotonic() < deadline, "the batch never started"
+        time.sleep(0.02)
+    time.sleep(0.5)  # decoding
+    sock.close()  # the client goes away mid-decode
+    # the next request is answered once the worker is free again, and adds <= 4 decode steps
+    r = srv.http.post("/v1/translate", json={"text": "Hi", "source": "en", "target": "fr", "beam_size": 1, "max_length": 4}, timeout=120)
+    assert r.status_code == 200
+    steps = srv.sample("rendition_decode_steps", "_total") - steps0 - 4
+    print(f"\nabandoned batch ran {steps:.0f} decode steps (a full decode: up to {cap})")
+    assert 0 < steps < 150  # stopped early: a full decode of this batch takes ~370 steps
+    assert srv.sample("rendition_errors", "_total", type="client_disconnected") >= 1
