@@ -253,5 +253,7 @@ def test_disconnect_mid_decode_stops_the_running_batch(start_server):
     assert r.status_code == 200
     steps = srv.sample("rendition_decode_steps", "_total") - steps0 - 4
     print(f"\nabandoned batch ran {steps:.0f} decode steps (a full decode: up to {cap})")
-    assert 0 < steps < 150  # stopped early: a full decode of this batch takes ~370 steps
+    # Stopped early: a full decode of this batch takes ~370 steps.  Quiet machine: ~40 steps (0.5 s of
+    # decoding plus one poll); the bound leaves room for a loaded CI box, where 0.5 s covers more steps.
+    assert 0 < steps < 300
     assert srv.sample("rendition_errors", "_total", type="client_disconnected") >= 1
