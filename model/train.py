@@ -295,18 +295,18 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     return run
 
 
-def export(run_dir: Path, out_dir: Path, average: bool = True, dtype: torch.dtype = torch.float16) -> Path:
-    """Average the kept checkpoints and write config.json + model.safetensors + sentencepiece.model."""
+def export(run_dir: Path, out_dir: Path, last_n: int | None = None, dtype: torch.dtype = torch.float16) -> Path:
+    """Average the last ``last_n`` kept checkpoints (all kept ones when None) and write
+    config.json + model.safetensors + sentencepiece.model."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     cks = sorted(run_dir.glob("checkpoint_[0-9]*.safetensors"), key=lambda p: int(p.stem.split("_")[1]))
-    if not average:
-        cks = cks[-1:]
+    if last_n is not None:
+        cks = cks[-last_n:]
     weights = average_checkpoints(cks)
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file({k: v.to(dtype).contiguous() for k, v in weights.items()}, str(out_dir / "model.safetensors"))
     shutil.copy(run_dir / "config.json", out_dir / "config.json")
     shutil.copy(run_dir / "sentencepiece.model", out_dir / "sentencepiece.model")
-    (out_dir / "checkpoints_averaged.json").write_text(json.dumps([c.name for c in cks]) + "\n")
     return out_dir
 
 
