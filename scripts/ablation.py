@@ -49,7 +49,7 @@ def main() -> None:
         run.mkdir(parents=True, exist_ok=True)
         shutil.copy(DEFAULT_TRANSLATOR / "sentencepiece.model", run / "sentencepiece.model")
         cfg = TrainConfig(
-            run_dir=str(run), max_steps=a.steps, max_minutes=1e9, eval_every=a.steps, save_every=a.steps,
+            run_dir=str(run), max_steps=a.steps, max_minutes=1e9, eval_every=a.steps, save_every=100,
             keep_checkpoints=1, bleu_sentences=300, threads=a.threads, max_tokens=2500, warmup=300, lr=1.5e-3,
         )
         t0 = time.time()
