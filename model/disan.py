@@ -35,19 +35,20 @@ Implementations of the token2token attention:
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model.weights import JsonConfig
+
 
 @dataclass(frozen=True)
-class DiSANConfig:
+class DiSANConfig(JsonConfig):
     vocab_size: int = 8000
     d_embed: int = 256  # token embedding size
     d_model: int = 256  # d: per-direction feature size; the sentence vector before the head is 2d
@@ -62,21 +63,6 @@ class DiSANConfig:
     @property
     def dim(self) -> int:
         return self.d_out if self.d_out else 2 * self.d_model
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json() + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path) -> DiSANConfig:
-        raw = json.loads(Path(path).read_text())
-        known = {f.name for f in fields(cls)}
-        unknown = set(raw) - known
-        if unknown:
-            raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
-        return cls(**raw)
 
 
 # ------------------------------------------------------------------------------------------------

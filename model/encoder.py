@@ -20,7 +20,7 @@ import torch
 
 from model.disan import DiSAN, DiSANConfig
 from model.tokenizer import PAD_ID, Tokenizer
-from model.weights import load_weights, resolve_device
+from model.weights import load_pretrained
 
 DEFAULT_ENCODER = Path(__file__).resolve().parent / "pretrained" / "encoder"
 
@@ -36,13 +36,7 @@ class SentenceEncoder:
         cls, path: str | Path | None = None, device: str = "auto", dtype: str | torch.dtype | None = None
     ) -> SentenceEncoder:
         path = Path(path) if path is not None else DEFAULT_ENCODER
-        cfg = DiSANConfig.load(path / "config.json")
-        dev = resolve_device(device)
-        model = DiSAN(cfg)
-        load_weights(model, path / "model.safetensors")
-        model.to(dev)
-        if dtype is not None:
-            model.to(dtype=getattr(torch, dtype) if isinstance(dtype, str) else dtype)
+        model = load_pretrained(DiSAN, DiSANConfig, path, device, dtype)
         return cls(model, Tokenizer(path / "sentencepiece.model"))
 
     def save_pretrained(self, path: str | Path, dtype: torch.dtype = torch.float16) -> None:

@@ -20,20 +20,19 @@ search (``model.cache`` and ``model.search``).
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.cache import DecoderCache, LayerCache
+from model.weights import JsonConfig
 
 
 @dataclass(frozen=True)
-class TransformerConfig:
+class TransformerConfig(JsonConfig):
     vocab_size: int
     d_model: int = 256
     n_heads: int = 4
@@ -56,22 +55,6 @@ class TransformerConfig:
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json() + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path) -> TransformerConfig:
-        raw = json.loads(Path(path).read_text())
-        known = {f.name for f in fields(cls)}
-        unknown = set(raw) - known
-        if unknown:
-            raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
-        if "languages" in raw:
-            raw["languages"] = tuple(raw["languages"])
-        return cls(**raw)
 
 
 def relative_index(q_len: int, k_len: int, k: int, device: torch.device | None = None, offset: int = 0) -> Tensor:

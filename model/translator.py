@@ -15,7 +15,7 @@ import torch
 from model.search import SearchOptions, generate
 from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from model.transformer import Transformer, TransformerConfig
-from model.weights import load_weights, resolve_device
+from model.weights import load_pretrained
 
 DEFAULT_TRANSLATOR = Path(__file__).resolve().parent / "pretrained" / "translator"
 
@@ -40,13 +40,7 @@ class Translator:
         cls, path: str | Path | None = None, device: str = "auto", dtype: str | torch.dtype | None = None
     ) -> Translator:
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
-        cfg = TransformerConfig.load(path / "config.json")
-        dev = resolve_device(device)
-        model = Transformer(cfg)
-        load_weights(model, path / "model.safetensors")
-        model.to(dev)
-        if dtype is not None:
-            model.to(dtype=getattr(torch, dtype) if isinstance(dtype, str) else dtype)
+        model = load_pretrained(Transformer, TransformerConfig, path, device, dtype)
         return cls(model, Tokenizer(path / "sentencepiece.model"))
 
     @property
