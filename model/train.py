@@ -215,6 +215,10 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     tok = Tokenizer(f"{sp_prefix}.model")
     langs = tuple(sorted({x for p in cfg.pairs for x in p.split("-")}))
     model_cfg = replace(model_cfg, vocab_size=tok.vocab_size, languages=langs)
+    last = run / "checkpoint_last.safetensors"
+    if last.exists() and (run / "config.json").exists():
+        # a resumed run keeps the shape it was started with, whatever the command line says now
+        model_cfg = TransformerConfig.load(run / "config.json")
     model_cfg.save(run / "config.json")
 
     train_ex: list[Example] = []
@@ -234,7 +238,6 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
     print(f"model: {model.num_parameters() / 1e6:.2f}M parameters", flush=True)
     state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0, "checkpoints": []}
-    last = run / "checkpoint_last.safetensors"
     if last.exists():
         state = load_checkpoint(last, model, opt)
         print(f"resumed from step {state['step']}", flush=True)
