@@ -55,8 +55,14 @@ class LayerCache:
         return spare
 
     def select(self, rows: Tensor) -> None:
-        self.self_k = self.self_k.index_select(0, rows)
-        self.self_v = self.self_v.index_select(0, rows)
+        """Keep these rows (in this order); only the filled part of the self-attention K/V is copied."""
+        t = self.length
+        for name in ("self_k", "self_v"):
+            old = getattr(self, name)
+            new = old.new_empty((len(rows), *old.shape[1:]))
+            if t:
+                torch.index_select(old[:, :, :t], 0, rows, out=new[:, :, :t])
+            setattr(self, name, new)
         self.cross_k = self.cross_k.index_select(0, rows)
         self.cross_v = self.cross_v.index_select(0, rows)
 

@@ -57,14 +57,50 @@ def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
+def _chunk_size(V: int, n: int) -> int | None:
+    """A divisor of V between 32 and 256 (nearest 64) for the two-stage top-k, or None."""
+    if V < 16 * n:
+        return None
+    for c in sorted(range(32, 257), key=lambda c: abs(c - 64)):
+        if V % c == 0:
+            return c
+    return None
+
+
 def beam_step(lprobs: Tensor, scores: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
     """lprobs (B, K, V) log-probs of the next token, scores (B, K) running scores.
 
-    Returns the n best continuations per sentence: (scores, tokens, beams), each (B, n)."""
+    Returns the n best continuations per sentence: (scores, tokens, beams), each (B, n), best
+    first.  Same result as a top-n over the B x (K * V) table scores + lprobs, in two stages:
+    the vocabulary is cut into chunks of C tokens and only the n chunks with the highest maxima
+    are searched (every one of the n best candidates lies in one of them), so the full table is
+    never formed and the big top-k runs over V / C chunk maxima instead of V scores."""
     B, K, V = lprobs.shape
-    total = (scores.unsqueeze(-1) + lprobs).view(B, K * V)
-    top, flat = total.topk(n, dim=-1)
+    C = _chunk_size(V, n)
+    if C is None:
+        total = (scores.unsqueeze(-1) + lprobs).view(B, K * V)
+        top, flat = total.topk(n, dim=-1)
+        return top, flat % V, flat // V
+    nc = V // C
+    chunk_max = lprobs.reshape(B, K, nc, C).amax(-1) + scores.unsqueeze(-1)  # (B, K, nc)
+    chunk = chunk_max.view(B, K * nc).topk(n, dim=-1).indices  # (B, n) = beam * nc + chunk
+    vals = lprobs.reshape(B, K * nc, C).gather(1, chunk.unsqueeze(-1).expand(B, n, C))  # (B, n, C)
+    vals = vals + scores.gather(1, chunk // nc).unsqueeze(-1)
+    top, j = vals.view(B, n * C).topk(n, dim=-1)  # (B, n)
+    flat = chunk.gather(1, j // C) * C + j % C  # index into K * V
     return top, flat % V, flat // V
+
+
+def row_max(x: Tensor) -> tuple[Tensor, Tensor]:
+    """x.max(-1) for x (N, V), via chunk maxima when V splits into chunks (several times faster
+    on CPU than the indexed max over the whole row)."""
+    N, V = x.shape
+    C = _chunk_size(V, 1)
+    if C is None:
+        return x.max(-1)
+    chunk = x.view(N, V // C, C).amax(-1).argmax(-1)  # (N,) chunk holding the row maximum
+    vals, j = x.view(N, V // C, C).gather(1, chunk.view(N, 1, 1).expand(N, 1, C))[:, 0].max(-1)
+    return vals, chunk * C + j
 
 
 def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
@@ -189,7 +225,7 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
         lprobs[last] = torch.where(
             torch.arange(lprobs.shape[1], device=device) == cfg.eos_id, lprobs[last], torch.tensor(NEG_INF, device=device)
         )
-        best, tokens = lprobs.max(-1)
+        best, tokens = row_max(lprobs)
         scores = scores + best
         ended = tokens == cfg.eos_id
         tok_list = tokens.tolist()

@@ -125,6 +125,13 @@ class MultiHeadAttention(nn.Module):
             out = out + buckets @ self.rel_v.to(q.dtype)
         return out
 
+    def attend_one(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor) -> Tensor:
+        """Single-query attention without relative terms (cross-attention in a decoding step):
+        q (N,H,1,Dh), k/v (N,H,S,Dh), bias (N,1,1,S) additive (0 or a large negative).  Three
+        small batched products; cheaper here than the fused kernel, which is built for long Tq."""
+        scores = (q * self.head_dim**-0.5) @ k.transpose(-1, -2) + bias  # (N, H, 1, S)
+        return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v  # (N, H, 1, Dh)
+
     def forward(self, x: Tensor, mem: Tensor | None, mask: Tensor | None, rel_idx: Tensor | None) -> Tensor:
         src = x if mem is None else mem
         q, k, v = self.split(self.q_proj(x)), self.split(self.k_proj(src)), self.split(self.v_proj(src))
@@ -174,8 +181,9 @@ class DecoderLayer(nn.Module):
         x = x + self.dropout(self.cross_attn(self.cross_attn_norm(x), mem, mem_mask, None))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
-    def step(self, x: Tensor, cache: LayerCache, mem_mask: Tensor, rel_idx: Tensor | None) -> Tensor:
-        """One incremental step: x (N, 1, D); appends this step's K/V to the cache."""
+    def step(self, x: Tensor, cache: LayerCache, mem_bias: Tensor, rel_idx: Tensor | None) -> Tensor:
+        """One incremental step: x (N, 1, D); appends this step's K/V to the cache.
+        mem_bias (N, 1, 1, S): 0 for source tokens, a large negative number for padding."""
         sa = self.self_attn
         h = self.self_attn_norm(x)
         q, k, v = sa.split(sa.q_proj(h)), sa.split(sa.k_proj(h)), sa.split(sa.v_proj(h))
@@ -183,7 +191,7 @@ class DecoderLayer(nn.Module):
         x = x + sa.out_proj(sa.merge(sa.attend(q, k_all, v_all, None, rel_idx)))
         ca = self.cross_attn
         q = ca.split(ca.q_proj(self.cross_attn_norm(x)))
-        x = x + ca.out_proj(ca.merge(ca.attend(q, cache.cross_k, cache.cross_v, mem_mask, None)))
+        x = x + ca.out_proj(ca.merge(ca.attend_one(q, cache.cross_k, cache.cross_v, mem_bias)))
         return x + self.ffn(self.ffn_norm(x))
 
 
@@ -205,6 +213,8 @@ class Transformer(nn.Module):
         else:
             self.positions = None
         self.emb_scale = math.sqrt(cfg.d_model)
+        self._out_proj_t: Tensor | None = None  # inference copy of embed.weight.t(), see logits()
+        self._out_proj_key: tuple | None = None
 
     # -- pieces ---------------------------------------------------------------------------------
     def embed_tokens(self, tokens: Tensor, offset: int = 0) -> Tensor:
@@ -219,7 +229,15 @@ class Transformer(nn.Module):
         return relative_index(q_len, k_len, self.cfg.max_relative_position, device, offset)
 
     def logits(self, h: Tensor) -> Tensor:
-        return h @ self.embed.weight.t()  # (..., V)
+        w = self.embed.weight  # (V, D), tied
+        if torch.is_grad_enabled() and w.requires_grad:
+            return h @ w.t()  # (..., V)
+        # Inference: multiply by a contiguous (D, V) copy, about 15% faster on CPU than the
+        # transposed view; rebuilt whenever the weight changes (storage, dtype or in-place update).
+        key = (w.data_ptr(), w.dtype, w.device, w._version)
+        if self._out_proj_key != key:
+            self._out_proj_t, self._out_proj_key = w.detach().t().contiguous(), key
+        return h @ self._out_proj_t
 
     # -- encoder / full decoder ----------------------------------------------------------------
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
@@ -257,7 +275,7 @@ class Transformer(nn.Module):
             ca = layer.cross_attn
             layers.append(
                 LayerCache.allocate(
-                    N, cfg.n_heads, max_len, cfg.head_dim, ca.split(ca.k_proj(mem)), ca.split(ca.v_proj(mem))
+                    N, cfg.n_heads, max_len, cfg.head_dim, ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()
                 )
             )
         k = cfg.max_relative_position if cfg.relative_positions else None
@@ -270,8 +288,10 @@ class Transformer(nn.Module):
             raise RuntimeError(f"cache is full ({cache.max_len} steps)")
         x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
         rel = cache.step_relative_index()  # (1, t+1) or None
+        mem_bias = torch.zeros(cache.mem_mask.shape, dtype=x.dtype, device=x.device)
+        mem_bias.masked_fill_(~cache.mem_mask, torch.finfo(x.dtype).min)  # (N, 1, 1, S)
         for layer, lc in zip(self.decoder_layers, cache.layers):
-            x = layer.step(x, lc, cache.mem_mask, rel)
+            x = layer.step(x, lc, mem_bias, rel)
         cache.advance()
         return self.logits(self.decoder_norm(x))[:, 0]
 

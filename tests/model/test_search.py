@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from model.search import SearchOptions, beam_step, generate, length_penalty
+from model.search import SearchOptions, beam_step, generate, length_penalty, row_max
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer, TransformerConfig
 from model.translator import DEFAULT_TRANSLATOR, Translator
@@ -173,6 +173,33 @@ def test_beam_step_picks_global_top_k() -> None:
     ref = total.sort(-1, descending=True)
     torch.testing.assert_close(s, ref.values[:, :4])
     torch.testing.assert_close(b * 5 + t, ref.indices[:, :4])
+
+
+@pytest.mark.parametrize("V", [8000, 8001, 4096])
+def test_two_stage_beam_step_equals_one_top_k_over_the_whole_table(V: int) -> None:
+    """Vocabularies that split into chunks take the two-stage path (8000, 4096), 8001 the plain one;
+    dead beams (-inf running score) as at step 0, and a row with only one finite token (EOS forced)."""
+    g = torch.Generator().manual_seed(V)
+    B, K, n = 5, 4, 8
+    lprobs = torch.log_softmax(torch.randn(B, K, V, generator=g) * 3, -1)
+    lprobs[4] = float("-inf")
+    lprobs[4, :, 3] = torch.tensor([-0.1, -0.2, -0.3, -0.4])
+    scores = torch.randn(B, K, generator=g)
+    scores[0, 1:] = float("-inf")
+    s, t, b = beam_step(lprobs, scores, n)
+    ref = (scores[:, :, None] + lprobs).view(B, -1).topk(n, -1)
+    torch.testing.assert_close(s, ref.values)
+    finite = torch.isfinite(ref.values)
+    assert torch.equal((b * V + t)[finite], ref.indices[finite])
+    assert s.shape == t.shape == b.shape == (B, n) and bool((t < V).all()) and bool((b < K).all())
+
+
+def test_row_max_equals_max() -> None:
+    x = torch.randn(37, 8000)
+    x[3, 7999] = 100.0
+    vals, idx = row_max(x)
+    ref = x.max(-1)
+    assert torch.equal(vals, ref.values) and torch.equal(idx, ref.indices)
 
 
 # -- a real (randomly initialised) model ---------------------------------------------------------

@@ -160,3 +160,22 @@ def test_config_round_trip_and_unknown_keys(tmp_path) -> None:
     (tmp_path / "bad.json").write_text('{"vocab_size": 10, "bogus": 1}')
     with pytest.raises(ValueError, match="bogus"):
         TransformerConfig.load(tmp_path / "bad.json")
+
+
+def test_inference_output_projection_follows_weight_updates() -> None:
+    """logits() keeps a transposed copy of the tied embedding for inference; it must never go stale."""
+    torch.manual_seed(3)
+    m = Transformer(small_cfg()).eval()
+    h = torch.randn(4, m.cfg.d_model)
+    with torch.no_grad():
+        torch.testing.assert_close(m.logits(h), h @ m.embed.weight.t())
+        m.embed.weight.mul_(2.0)  # in-place update (as an optimiser step or load_state_dict does)
+        torch.testing.assert_close(m.logits(h), h @ m.embed.weight.t())
+    m.load_state_dict({k: v * 0.5 for k, v in m.state_dict().items()})
+    with torch.inference_mode():
+        torch.testing.assert_close(m.logits(h), h @ m.embed.weight.t())
+    m.double()
+    with torch.no_grad():
+        out = m.logits(h.double())
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, h.double() @ m.embed.weight.t())
