@@ -266,18 +266,21 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, mem, mask)
 
     # -- incremental decoding -------------------------------------------------------------------
-    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int) -> DecoderCache:
-        """Cross-attention K/V computed once; self-attention K/V preallocated for max_len steps."""
-        N = mem.shape[0]
+    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, repeat: int = 1) -> DecoderCache:
+        """Cross-attention K/V computed once; self-attention K/V preallocated for max_len steps.
+        ``repeat``: each sentence gets that many consecutive rows (beams); the cross K/V are
+        projected once per sentence and then repeated."""
+        N = mem.shape[0] * repeat
         cfg = self.cfg
+        if repeat > 1:
+            mem_mask = mem_mask.repeat_interleave(repeat, 0)
         layers = []
         for layer in self.decoder_layers:
             ca = layer.cross_attn
-            layers.append(
-                LayerCache.allocate(
-                    N, cfg.n_heads, max_len, cfg.head_dim, ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()
-                )
-            )
+            k, v = ca.split(ca.k_proj(mem)), ca.split(ca.v_proj(mem))  # (B, H, S, Dh)
+            if repeat > 1:
+                k, v = k.repeat_interleave(repeat, 0), v.repeat_interleave(repeat, 0)
+            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k.contiguous(), v.contiguous()))
         k = cfg.max_relative_position if cfg.relative_positions else None
         return DecoderCache(layers, mem_mask, max_len, k)
 
