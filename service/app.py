@@ -50,31 +50,34 @@ def _set_threads(s: Settings) -> None:
 
 def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
     """Runs in a worker thread: load (unless given), warm up, record load times."""
-    s, m = state.settings, state.metrics
+    s = state.settings
     _set_threads(s)
     if "translator" in s.models:
-        t0 = time.perf_counter()
-        tr = translator or load_translator(s.translator_path, s.device, s.dtype)
-        engine = TranslationEngine(tr, s.translator_name, m)
-        if s.warmup:
-            engine.warmup()
-        m.model_load.labels("translator").set(time.perf_counter() - t0)
-        state.translator = engine
-        log.info(
-            "model loaded",
-            extra={"model": "translator", "seconds": round(time.perf_counter() - t0, 3), **engine.info()},
+        state.translator = _load_engine(
+            state,
+            "translator",
+            lambda: translator or load_translator(s.translator_path, s.device, s.dtype),
+            lambda m: TranslationEngine(m, s.translator_name, state.metrics),
         )
     if "encoder" in s.models:
-        t0 = time.perf_counter()
-        enc = encoder or load_encoder(s.encoder_path, s.device, s.dtype)
-        engine = EmbeddingEngine(enc, s.encoder_name, m)
-        if s.warmup:
-            engine.warmup()
-        m.model_load.labels("encoder").set(time.perf_counter() - t0)
-        state.encoder = engine
-        log.info(
-            "model loaded", extra={"model": "encoder", "seconds": round(time.perf_counter() - t0, 3), **engine.info()}
+        state.encoder = _load_engine(
+            state,
+            "encoder",
+            lambda: encoder or load_encoder(s.encoder_path, s.device, s.dtype),
+            lambda m: EmbeddingEngine(m, s.encoder_name, state.metrics),
         )
+
+
+def _load_engine(state: AppState, kind: str, load: Callable, make_engine: Callable):
+    """load() the model, wrap it with make_engine, warm it up; log and record the time taken."""
+    t0 = time.perf_counter()
+    engine = make_engine(load())
+    if state.settings.warmup:
+        engine.warmup()
+    seconds = time.perf_counter() - t0
+    state.metrics.model_load.labels(kind).set(seconds)
+    log.info("model loaded", extra={"model": kind, "seconds": round(seconds, 3), **engine.info()})
+    return engine
 
 
 async def _start(
@@ -102,7 +105,9 @@ async def _start(
     )
     if state.translator is not None:
         engine = state.translator
-        batcher = Batcher("translator", lambda key, batch: engine.core(key, batch, batcher.running_batch_abandoned), **limits)
+        batcher = Batcher(
+            "translator", lambda key, batch: engine.core(key, batch, batcher.running_batch_abandoned), **limits
+        )
         state.batchers["translator"] = batcher  # a batch whose requests have all gone stops at the next decoding step
     if state.encoder is not None:
         state.batchers["encoder"] = Batcher("encoder", state.encoder.core, **limits)
