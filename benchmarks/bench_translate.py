@@ -75,9 +75,9 @@ class NoCacheModel:
     def encode(self, src: torch.Tensor):
         return self.model.encode(src)
 
-    def init_cache(self, mem, mem_mask, max_len, repeat=1):
-        if repeat > 1:
-            mem, mem_mask = mem.repeat_interleave(repeat, 0), mem_mask.repeat_interleave(repeat, 0)
+    def init_cache(self, mem, mem_mask, max_len, beams=1):
+        if beams > 1:
+            mem, mem_mask = mem.repeat_interleave(beams, 0), mem_mask.repeat_interleave(beams, 0)
         return PrefixCache(mem, mem_mask, max_len)
 
     def decode_step(self, tokens: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
@@ -181,8 +181,8 @@ class _Stamped:
     def encode(self, src):
         return self.model.encode(src)
 
-    def init_cache(self, mem, mem_mask, max_len, repeat=1):
-        return self.model.init_cache(mem, mem_mask, max_len, repeat)
+    def init_cache(self, mem, mem_mask, max_len, beams=1):
+        return self.model.init_cache(mem, mem_mask, max_len, beams)
 
     def decode_step(self, tokens, cache):
         self.stamps.append((time.perf_counter(), time.thread_time()))

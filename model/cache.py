@@ -6,8 +6,12 @@ index for the query at step t is clip(j - t, k) + k for j <= t; it is one precom
 sliced per step, so the relative part of a step costs O(k * d) (q @ w^K^T and buckets @ w^V)
 plus an O(t) gather, never building a table per step.
 
-``reorder(beam_idx)`` follows beam search (beams move within their sentence, so the shared
-cross-attention K/V do not move); ``select(rows)`` shrinks the batch when sentences finish.
+Rows are sentences x beams (N = B * beams, the beams of a sentence adjacent).  The
+cross-attention K/V are kept once per *sentence* (B rows), not per beam: a decoding step attends
+with the sentence's beams as the query rows of one product, so the encoder states are read once
+per sentence and never copied per beam.  ``reorder(beam_idx)`` follows beam search (beams move
+within their sentence, so the cross-attention K/V do not move); ``select(rows)`` shrinks the
+batch when sentences finish (whole sentences: rows come in groups of ``beams``).
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ from torch import Tensor
 class LayerCache:
     self_k: Tensor  # (N, H, max_len, Dh)
     self_v: Tensor  # (N, H, max_len, Dh)
-    cross_k: Tensor  # (N, H, S, Dh)
-    cross_v: Tensor  # (N, H, S, Dh)
+    cross_k: Tensor  # (B, H, S, Dh), one row per sentence
+    cross_v: Tensor  # (B, H, S, Dh)
     length: int = 0
 
     @classmethod
@@ -54,8 +58,9 @@ class LayerCache:
         self.self_v, spare = spare, self.self_v
         return spare
 
-    def select(self, rows: Tensor) -> None:
-        """Keep these rows (in this order); only the filled part of the self-attention K/V is copied."""
+    def select(self, rows: Tensor, sentences: Tensor) -> None:
+        """Keep these rows (in this order) and these sentences' cross K/V; only the filled part
+        of the self-attention K/V is copied."""
         t = self.length
         for name in ("self_k", "self_v"):
             old = getattr(self, name)
@@ -63,17 +68,18 @@ class LayerCache:
             if t:
                 torch.index_select(old[:, :, :t], 0, rows, out=new[:, :, :t])
             setattr(self, name, new)
-        self.cross_k = self.cross_k.index_select(0, rows)
-        self.cross_v = self.cross_v.index_select(0, rows)
+        self.cross_k = self.cross_k.index_select(0, sentences)
+        self.cross_v = self.cross_v.index_select(0, sentences)
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v, self.cross_k, self.cross_v))
 
 
 class DecoderCache:
-    def __init__(self, layers: list[LayerCache], mem_mask: Tensor, max_len: int, k: int | None):
+    def __init__(self, layers: list[LayerCache], mem_mask: Tensor, max_len: int, k: int | None, beams: int = 1):
         self.layers = layers
-        self.mem_mask = mem_mask  # (N, 1, 1, S)
+        self.mem_mask = mem_mask  # (B, 1, 1, S), one row per sentence
+        self.beams = beams  # rows per sentence
         self.max_len = max_len
         self.seq_len = 0
         self.k = k
@@ -99,15 +105,18 @@ class DecoderCache:
             self._spare = layer.reorder(beam_idx, self._spare)
 
     def select(self, rows: Tensor) -> None:
-        """Keep only these rows (finished sentences drop out)."""
+        """Keep only these rows (finished sentences drop out).  With beams > 1, rows come in
+        whole sentences: groups of ``beams`` rows of one sentence (in any order within a group)."""
+        sentences = rows if self.beams == 1 else rows.view(-1, self.beams)[:, 0] // self.beams
         for layer in self.layers:
-            layer.select(rows)
-        self.mem_mask = self.mem_mask.index_select(0, rows)
+            layer.select(rows, sentences)
+        self.mem_mask = self.mem_mask.index_select(0, sentences)
         self._spare = None  # wrong batch size now; reallocated by the next reorder
 
     @property
     def batch_size(self) -> int:
-        return self.mem_mask.shape[0]
+        """Rows (sentences x beams)."""
+        return self.mem_mask.shape[0] * self.beams
 
     def nbytes(self) -> int:
         spare = 0 if self._spare is None else self._spare.numel() * self._spare.element_size()

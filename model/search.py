@@ -122,7 +122,7 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
     T = int(max_lens.max())
 
     mem, mem_mask = model.encode(src)
-    cache = model.init_cache(mem, mem_mask, T, repeat=K)  # B*K rows, beams of a sentence adjacent
+    cache = model.init_cache(mem, mem_mask, T, beams=K)  # B*K rows, beams of a sentence adjacent
     del mem
 
     alive = torch.arange(B, device=device)  # original sentence index of each live row group

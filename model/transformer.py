@@ -125,12 +125,17 @@ class MultiHeadAttention(nn.Module):
             out = out + buckets @ self.rel_v.to(q.dtype)
         return out
 
-    def attend_one(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor) -> Tensor:
-        """Single-query attention without relative terms (cross-attention in a decoding step):
-        q (N,H,1,Dh), k/v (N,H,S,Dh), bias (N,1,1,S) additive (0 or a large negative).  Three
-        small batched products; cheaper here than the fused kernel, which is built for long Tq."""
-        scores = (q * self.head_dim**-0.5) @ k.transpose(-1, -2) + bias  # (N, H, 1, S)
-        return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v  # (N, H, 1, Dh)
+    def attend_beams(self, x: Tensor, k: Tensor, v: Tensor, bias: Tensor) -> Tensor:
+        """Cross-attention of one decoding step, beams grouped by sentence: x (B*K, 1, D) with the
+        K beams of a sentence adjacent, k/v (B, H, S, Dh) per sentence, bias (B, 1, 1, S) additive
+        (0 or a large negative).  The K beams are the query rows of one product per sentence and
+        head, so each sentence's K/V are read once, not once per beam.  Returns (B*K, 1, D)."""
+        B, H, S, Dh = k.shape
+        K = x.shape[0] // B
+        q = self.q_proj(x).view(B, K, H, Dh).transpose(1, 2)  # (B, H, K, Dh)
+        scores = (q * Dh**-0.5) @ k.transpose(-1, -2) + bias  # (B, H, K, S)
+        out = torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v  # (B, H, K, Dh)
+        return self.out_proj(out.transpose(1, 2).reshape(B * K, 1, H * Dh))
 
     def forward(self, x: Tensor, mem: Tensor | None, mask: Tensor | None, rel_idx: Tensor | None) -> Tensor:
         src = x if mem is None else mem
@@ -182,16 +187,14 @@ class DecoderLayer(nn.Module):
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
     def step(self, x: Tensor, cache: LayerCache, mem_bias: Tensor, rel_idx: Tensor | None) -> Tensor:
-        """One incremental step: x (N, 1, D); appends this step's K/V to the cache.
-        mem_bias (N, 1, 1, S): 0 for source tokens, a large negative number for padding."""
+        """One incremental step: x (N, 1, D), N = sentences x beams; appends this step's K/V to
+        the cache.  mem_bias (B, 1, 1, S): 0 for source tokens, a large negative number for padding."""
         sa = self.self_attn
         h = self.self_attn_norm(x)
         q, k, v = sa.split(sa.q_proj(h)), sa.split(sa.k_proj(h)), sa.split(sa.v_proj(h))
         k_all, v_all = cache.update(k, v)  # (N, H, t+1, Dh)
         x = x + sa.out_proj(sa.merge(sa.attend(q, k_all, v_all, None, rel_idx)))
-        ca = self.cross_attn
-        q = ca.split(ca.q_proj(self.cross_attn_norm(x)))
-        x = x + ca.out_proj(ca.merge(ca.attend_one(q, cache.cross_k, cache.cross_v, mem_bias)))
+        x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
         return x + self.ffn(self.ffn_norm(x))
 
 
@@ -266,23 +269,18 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, mem, mask)
 
     # -- incremental decoding -------------------------------------------------------------------
-    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, repeat: int = 1) -> DecoderCache:
-        """Cross-attention K/V computed once; self-attention K/V preallocated for max_len steps.
-        ``repeat``: each sentence gets that many consecutive rows (beams); the cross K/V are
-        projected once per sentence and then repeated."""
-        N = mem.shape[0] * repeat
+    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1) -> DecoderCache:
+        """Cross-attention K/V computed once per sentence; self-attention K/V preallocated for
+        max_len steps and ``beams`` consecutive rows per sentence."""
+        N = mem.shape[0] * beams
         cfg = self.cfg
-        if repeat > 1:
-            mem_mask = mem_mask.repeat_interleave(repeat, 0)
         layers = []
         for layer in self.decoder_layers:
             ca = layer.cross_attn
-            k, v = ca.split(ca.k_proj(mem)), ca.split(ca.v_proj(mem))  # (B, H, S, Dh)
-            if repeat > 1:
-                k, v = k.repeat_interleave(repeat, 0), v.repeat_interleave(repeat, 0)
-            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k.contiguous(), v.contiguous()))
+            k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
+            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v))
         k = cfg.max_relative_position if cfg.relative_positions else None
-        return DecoderCache(layers, mem_mask, max_len, k)
+        return DecoderCache(layers, mem_mask, max_len, k, beams)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (N,) at step cache.seq_len -> logits (N, V); advances the cache by one."""
@@ -292,7 +290,7 @@ class Transformer(nn.Module):
         x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
         rel = cache.step_relative_index()  # (1, t+1) or None
         mem_bias = torch.zeros(cache.mem_mask.shape, dtype=x.dtype, device=x.device)
-        mem_bias.masked_fill_(~cache.mem_mask, torch.finfo(x.dtype).min)  # (N, 1, 1, S)
+        mem_bias.masked_fill_(~cache.mem_mask, torch.finfo(x.dtype).min)  # (B, 1, 1, S)
         for layer, lc in zip(self.decoder_layers, cache.layers):
             x = layer.step(x, lc, mem_bias, rel)
         cache.advance()

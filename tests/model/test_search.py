@@ -51,8 +51,8 @@ class ScriptedModel:
     def encode(self, src):
         return torch.zeros(src.shape[0], src.shape[1], 1), (src != PAD)[:, None, None, :]
 
-    def init_cache(self, mem, mask, max_len, repeat=1):
-        return _ScriptCache(mem.shape[0] * repeat)
+    def init_cache(self, mem, mask, max_len, beams=1):
+        return _ScriptCache(mem.shape[0] * beams)
 
     def decode_step(self, tokens, cache):
         out = torch.full((len(cache.hist), V), -math.inf)
