@@ -13,6 +13,7 @@ that bound is live_score / lp(max_len).  This makes the search exact with respec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -57,6 +58,7 @@ def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
+@functools.lru_cache(maxsize=64)
 def _chunk_size(V: int, n: int) -> int | None:
     """A divisor of V between 32 and 256 (nearest 64) for the two-stage top-k, or None."""
     if V < 16 * n:
