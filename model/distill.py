@@ -32,6 +32,7 @@ from tqdm import tqdm
 from model.data import SPLITS_DIR, read_tsv
 from model.disan import DiSAN, DiSANConfig
 from model.encoder import DEFAULT_ENCODER, SentenceEncoder
+from model.english_text import general_english, normalise
 from model.tokenizer import Tokenizer
 
 RUNS = Path(__file__).resolve().parent.parent / "runs" / "encoder"
@@ -94,26 +95,42 @@ def english_corpus(seed: int = 0) -> list[str]:
     return out
 
 
-def cache_teacher(max_sentences: int, shard_size: int = 2048, batch_size: int = 64) -> None:
-    """Embed the English corpus with the teacher, shard by shard (resumable)."""
+def held_out_english() -> set[str]:
+    """Normalised English sides of the valid and test splits (never trained on)."""
+    out: set[str] = set()
+    for split in ("valid", "test"):
+        for lang in ("fr", "de"):
+            path = SPLITS_DIR / f"{split}.en-{lang}.tsv"
+            if path.is_file():
+                out.update(normalise(p.src) for p in read_tsv(path))
+    return out
+
+
+def cache_teacher(max_sentences: int, general_sentences: int = 0, shard_size: int = 2048, batch_size: int = 64) -> None:
+    """Embed the English corpus with the teacher, shard by shard (resumable): ``shard_*`` holds
+    DDTP English, ``general_*`` fortunes and manual pages (model.english_text)."""
     TEACHER_DIR.mkdir(parents=True, exist_ok=True)
-    sents = english_corpus()[:max_sentences]
-    teacher = load_teacher()
-    n_shards = math.ceil(len(sents) / shard_size)
-    for s in tqdm(range(n_shards), desc="teacher shards"):
-        emb_path = TEACHER_DIR / f"shard_{s:04d}.npy"
-        if emb_path.exists():
-            continue
-        chunk = sents[s * shard_size : (s + 1) * shard_size]
-        emb = teacher_embed(teacher, chunk, batch_size)
-        (TEACHER_DIR / f"shard_{s:04d}.txt").write_text("\n".join(chunk) + "\n", encoding="utf-8")
-        np.save(TEACHER_DIR / f"shard_{s:04d}.tmp.npy", emb.astype(np.float16))
-        os.replace(TEACHER_DIR / f"shard_{s:04d}.tmp.npy", emb_path)
+    corpora = [("shard", english_corpus()[:max_sentences])]
+    if general_sentences:
+        corpora.append(("general", general_english(general_sentences, exclude=held_out_english())))
+    teacher = None
+    for prefix, sents in corpora:
+        n_shards = math.ceil(len(sents) / shard_size)
+        for s in tqdm(range(n_shards), desc=f"teacher {prefix} shards"):
+            emb_path = TEACHER_DIR / f"{prefix}_{s:04d}.npy"
+            if emb_path.exists():
+                continue
+            teacher = teacher or load_teacher()
+            chunk = sents[s * shard_size : (s + 1) * shard_size]
+            emb = teacher_embed(teacher, chunk, batch_size)
+            (TEACHER_DIR / f"{prefix}_{s:04d}.txt").write_text("\n".join(chunk) + "\n", encoding="utf-8")
+            np.save(TEACHER_DIR / f"{prefix}_{s:04d}.tmp.npy", emb.astype(np.float16))
+            os.replace(TEACHER_DIR / f"{prefix}_{s:04d}.tmp.npy", emb_path)
 
 
 def load_teacher_cache() -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
-    for emb_path in sorted(TEACHER_DIR.glob("shard_[0-9][0-9][0-9][0-9].npy")):
+    for emb_path in sorted(TEACHER_DIR.glob("*_[0-9][0-9][0-9][0-9].npy")):
         sents = emb_path.with_suffix(".txt").read_text(encoding="utf-8").split("\n")[:-1]
         emb = np.load(emb_path).astype(np.float32)
         assert len(sents) == len(emb), emb_path
@@ -181,9 +198,16 @@ def pair_cosines(emb: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarra
     return (e[i] * e[j]).sum(1)
 
 
-def evaluate(encoder: SentenceEncoder, teacher=None, split: str = "test", n_pairs: int = 5000, langs=("fr", "de")) -> dict:
+def evaluate(
+    encoder: SentenceEncoder,
+    teacher=None,
+    split: str = "test",
+    n_pairs: int = 5000,
+    langs=("fr", "de"),
+    fidelity_splits: Sequence[str] = ("valid", "test"),
+) -> dict:
     """Retrieval en<->xx on the held-out pairs; fidelity = Spearman(student cos, teacher cos) over
-    random pairs of held-out English sentences (valid + test English sides)."""
+    random pairs of held-out English sentences (by default the valid + test English sides)."""
     from scipy.stats import spearmanr
 
     res: dict[str, float] = {}
@@ -199,7 +223,7 @@ def evaluate(encoder: SentenceEncoder, teacher=None, split: str = "test", n_pair
         res[f"n_{lang}"] = len(pairs)
     if teacher is not None:
         english: list[str] = []
-        for s in ("valid", "test"):
+        for s in fidelity_splits:
             for lang in langs:
                 path = SPLITS_DIR / f"{s}.en-{lang}.tsv"
                 if path.is_file():
@@ -219,6 +243,20 @@ def evaluate(encoder: SentenceEncoder, teacher=None, split: str = "test", n_pair
 # ------------------------------------------------------------------------------------------------
 
 
+def distill_loss(pred: torch.Tensor, target: torch.Tensor, sim_weight: float = 0.0) -> torch.Tensor:
+    """Mean squared distance to the teacher vectors, plus ``sim_weight`` x the mean squared
+    difference between the in-batch cosine-similarity matrices of student and teacher.
+
+    The first term is Reimers & Gurevych's objective; the second asks directly for what the
+    fidelity score measures (the student ranking sentence pairs as the teacher does), which the
+    first reaches only slowly for a small student.  pred, target: (B, D)."""
+    loss = F.mse_loss(pred, target) * pred.shape[1]
+    if sim_weight > 0 and len(pred) > 1:
+        ps, ts = F.normalize(pred, dim=1), F.normalize(target, dim=1)
+        loss = loss + sim_weight * F.mse_loss(ps @ ps.T, ts @ ts.T)
+    return loss
+
+
 def plot_curves(log: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -227,18 +265,21 @@ def plot_curves(log: list[dict], path: Path) -> None:
 
     train = [r for r in log if "loss" in r]
     evals = [r for r in log if "retrieval_en_fr" in r]
+    fid = [r for r in evals if "fidelity_spearman" in r]
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     ax[0].plot([r["examples"] for r in train], [r["loss"] for r in train], lw=0.8)
     ax[0].set_xlabel("training examples")
-    ax[0].set_ylabel("MSE x dim (student vs teacher)")
+    ax[0].set_ylabel("MSE x dim (+ similarity term)")
     ax[0].set_yscale("log")
     ax[0].set_title("distillation loss")
     for key in ("retrieval_en_fr", "retrieval_fr_en", "retrieval_en_de", "retrieval_de_en"):
         if evals and key in evals[0]:
             ax[1].plot([r["examples"] for r in evals], [r[key] for r in evals], marker="o", label=key)
+    if fid:
+        ax[1].plot([r["examples"] for r in fid], [r["fidelity_spearman"] for r in fid], marker="s", label="fidelity (Spearman)")
     ax[1].set_xlabel("training examples")
-    ax[1].set_ylabel("top-1 accuracy (valid)")
-    ax[1].set_title("cross-lingual retrieval (valid split)")
+    ax[1].set_ylabel("valid split")
+    ax[1].set_title("retrieval top-1 and fidelity (valid split)")
     ax[1].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -250,7 +291,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--out", default=str(DEFAULT_ENCODER), help="where the trained encoder is written")
     ap.add_argument("--minutes", type=float, default=60.0, help="wall-clock training budget")
     ap.add_argument("--teacher-sentences", type=int, default=80000, help="English sentences embedded by the teacher")
+    ap.add_argument("--general-sentences", type=int, default=20000, help="English sentences from fortunes and man pages")
     ap.add_argument("--skip-teacher", action="store_true", help="use only the teacher shards already cached")
+    ap.add_argument("--init", default=None, help="start from this encoder directory (fine-tuning) instead of random weights")
+    ap.add_argument(
+        "--sim-weight",
+        type=float,
+        default=10.0,
+        help="weight of the in-batch similarity loss: MSE between the student's and the teacher's cosine matrices",
+    )
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
     ap.add_argument("--d-out", type=int, default=384)
@@ -268,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     RUNS.mkdir(parents=True, exist_ok=True)
 
     if not args.skip_teacher:
-        cache_teacher(args.teacher_sentences)
+        cache_teacher(args.teacher_sentences, args.general_sentences)
     cache = load_teacher_cache()
     if not cache:
         raise SystemExit(f"no teacher embeddings under {TEACHER_DIR}; run without --skip-teacher")
@@ -276,9 +325,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     dim = teacher.shape[1]
     print(f"{len(cache)} English sentences with teacher vectors, {len(texts)} training examples, dim {dim}")
 
-    tok = Tokenizer(TRANSLATOR_SPM)
-    cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None)
-    model = DiSAN(cfg)
+    if args.init:
+        init = SentenceEncoder.from_pretrained(args.init, device="cpu")
+        tok, model = init.tokenizer, init.model.float()
+        cfg = model.cfg
+    else:
+        tok = Tokenizer(TRANSLATOR_SPM)
+        cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None)
+        model = DiSAN(cfg)
     assert cfg.dim == dim, f"student dim {cfg.dim} != teacher dim {dim}"
     print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters")
     encoder = SentenceEncoder(model, tok)
@@ -287,6 +341,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     teacher_t = torch.from_numpy(teacher)
 
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    teacher_model = load_teacher()  # for the validation fidelity (its embeddings are cached on disk)
     budget = args.minutes * 60
     t0 = time.time()
     last_eval = t0
@@ -311,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             x = SentenceEncoder.pad([ids[i] for i in batch])
             y = teacher_t[targets[batch]]
             pred = model(x)
-            loss = F.mse_loss(pred, y) * dim  # = mean squared distance per sentence
+            loss = distill_loss(pred, y, args.sim_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -328,21 +383,25 @@ def main(argv: Sequence[str] | None = None) -> None:
                 bar.refresh()
             if time.time() - last_eval > args.eval_every * 60:
                 last_eval = time.time()
-                best = _validate(encoder, log, step, examples, epoch, t0, log_path, best, args.out)
+                best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
     bar.close()
-    best = _validate(encoder, log, step, examples, epoch, t0, log_path, best, args.out)
+    best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
     print(f"done: {step} steps, {examples} examples, {epoch} epochs, best valid retrieval {best:.4f}; model in {args.out}")
 
 
-def _validate(encoder, log, step, examples, epoch, t0, log_path, best, out) -> float:
+def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out) -> float:
+    """Valid-split retrieval and fidelity (valid English only); keeps the best by their sum."""
     encoder.model.eval()
-    res = evaluate(encoder, split="valid")
+    res = evaluate(encoder, teacher, split="valid", fidelity_splits=("valid",))
     rec = {"step": step, "examples": examples, "epoch": epoch, "t": time.time() - t0, **res}
     log.append(rec)
     with log_path.open("a") as f:
         f.write(json.dumps(rec) + "\n")
-    score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")]))
-    tqdm.write(f"[valid] step {step} examples {examples}: " + ", ".join(f"{k} {v:.4f}" for k, v in res.items() if k.startswith("retr")))
+    score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")])) + res.get("fidelity_spearman", 0.0)
+    tqdm.write(
+        f"[valid] step {step} examples {examples}: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in res.items() if k.startswith(("retr", "fidel")) and isinstance(v, float))
+    )
     encoder.save_pretrained(RUNS / "last")
     if score > best:
         best = score

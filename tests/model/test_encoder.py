@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from model.disan import DiSAN, DiSANConfig
-from model.distill import length_batches, pair_cosines, retrieval_accuracy
+from model.distill import distill_loss, length_batches, pair_cosines, retrieval_accuracy
 from model.encoder import DEFAULT_ENCODER, SentenceEncoder
 from model.tokenizer import Tokenizer
 from model.weights import ModelLoadError
@@ -125,3 +125,16 @@ def test_shipped_encoder_loads_and_separates_translations():
     fr = ["Utilitaires pour gérer le système de fichiers JFS.", "Documentation pour le langage de programmation Python."]
     sim = enc.encode(en) @ enc.encode(fr).T
     assert sim[0, 0] > sim[0, 1] and sim[1, 1] > sim[1, 0]
+
+
+def test_distill_loss_is_distance_plus_weighted_similarity_term():
+    rng = np.random.default_rng(0)
+    pred, target = rng.normal(size=(5, 7)), rng.normal(size=(5, 7))
+    dist = np.mean(np.sum((pred - target) ** 2, axis=1))  # mean squared distance per sentence
+    cos = lambda a: (a / np.linalg.norm(a, axis=1, keepdims=True)) @ (a / np.linalg.norm(a, axis=1, keepdims=True)).T  # noqa: E731
+    sim = np.mean((cos(pred) - cos(target)) ** 2)
+    p, t = torch.tensor(pred), torch.tensor(target)
+    assert float(distill_loss(p, t)) == pytest.approx(dist, rel=1e-9)
+    assert float(distill_loss(p, t, 10.0)) == pytest.approx(dist + 10.0 * sim, rel=1e-9)
+    # the similarity term is zero when the student is the teacher up to a per-sentence scale
+    assert float(distill_loss(t * 3.0, t, 10.0)) == pytest.approx(float(distill_loss(t * 3.0, t)), rel=1e-9)
