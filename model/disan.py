@@ -35,15 +35,16 @@ Implementations of the token2token attention:
 
 from __future__ import annotations
 
+import ctypes
 import os
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model import ckernel
 from model.weights import JsonConfig
 
 
@@ -224,54 +225,15 @@ void disan_t2t_backward(const float* a, const float* b, const float* h, const fl
   }
 }
 """
-_C_FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-shared", "-fPIC"]
-_KERNEL: dict[str, object] = {}
-
-
 def cpu_kernel():
-    """The compiled C kernel (a ctypes function), or None when no C compiler is usable."""
-    if "fn" in _KERNEL:
-        return _KERNEL["fn"]
-    fn = None
-    if os.environ.get("RENDITION_DISAN_KERNEL", "auto").lower() not in ("0", "false", "no", "off"):
-        try:
-            fn = _build_kernel()
-        except Exception as e:  # no compiler, no OpenMP, read-only cache: the torch paths still work
-            warnings.warn(f"DiSAN C kernel unavailable ({type(e).__name__}: {e}); using the torch path", stacklevel=2)
-    _KERNEL["fn"] = fn
-    return fn
-
-
-def _build_kernel():
-    import ctypes
-    import hashlib
-    import platform
-    import shutil
-    import subprocess
-    import tempfile
-
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise RuntimeError("no C compiler on PATH")
-    key = hashlib.sha256((_C_SOURCE + " ".join(_C_FLAGS) + platform.node() + platform.machine()).encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("RENDITION_KERNEL_DIR", Path.home() / ".cache" / "rendition"))
-    lib = cache / f"disan_t2t_{key}.so"
-    if not lib.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "t2t.c"
-            src.write_text(_C_SOURCE)
-            out = Path(tmp) / "t2t.so"
-            subprocess.run([cc, *_C_FLAGS, str(src), "-o", str(out), "-lm"], check=True, capture_output=True, timeout=120)
-            tmp_lib = cache / f".{lib.name}.{os.getpid()}"
-            shutil.copy(out, tmp_lib)
-            os.replace(tmp_lib, lib)
-    so = ctypes.CDLL(str(lib))
-    P, L, Int, Fl = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
-    so.disan_t2t.argtypes = [P] * 6 + [L, L, L, Int, Fl, Int]
-    so.disan_t2t.restype = None
-    so.disan_t2t_backward.argtypes = [P] * 10 + [L, L, L, Int, Fl, Int]
-    so.disan_t2t_backward.restype = None
+    """The compiled C kernel library (ctypes), or None when no C compiler is usable."""
+    so = ckernel.load("disan_t2t", _C_SOURCE, "RENDITION_DISAN_KERNEL")
+    if so is not None and so.disan_t2t.restype is not None:
+        P, L, Int, Fl = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
+        so.disan_t2t.argtypes = [P] * 6 + [L, L, L, Int, Fl, Int]
+        so.disan_t2t.restype = None
+        so.disan_t2t_backward.argtypes = [P] * 10 + [L, L, L, Int, Fl, Int]
+        so.disan_t2t_backward.restype = None
     return so
 
 
