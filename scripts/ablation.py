@@ -58,29 +58,41 @@ def main() -> None:
         last = [r for r in rows if r["kind"] == "valid"][-1]
         results[name] = {"label": label, **{k: v for k, v in last.items() if k != "kind"}, "wall_s": time.time() - t0}
         results_file.write_text(json.dumps(results, indent=2))
-        write_table(results, a.steps)
+        write_table(a.runs)
 
 
-def write_table(results: dict, steps: int) -> None:
-    lines = [
-        "# Ablation: position representations (Shaw et al. 2018, Tables 1-3, on DDTP en<->fr)",
-        "",
-        f"Budget per variant: {steps} steps of ~2,500-token batches (same data order), d_model 128, 4 heads,",
-        "d_ff 512, 3 encoder / 1 decoder layers, Adam lr 1.5e-3 with 300 warm-up steps, label smoothing 0.1,",
-        "1 CPU thread (shared with other jobs; wall time is indicative only).  Validation: cross-entropy on",
-        "500 validation pairs x 2 directions; BLEU is greedy on the first 300 validation sentences per direction",
-        "(sacreBLEU, 13a).  Short budget: differences of a point or less are within noise.",
-        "",
-        "| variant | valid CE | BLEU en-fr | BLEU fr-en |",
-        "|---|---|---|---|",
-    ]
+def budgets(runs: Path) -> dict[int, dict[str, dict]]:
+    """Every validation row of every variant's run log, by budget (step) then variant."""
+    out: dict[int, dict[str, dict]] = {}
     for name in VARIANTS:
-        if name in results:
-            r = results[name]
-            lines.append(
-                f"| {r['label']} | {r['valid_loss']:.3f} | {r['bleu_en-fr']:.1f} | {r['bleu_fr-en']:.1f} |"
-            )
-    (ROOT / "docs" / "ablation.md").write_text("\n".join(lines) + "\n")
+        log = runs / name / "log.jsonl"
+        if log.is_file():
+            for row in map(json.loads, log.read_text().splitlines()):
+                if row["kind"] == "valid":
+                    out.setdefault(row["step"], {})[name] = row
+    return out
+
+
+START, END = "<!-- results:start (written by scripts/ablation.py) -->", "<!-- results:end -->"
+
+
+def write_table(runs: Path, doc: Path = ROOT / "docs" / "ablation.md") -> None:
+    """One table per budget that at least two variants reached, largest first, between the
+    markers in docs/ablation.md (the prose around them is kept)."""
+    lines = [START]
+    for steps, rows in sorted(budgets(runs).items(), reverse=True):
+        if len(rows) < 2:
+            continue
+        lines += ["", f"**{steps} steps**", "", "| variant | valid CE | BLEU en-fr | BLEU fr-en |", "|---|---|---|---|"]
+        for name, r in rows.items():
+            lines.append(f"| {VARIANTS[name][0]} | {r['valid_loss']:.3f} | {r['bleu_en-fr']:.1f} | {r['bleu_fr-en']:.1f} |")
+    lines += ["", END]
+    text = doc.read_text() if doc.is_file() else f"# Ablation\n\n{START}\n{END}\n"
+    if START not in text:
+        text += f"\n{START}\n{END}\n"
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1] if END in rest else ""
+    doc.write_text(head + "\n".join(lines) + tail)
 
 
 if __name__ == "__main__":
