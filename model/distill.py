@@ -95,15 +95,20 @@ def english_corpus(seed: int = 0) -> list[str]:
     return out
 
 
-def held_out_english() -> set[str]:
-    """Normalised English sides of the valid and test splits (never trained on)."""
+def english_sides(splits: Sequence[str], langs: Sequence[str] = ("fr", "de")) -> list[str]:
+    """Unique English sources of these splits' en-xx pair files, sorted."""
     out: set[str] = set()
-    for split in ("valid", "test"):
-        for lang in ("fr", "de"):
+    for split in splits:
+        for lang in langs:
             path = SPLITS_DIR / f"{split}.en-{lang}.tsv"
             if path.is_file():
-                out.update(normalise(p.src) for p in read_tsv(path))
-    return out
+                out.update(p.src for p in read_tsv(path))
+    return sorted(out)
+
+
+def held_out_english() -> set[str]:
+    """Normalised English sides of the valid and test splits (never trained on)."""
+    return {normalise(s) for s in english_sides(("valid", "test"))}
 
 
 def cache_teacher(max_sentences: int, general_sentences: int = 0, shard_size: int = 2048, batch_size: int = 64) -> None:
@@ -222,13 +227,7 @@ def evaluate(
         res[f"retrieval_en_{lang}"], res[f"retrieval_{lang}_en"] = fwd, bwd
         res[f"n_{lang}"] = len(pairs)
     if teacher is not None:
-        english: list[str] = []
-        for s in fidelity_splits:
-            for lang in langs:
-                path = SPLITS_DIR / f"{s}.en-{lang}.tsv"
-                if path.is_file():
-                    english += [p.src for p in read_tsv(path)]
-        english = sorted(set(english))
+        english = english_sides(fidelity_splits, langs)
         pairs_ = sentence_pairs(english, n_pairs)
         t = cached_teacher_embed(teacher, english)
         s_ = encoder.encode(english)
@@ -386,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
     bar.close()
     best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
-    print(f"done: {step} steps, {examples} examples, {epoch} epochs, best valid retrieval {best:.4f}; model in {args.out}")
+    print(f"done: {step} steps, {examples} examples, {epoch} epochs, best valid score (mean retrieval + fidelity) {best:.4f}; model in {args.out}")
 
 
 def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out) -> float:
