@@ -19,6 +19,7 @@ def evaluate(
     beam_size: int = 4,
     limit: int | None = None,
     splits_dir: Path = SPLITS_DIR,
+    length_penalty: float = 1.0,
 ) -> dict[str, dict]:
     import sacrebleu
     from sacrebleu.metrics import BLEU, CHRF
@@ -32,7 +33,7 @@ def evaluate(
                 continue
             srcs = [p.src if src_lang == "en" else p.tgt for p in data]
             refs = [p.tgt if src_lang == "en" else p.src for p in data]
-            hyps = [t.text for t in translator.translate(srcs, source=src_lang, target=tgt_lang, beam_size=beam_size)]
+            hyps = [t.text for t in translator.translate(srcs, source=src_lang, target=tgt_lang, beam_size=beam_size, length_penalty=length_penalty)]
             bleu, chrf = BLEU(), CHRF()
             bs, cs = bleu.corpus_score(hyps, [refs]), chrf.corpus_score(hyps, [refs])
             out[f"{src_lang}-{tgt_lang}"] = {
@@ -43,6 +44,7 @@ def evaluate(
                 "chrf_signature": str(chrf.get_signature()),
                 "sacrebleu": sacrebleu.__version__,
                 "beam_size": beam_size,
+                "length_penalty": length_penalty,
             }
     return out
 
@@ -53,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--pairs", nargs="+", default=["en-fr"])
     ap.add_argument("--split", default="test", choices=["valid", "test"])
     ap.add_argument("--beam-size", type=int, default=4)
+    ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
     ap.add_argument("--limit", type=int, default=None, help="only the first N pairs")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
@@ -62,9 +65,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         torch.set_num_threads(a.threads)
     tr = Translator.from_pretrained(a.model_dir)
-    res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit)
+    res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty)
     for direction, r in res.items():
-        print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']})")
+        print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")
         print(f"  {r['bleu_signature']}\n  {r['chrf_signature']}")
     if a.output:
         a.output.write_text(json.dumps(res, indent=2) + "\n")
