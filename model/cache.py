@@ -43,20 +43,15 @@ class LayerCache:
         self.length = t + 1
         return self.self_k[:, :, : t + 1], self.self_v[:, :, : t + 1]
 
-    def reorder(self, beam_idx: Tensor, spare: Tensor | None = None) -> Tensor | None:
-        """Row i takes the past of row beam_idx[i].  With ``spare`` (a free buffer shaped like
-        self_k), rows are gathered straight into it and buffers swap: one pass over the filled
-        part instead of gather + copy back.  Returns the buffer that is now free."""
+    def reorder(self, rows: Tensor, sources: Tensor) -> None:
+        """Row rows[i] takes the past of row sources[i]; every other row keeps its own.  Only the
+        moved rows' filled part is read and written (beam search moves under half the rows a
+        step), and the gather completes before the scatter, so a row that is both a source and
+        overwritten is read first."""
         t = self.length
-        if spare is None or spare.shape != self.self_k.shape:
-            self.self_k[:, :, :t] = self.self_k[:, :, :t].index_select(0, beam_idx)
-            self.self_v[:, :, :t] = self.self_v[:, :, :t].index_select(0, beam_idx)
-            return spare
-        torch.index_select(self.self_k[:, :, :t], 0, beam_idx, out=spare[:, :, :t])
-        self.self_k, spare = spare, self.self_k
-        torch.index_select(self.self_v[:, :, :t], 0, beam_idx, out=spare[:, :, :t])
-        self.self_v, spare = spare, self.self_v
-        return spare
+        for buf in (self.self_k, self.self_v):
+            part = buf[:, :, :t]  # (N, H, t, Dh) view of the filled part
+            part.index_copy_(0, rows, part.index_select(0, sources))
 
     def select(self, rows: Tensor, sentences: Tensor) -> None:
         """Keep these rows (in this order) and these sentences' cross K/V; only the filled part
@@ -83,7 +78,6 @@ class DecoderCache:
         self.max_len = max_len
         self.seq_len = 0
         self.k = k
-        self._spare: Tensor | None = None  # one free self-attention buffer, rotated by reorder()
         if k is not None:
             # clip(d, k) + k for d = -(max_len-1) .. 0; step t uses the last t+1 entries.
             d = torch.arange(-(max_len - 1), 1, device=mem_mask.device)
@@ -99,10 +93,12 @@ class DecoderCache:
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
-        if self._spare is None and self.layers:
-            self._spare = torch.empty_like(self.layers[0].self_k)
+        moved = (beam_idx != torch.arange(len(beam_idx), device=beam_idx.device)).nonzero().flatten()
+        if moved.numel() == 0:
+            return
+        sources = beam_idx.index_select(0, moved)
         for layer in self.layers:
-            self._spare = layer.reorder(beam_idx, self._spare)
+            layer.reorder(moved, sources)
 
     def select(self, rows: Tensor) -> None:
         """Keep only these rows (finished sentences drop out).  With beams > 1, rows come in
@@ -111,7 +107,6 @@ class DecoderCache:
         for layer in self.layers:
             layer.select(rows, sentences)
         self.mem_mask = self.mem_mask.index_select(0, sentences)
-        self._spare = None  # wrong batch size now; reallocated by the next reorder
 
     @property
     def batch_size(self) -> int:
@@ -119,5 +114,4 @@ class DecoderCache:
         return self.mem_mask.shape[0] * self.beams
 
     def nbytes(self) -> int:
-        spare = 0 if self._spare is None else self._spare.numel() * self._spare.element_size()
-        return sum(layer.nbytes() for layer in self.layers) + spare
+        return sum(layer.nbytes() for layer in self.layers)
