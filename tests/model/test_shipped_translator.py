@@ -11,7 +11,7 @@ from model.translator import Translator
 
 # Measured on the same 100-pair slice when the model was shipped (see model/pretrained/translator/README.md);
 # the floors sit a few points below, so a regression in the model, the search or the tokenizer fails CI.
-FLOOR = {"en-fr": 32.0, "fr-en": 36.0}  # measured at ship time: 36.3 and 40.5
+FLOOR = {"en-fr": 35.0, "fr-en": 38.0}  # measured at ship time: 38.9 and 42.4
 
 
 @pytest.fixture(scope="module")
