@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from model.transformer import MultiHeadAttention, Transformer, TransformerConfig, packed_linear
+from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 
 def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -199,33 +199,6 @@ def test_inference_output_projection_follows_weight_updates() -> None:
         out = m.logits(h.double())
     assert out.dtype == torch.float64
     torch.testing.assert_close(out, h.double() @ m.embed.weight.t())
-
-
-def test_packed_linear_equals_separate_layers_and_follows_updates() -> None:
-    """The fused, pre-transposed inference GEMM of decoding steps equals the separate layers,
-    also after in-place weight updates, a dtype change and for a layer without bias."""
-    torch.manual_seed(4)
-    a, b, c = torch.nn.Linear(16, 8), torch.nn.Linear(16, 8), torch.nn.Linear(16, 5, bias=False)
-    x = torch.randn(3, 1, 16)
-
-    def ref() -> torch.Tensor:
-        return torch.cat([a(x), b(x), c(x)], -1)
-
-    with torch.no_grad():
-        torch.testing.assert_close(packed_linear(x, a, b, c), ref())
-        b.weight.add_(1.0)
-        a.bias.mul_(-2.0)
-        torch.testing.assert_close(packed_linear(x, a, b, c), ref())
-        assert packed_linear(x, a, b, c).shape == (3, 1, 21)
-    for m in (a, b, c):
-        m.double()
-    x = x.double()
-    with torch.no_grad():
-        out = packed_linear(x, a, b, c)
-    assert out.dtype == torch.float64
-    torch.testing.assert_close(out, ref())
-    packed_linear(x, a).sum().backward()  # autograd on: the plain form, gradients reach the weights
-    assert a.weight.grad is not None and a.weight.grad.abs().sum() > 0
 
 
 def test_beam_grouped_cache_equals_full_decoding_per_row() -> None:
