@@ -13,6 +13,7 @@ that bound is live_score / lp(max_len).  This makes the search exact with respec
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from model import ckernel
 from model.transformer import Transformer
 
 NEG_INF = float("-inf")
@@ -69,14 +71,16 @@ def _chunk_size(V: int, n: int) -> int | None:
     return None
 
 
-def beam_step(lprobs: Tensor, scores: Tensor, n: int) -> tuple[Tensor, Tensor, Tensor]:
+def beam_step(lprobs: Tensor, scores: Tensor, n: int, chunk_max: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """lprobs (B, K, V) log-probs of the next token, scores (B, K) running scores.
 
     Returns the n best continuations per sentence: (scores, tokens, beams), each (B, n), best
     first.  Same result as a top-n over the B x (K * V) table scores + lprobs, in two stages:
     the vocabulary is cut into chunks of C tokens and only the n chunks with the highest maxima
     are searched (every one of the n best candidates lies in one of them), so the full table is
-    never formed and the big top-k runs over V / C chunk maxima instead of V scores."""
+    never formed and the big top-k runs over V / C chunk maxima instead of V scores.
+    ``chunk_max`` (B, K, V / C), when given, holds those chunk maxima of ``lprobs`` already
+    (``lse_chunk_max`` computes them in the pass that normalises the logits)."""
     B, K, V = lprobs.shape
     C = _chunk_size(V, n)
     if C is None:
@@ -84,8 +88,9 @@ def beam_step(lprobs: Tensor, scores: Tensor, n: int) -> tuple[Tensor, Tensor, T
         top, flat = total.topk(n, dim=-1)
         return top, flat % V, flat // V
     nc = V // C
-    chunk_max = lprobs.reshape(B, K, nc, C).amax(-1) + scores.unsqueeze(-1)  # (B, K, nc)
-    chunk = chunk_max.view(B, K * nc).topk(n, dim=-1).indices  # (B, n) = beam * nc + chunk
+    if chunk_max is None:
+        chunk_max = lprobs.reshape(B, K, nc, C).amax(-1)
+    chunk = (chunk_max + scores.unsqueeze(-1)).view(B, K * nc).topk(n, dim=-1).indices  # (B, n) = beam * nc + chunk
     vals = lprobs.reshape(B, K * nc, C).gather(1, chunk.unsqueeze(-1).expand(B, n, C))  # (B, n, C)
     vals = vals + scores.gather(1, chunk // nc).unsqueeze(-1)
     top, j = vals.view(B, n * C).topk(n, dim=-1)  # (B, n)
@@ -93,16 +98,76 @@ def beam_step(lprobs: Tensor, scores: Tensor, n: int) -> tuple[Tensor, Tensor, T
     return top, flat % V, flat // V
 
 
-def row_max(x: Tensor) -> tuple[Tensor, Tensor]:
+def row_max(x: Tensor, chunk_max: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """x.max(-1) for x (N, V), via chunk maxima when V splits into chunks (several times faster
-    on CPU than the indexed max over the whole row)."""
+    on CPU than the indexed max over the whole row); ``chunk_max`` (N, V / C) may be given."""
     N, V = x.shape
     C = _chunk_size(V, 1)
     if C is None:
         return x.max(-1)
-    chunk = x.view(N, V // C, C).amax(-1).argmax(-1)  # (N,) chunk holding the row maximum
+    if chunk_max is None:
+        chunk_max = x.view(N, V // C, C).amax(-1)
+    chunk = chunk_max.argmax(-1)  # (N,) chunk holding the row maximum
     vals, j = x.view(N, V // C, C).gather(1, chunk.view(N, 1, 1).expand(N, 1, C))[:, 0].max(-1)
     return vals, chunk * C + j
+
+
+# One read-only pass over a step's logits (N, V) instead of log_softmax (which writes an N x V
+# table) followed by the chunk maxima of that table: per row, the maximum of every chunk of C
+# logits and log(sum(exp(logits))).  The row (32 KB at V = 8000) stays in L1 between the max
+# and the exp-sum sweep; expf is vectorised (glibc's libmvec under -ffast-math).
+_C_SOURCE = r"""
+#include <float.h>
+#include <math.h>
+void lse_chunk_max(const float* x, float* cmax, float* lse, long N, long V, long C, int threads) {
+  const long nc = V / C;
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N > 1)
+  for (long r = 0; r < N; ++r) {
+    const float* xr = x + r * V;
+    float* cr = cmax + r * nc;
+    float M = -FLT_MAX, S = 0.0f;
+    for (long c = 0; c < nc; ++c) {
+      const float* xc = xr + c * C;
+      float m = -FLT_MAX;
+      #pragma omp simd reduction(max:m)
+      for (long t = 0; t < C; ++t) m = xc[t] > m ? xc[t] : m;
+      cr[c] = m;
+      M = m > M ? m : M;
+    }
+    #pragma omp simd reduction(+:S)
+    for (long t = 0; t < V; ++t) S += expf(xr[t] - M);
+    lse[r] = M + logf(S);
+  }
+}
+"""
+
+
+def _lse_kernel() -> ctypes.CDLL | None:
+    so = ckernel.load("search_lse", _C_SOURCE, "RENDITION_SEARCH_KERNEL")
+    if so is not None and so.lse_chunk_max.restype is not None:
+        P, L = ctypes.c_void_p, ctypes.c_long
+        so.lse_chunk_max.argtypes = [P, P, P, L, L, L, ctypes.c_int]
+        so.lse_chunk_max.restype = None
+    return so
+
+
+def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
+    """logits (N, V) -> (logsumexp over V (N,), maxima of the chunks of C logits (N, V / C)).
+
+    log_softmax(logits) = logits - lse[:, None], and its chunk maxima are chunk_max - lse[:, None]:
+    a search can work on the raw logits with scores - lse and never form the normalised table."""
+    N, V = logits.shape
+    if (
+        logits.device.type == "cpu"
+        and logits.dtype == torch.float32
+        and logits.is_contiguous()
+        and N > 0
+        and (so := _lse_kernel()) is not None
+    ):
+        cmax, lse = logits.new_empty(N, V // C), logits.new_empty(N)
+        so.lse_chunk_max(logits.data_ptr(), cmax.data_ptr(), lse.data_ptr(), N, V, C, torch.get_num_threads())
+        return lse, cmax
+    return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
 
 
 def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
@@ -138,17 +203,25 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
     kv_bytes = 0
 
     for t in range(T):
-        logits = model.decode_step(tokens, cache)  # (Nb*K, V)
+        logits = model.decode_step(tokens, cache).float()  # (Nb*K, V)
         kv_bytes = max(kv_bytes, cache.nbytes())
-        lprobs = torch.log_softmax(logits.float(), dim=-1).view(len(alive), K, -1)
-        if t < opts.min_length:
-            lprobs[:, :, cfg.eos_id] = NEG_INF
+        Nb, V = len(alive), logits.shape[-1]
         last = (max_lens[alive] - 1 == t).view(-1, 1, 1)  # must end now
-        if bool(last.any()):
-            eos_only = torch.full_like(lprobs, NEG_INF)
-            eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
-            lprobs = torch.where(last, eos_only, lprobs)
-        cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
+        C = _chunk_size(V, 2 * K)
+        if t < opts.min_length or C is None or bool(last.any()):
+            lprobs = torch.log_softmax(logits, dim=-1).view(Nb, K, V)
+            if t < opts.min_length:
+                lprobs[:, :, cfg.eos_id] = NEG_INF
+            if bool(last.any()):
+                eos_only = torch.full_like(lprobs, NEG_INF)
+                eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
+                lprobs = torch.where(last, eos_only, lprobs)
+            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
+        else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
+            lse, cmax = lse_chunk_max(logits, C)
+            cand_scores, cand_tokens, cand_beams = beam_step(
+                logits.view(Nb, K, V), scores - lse.view(Nb, K), 2 * K, cmax.view(Nb, K, -1)
+            )
 
         # Finish EOS candidates that rank within the top K.
         is_eos = (cand_tokens == cfg.eos_id) & torch.isfinite(cand_scores)
@@ -216,16 +289,22 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
     final: list[float] = [0.0] * B
     kv_bytes = 0
     for t in range(T):
-        logits = model.decode_step(tokens, cache)
+        logits = model.decode_step(tokens, cache).float()
         kv_bytes = max(kv_bytes, cache.nbytes())
-        lprobs = torch.log_softmax(logits.float(), dim=-1)
-        if t < opts.min_length:
-            lprobs[:, cfg.eos_id] = NEG_INF
         last = max_lens[alive] - 1 == t
-        lprobs[last] = torch.where(
-            torch.arange(lprobs.shape[1], device=device) == cfg.eos_id, lprobs[last], torch.tensor(NEG_INF, device=device)
-        )
-        best, tokens = row_max(lprobs)
+        C = _chunk_size(logits.shape[1], 1)
+        if t < opts.min_length or C is None or bool(last.any()):
+            lprobs = torch.log_softmax(logits, dim=-1)
+            if t < opts.min_length:
+                lprobs[:, cfg.eos_id] = NEG_INF
+            lprobs[last] = torch.where(
+                torch.arange(lprobs.shape[1], device=device) == cfg.eos_id, lprobs[last], torch.tensor(NEG_INF, device=device)
+            )
+            best, tokens = row_max(lprobs)
+        else:  # max of log_softmax(logits) = max(logits) - lse, without the normalised table
+            lse, cmax = lse_chunk_max(logits, C)
+            best, tokens = row_max(logits, cmax)
+            best = best - lse
         scores = scores + best
         ended = tokens == cfg.eos_id
         tok_list = tokens.tolist()

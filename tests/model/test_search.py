@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from model.search import SearchOptions, beam_step, generate, length_penalty, row_max
+from model.search import SearchOptions, beam_step, generate, length_penalty, lse_chunk_max, row_max
 from model.tokenizer import Tokenizer
 from model.transformer import Transformer, TransformerConfig
 from model.translator import DEFAULT_TRANSLATOR, Translator
@@ -200,6 +200,33 @@ def test_row_max_equals_max() -> None:
     vals, idx = row_max(x)
     ref = x.max(-1)
     assert torch.equal(vals, ref.values) and torch.equal(idx, ref.indices)
+
+
+@pytest.mark.parametrize("kernel", ["auto", "0"])
+def test_lse_chunk_max_equals_logsumexp_and_chunk_maxima(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C pass (auto) and the torch fallback (kernel off) against torch.logsumexp and amax, on
+    rows with large offsets (exp would overflow without the max shift) and one peaked row."""
+    from model import ckernel
+
+    monkeypatch.setenv("RENDITION_SEARCH_KERNEL", kernel)
+    monkeypatch.setattr(ckernel, "_LOADED", {})
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(37, 8000, generator=g) * 4
+    x[5] += 300.0
+    x[6] -= 300.0
+    x[7, 4321] = 80.0
+    lse, cmax = lse_chunk_max(x, 64)
+    torch.testing.assert_close(lse, torch.logsumexp(x.double(), -1).float(), rtol=1e-6, atol=1e-5)
+    assert torch.equal(cmax, x.view(37, 125, 64).amax(-1))
+    # the search's use of it: beam_step on raw logits with scores - lse == beam_step on log_softmax
+    scores = torch.randn(37, generator=g)
+    lp = torch.log_softmax(x, -1)
+    s1, t1, b1 = beam_step(lp.view(1, 37, 8000), scores.view(1, 37), 8)
+    s2, t2, b2 = beam_step(x.view(1, 37, 8000), (scores - lse).view(1, 37), 8, cmax.view(1, 37, -1))
+    torch.testing.assert_close(s1, s2)
+    assert torch.equal(t1, t2) and torch.equal(b1, b2)
+    if kernel == "auto":
+        assert ckernel._LOADED.get("search_lse") is not None  # the C pass really ran (a compiler is here)
 
 
 # -- a real (randomly initialised) model ---------------------------------------------------------
