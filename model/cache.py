@@ -12,6 +12,16 @@ with the sentence's beams as the query rows of one product, so the encoder state
 per sentence and never copied per beam.  ``reorder(beam_idx)`` follows beam search (beams move
 within their sentence, so the cross-attention K/V do not move); ``select(rows)`` shrinks the
 batch when sentences finish (whole sentences: rows come in groups of ``beams``).
+
+Two ways to keep the self-attention K/V when rows move:
+
+* dense (any device): row r's past is in storage row r; ``reorder`` and ``select`` copy the
+  filled part of the rows that move;
+* by reference (``RowHistory``; CPU float32 inference with the C kernel of
+  ``model.step_attention``): every live row writes its new K/V into its own storage row
+  (``slots``), and ``src[r, j]`` names the storage row that holds row r's position j.  Beam
+  search then moves rows by permuting that (N, max_len) index table: no K/V is ever copied, and a
+  finished sentence's storage is simply no longer referenced.
 """
 
 from __future__ import annotations
@@ -23,12 +33,25 @@ from torch import Tensor
 
 
 @dataclass
+class RowHistory:
+    """By-reference K/V (shared by all layers): where each live row writes, and where its past is."""
+
+    slots: Tensor  # (N,) int64: storage row each live row writes its K/V to (distinct)
+    src: Tensor  # (N, max_len) int64: src[r, j] = storage row holding row r's position j
+
+    @classmethod
+    def start(cls, n: int, max_len: int, device: torch.device) -> RowHistory:
+        return cls(torch.arange(n, device=device), torch.empty(n, max_len, dtype=torch.long, device=device))
+
+
+@dataclass
 class LayerCache:
-    self_k: Tensor  # (N, H, max_len, Dh)
+    self_k: Tensor  # (N, H, max_len, Dh); by reference: (storage rows, H, max_len, Dh)
     self_v: Tensor  # (N, H, max_len, Dh)
     cross_k: Tensor  # (B, H, S, Dh), one row per sentence
     cross_v: Tensor  # (B, H, S, Dh)
     length: int = 0
+    history: RowHistory | None = None  # set: by-reference mode (see the module docstring)
 
     @classmethod
     def allocate(cls, n: int, heads: int, max_len: int, head_dim: int, cross_k: Tensor, cross_v: Tensor) -> LayerCache:
@@ -36,12 +59,25 @@ class LayerCache:
         return cls(cross_k.new_empty(shape), cross_k.new_empty(shape), cross_k, cross_v)
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
+        """Dense mode: append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
+        assert self.history is None, "a by-reference cache is read through its history (append)"
         t = self.length
         self.self_k[:, :, t : t + 1] = k
         self.self_v[:, :, t : t + 1] = v
         self.length = t + 1
         return self.self_k[:, :, : t + 1], self.self_v[:, :, : t + 1]
+
+    def append(self, k: Tensor, v: Tensor) -> None:
+        """Append k, v (N, H, 1, Dh) at position t; by reference, into each row's own storage row."""
+        h = self.history
+        if h is None:
+            self.update(k, v)
+            return
+        t = self.length
+        self.self_k[:, :, t].index_copy_(0, h.slots, k[:, :, 0])
+        self.self_v[:, :, t].index_copy_(0, h.slots, v[:, :, 0])
+        h.src[:, t] = h.slots  # (the same for every layer)
+        self.length = t + 1
 
     def reorder(self, rows: Tensor, sources: Tensor) -> None:
         """Row rows[i] takes the past of row sources[i]; every other row keeps its own.  Only the
@@ -54,15 +90,17 @@ class LayerCache:
             part.index_copy_(0, rows, part.index_select(0, sources))
 
     def select(self, rows: Tensor, sentences: Tensor) -> None:
-        """Keep these rows (in this order) and these sentences' cross K/V; only the filled part
-        of the self-attention K/V is copied."""
+        """Keep these rows (in this order) and these sentences' cross K/V.  Dense: only the filled
+        part of the self-attention K/V is copied; by reference: nothing (``DecoderCache.select``
+        moves the history)."""
         t = self.length
-        for name in ("self_k", "self_v"):
-            old = getattr(self, name)
-            new = old.new_empty((len(rows), *old.shape[1:]))
-            if t:
-                torch.index_select(old[:, :, :t], 0, rows, out=new[:, :, :t])
-            setattr(self, name, new)
+        if self.history is None:
+            for name in ("self_k", "self_v"):
+                old = getattr(self, name)
+                new = old.new_empty((len(rows), *old.shape[1:]))
+                if t:
+                    torch.index_select(old[:, :, :t], 0, rows, out=new[:, :, :t])
+                setattr(self, name, new)
         self.cross_k = self.cross_k.index_select(0, sentences)
         self.cross_v = self.cross_v.index_select(0, sentences)
 
@@ -71,7 +109,15 @@ class LayerCache:
 
 
 class DecoderCache:
-    def __init__(self, layers: list[LayerCache], mem_mask: Tensor, max_len: int, k: int | None, beams: int = 1):
+    def __init__(
+        self,
+        layers: list[LayerCache],
+        mem_mask: Tensor,
+        max_len: int,
+        k: int | None,
+        beams: int = 1,
+        by_reference: bool = False,
+    ):
         self.layers = layers
         self.mem_mask = mem_mask  # (B, 1, 1, S), one row per sentence
         self.beams = beams  # rows per sentence
@@ -82,6 +128,9 @@ class DecoderCache:
             # clip(d, k) + k for d = -(max_len-1) .. 0; step t uses the last t+1 entries.
             d = torch.arange(-(max_len - 1), 1, device=mem_mask.device)
             self._rel_row = (d.clamp(-k, k) + k).unsqueeze(0)  # (1, max_len)
+        self.history = RowHistory.start(self.batch_size, max_len, mem_mask.device) if by_reference else None
+        for layer in layers:
+            layer.history = self.history
 
     def step_relative_index(self) -> Tensor | None:
         if self.k is None:
@@ -93,6 +142,9 @@ class DecoderCache:
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
+        if self.history is not None:  # by reference: only the index table moves
+            self.history.src = self.history.src.index_select(0, beam_idx)
+            return
         moved = (beam_idx != torch.arange(len(beam_idx), device=beam_idx.device)).nonzero().flatten()
         if moved.numel() == 0:
             return
@@ -104,6 +156,12 @@ class DecoderCache:
         """Keep only these rows (finished sentences drop out).  With beams > 1, rows come in
         whole sentences: groups of ``beams`` rows of one sentence (in any order within a group)."""
         sentences = rows if self.beams == 1 else rows.view(-1, self.beams)[:, 0] // self.beams
+        if self.history is not None:
+            # Row i takes the past of rows[i]; it writes on into a storage row of its own sentence
+            # group (distinct, and never written beyond the current position by anyone).
+            h = self.history
+            h.src = h.src.index_select(0, rows)
+            h.slots = h.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
         for layer in self.layers:
             layer.select(rows, sentences)
         self.mem_mask = self.mem_mask.index_select(0, sentences)

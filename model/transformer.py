@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model import step_attention
 from model.cache import DecoderCache, LayerCache
 from model.weights import JsonConfig
 
@@ -192,8 +193,17 @@ class DecoderLayer(nn.Module):
         sa = self.self_attn
         h = self.self_attn_norm(x)
         q, k, v = sa.split(sa.q_proj(h)), sa.split(sa.k_proj(h)), sa.split(sa.v_proj(h))
-        k_all, v_all = cache.update(k, v)  # (N, H, t+1, Dh)
-        x = x + sa.out_proj(sa.merge(sa.attend(q, k_all, v_all, None, rel_idx)))
+        if cache.history is None:
+            k_all, v_all = cache.update(k, v)  # (N, H, t+1, Dh)
+            a = sa.attend(q, k_all, v_all, None, rel_idx)
+        else:  # by-reference cache: the C kernel reads each row's past where it lies
+            cache.append(k, v)
+            rk = sa.rel_k if sa.k is not None else None
+            rv = sa.rel_v if sa.k is not None else None
+            a = step_attention.rel_step_attention(
+                q * sa.head_dim**-0.5, cache.self_k, cache.self_v, cache.history.src, cache.length - 1, rk, rv, sa.k or 0
+            )  # (N, H, 1, Dh)
+        x = x + sa.out_proj(sa.merge(a))
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
         return x + self.ffn(self.ffn_norm(x))
 
@@ -271,7 +281,8 @@ class Transformer(nn.Module):
     # -- incremental decoding -------------------------------------------------------------------
     def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1) -> DecoderCache:
         """Cross-attention K/V computed once per sentence; self-attention K/V preallocated for
-        max_len steps and ``beams`` consecutive rows per sentence."""
+        max_len steps and ``beams`` consecutive rows per sentence (kept by reference on CPU float32
+        inference when the C kernel of ``model.step_attention`` is available)."""
         N = mem.shape[0] * beams
         cfg = self.cfg
         layers = []
@@ -280,7 +291,8 @@ class Transformer(nn.Module):
             k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
             layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v))
         k = cfg.max_relative_position if cfg.relative_positions else None
-        return DecoderCache(layers, mem_mask, max_len, k, beams)
+        by_reference = step_attention.usable(mem, cfg.head_dim)  # CPU float32 inference with the C kernel
+        return DecoderCache(layers, mem_mask, max_len, k, beams, by_reference=by_reference)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (N,) at step cache.seq_len -> logits (N, V); advances the cache by one."""

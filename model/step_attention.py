@@ -1,0 +1,164 @@
+"""CPU kernel for one decoding step of relative self-attention over a by-reference KV cache.
+
+In the indirect cache mode (``model.cache.RowHistory``) a row's past keys and values are not
+copied when beam search reorders rows or sentences finish: row r's key at position j lives in
+storage row ``src[r, j]``.  This kernel reads them there.  Per (row, head), in one pass:
+
+    e_j = q . K[src[r, j], j] + q . w^K[clip(j - t, k)]     (the k + 1 relative logits computed once)
+    p   = softmax(e)
+    z   = sum_j p_j V[src[r, j], j] + sum_c (sum of p_j with clip(j - t, k) = c) w^V[c]
+
+which is Shaw et al.'s attention for the query at step t, exactly as ``MultiHeadAttention.attend``
+computes it on a dense cache.  Built once with the system C compiler (``model.ckernel``); where it
+cannot be built, or off CPU / float32, the cache stays dense and the torch path runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+from torch import Tensor
+
+from model import ckernel
+
+_C_SOURCE = r"""
+#include <float.h>
+#include <math.h>
+#include <string.h>
+/* 16-float vectors (GCC/Clang vector extensions: one AVX-512 register, or two AVX ones) */
+typedef float v16 __attribute__((vector_size(64)));
+static inline v16 load16(const float* p) { v16 v; memcpy(&v, p, sizeof v); return v; }
+static inline float hsum16(v16 v) { float s = 0.0f; for (int l = 0; l < 16; ++l) s += v[l]; return s; }
+
+/* One (row, head) with NB blocks of 16 features (Dh = 16 NB): scores, softmax, weighted values,
+   relative terms.  Keys and values of position j are read from storage row sr[j]. */
+#define ONE_HEAD(NAME, NB)                                                                           \
+static void NAME(const float* qr, const float* K, const float* V, const long* sr, const float* wk,   \
+                 const float* wv, float* orh, long H, long h, long T, long t, long k) {              \
+  const long Dh = 16 * (NB);                                                                         \
+  float e[t + 1], rl[k + 1];                                                                         \
+  v16 q[NB], o[NB];                                                                                  \
+  for (int b = 0; b < (NB); ++b) { q[b] = load16(qr + 16 * b); o[b] = (v16){0}; }                   \
+  for (long c = 0; c <= k && wk; ++c) {  /* relative keys: q . w^K[c] for the k + 1 rows in reach */ \
+    v16 a = q[0] * load16(wk + c * Dh);                                                              \
+    for (int b = 1; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                         \
+    rl[c] = hsum16(a);                                                                               \
+  }                                                                                                  \
+  float m = -FLT_MAX;                                                                                \
+  for (long j = 0; j <= t; ++j) {                                                                    \
+    const float* kj = K + ((sr[j] * H + h) * T + j) * Dh;                                            \
+    v16 a = q[0] * load16(kj);                                                                       \
+    for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
+    float x = hsum16(a);                                                                             \
+    if (wk) { long c = j - t + k; x += rl[c > 0 ? c : 0]; }  /* clip(j - t, k) + k */                \
+    e[j] = x;                                                                                        \
+    m = x > m ? x : m;                                                                               \
+  }                                                                                                  \
+  float sum = 0.0f;                                                                                  \
+  _Pragma("omp simd reduction(+:sum)")                                                               \
+  for (long j = 0; j <= t; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                              \
+  const float inv = 1.0f / sum;                                                                      \
+  for (long j = 0; j <= t; ++j) {                                                                    \
+    const float* vj = V + ((sr[j] * H + h) * T + j) * Dh;                                            \
+    const float p = e[j] * inv;                                                                      \
+    for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
+  }                                                                                                  \
+  if (wv) {                                                                                          \
+    for (long c = 0; c <= k; ++c) {                                                                  \
+      /* bucket c > 0 holds position t - k + c; bucket 0 every position j <= t - k */                \
+      float w = 0.0f;                                                                                \
+      if (c > 0) { long j = t - k + c; if (j >= 0) w = e[j]; }                                       \
+      else for (long j = 0; j <= t - k; ++j) w += e[j];                                              \
+      w *= inv;                                                                                      \
+      for (int b = 0; b < (NB); ++b) o[b] += w * load16(wv + c * Dh + 16 * b);                       \
+    }                                                                                                \
+  }                                                                                                  \
+  for (int b = 0; b < (NB); ++b) memcpy(orh + 16 * b, &o[b], sizeof(v16));                           \
+}
+ONE_HEAD(head_16, 1)
+ONE_HEAD(head_32, 2)
+ONE_HEAD(head_64, 4)
+ONE_HEAD(head_128, 8)
+
+/* q (N, H, Dh) scaled queries of step t; K, V (S, H, T, Dh) storage; src (N, ld) storage row of
+   each row's position j <= t; wk, wv (2k+1, Dh) or NULL; out (N, H, Dh).  Dh in {16, 32, 64, 128}
+   (``supported``); returns 0, or -1 for another Dh. */
+int rel_step_attention(const float* q, const float* K, const float* V, const long* src, long ld,
+                       const float* wk, const float* wv, float* out,
+                       long N, long H, long T, long Dh, long t, long k, int threads) {
+  if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
+  for (long rh = 0; rh < N * H; ++rh) {
+    const long r = rh / H, h = rh % H;
+    const float* qr = q + rh * Dh;
+    float* orh = out + rh * Dh;
+    const long* sr = src + r * ld;
+    switch (Dh) {
+      case 16: head_16(qr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
+      case 32: head_32(qr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
+      case 64: head_64(qr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
+      default: head_128(qr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
+    }
+  }
+  return 0;
+}
+"""
+
+
+def kernel() -> ctypes.CDLL | None:
+    """The compiled library, or None (no C compiler, or ``RENDITION_ATTENTION_KERNEL=0``)."""
+    so = ckernel.load("step_attention", _C_SOURCE, "RENDITION_ATTENTION_KERNEL")
+    if so is not None and not so.rel_step_attention.argtypes:
+        P, L = ctypes.c_void_p, ctypes.c_long
+        so.rel_step_attention.argtypes = [P, P, P, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_int]
+        so.rel_step_attention.restype = ctypes.c_int
+    return so
+
+
+SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
+
+
+def usable(x: Tensor, head_dim: int) -> bool:
+    """Whether the by-reference cache and this kernel can serve a decoder working on tensors like x."""
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and head_dim in SUPPORTED_HEAD_DIMS
+        and not torch.is_grad_enabled()
+        and kernel() is not None
+    )
+
+
+def rel_step_attention(
+    q: Tensor, k_store: Tensor, v_store: Tensor, src: Tensor, t: int, rel_k: Tensor | None, rel_v: Tensor | None, k: int
+) -> Tensor:
+    """q (N, H, 1, Dh) already scaled by Dh^-0.5; k_store / v_store (S, H, T, Dh) contiguous;
+    src (N, >= t+1) int64 storage rows; rel_k / rel_v (2k+1, Dh) or None.  Returns (N, H, 1, Dh)."""
+    so = kernel()
+    assert so is not None, "rel_step_attention needs the C kernel (check usable() first)"
+    N, H, _, Dh = q.shape
+    q = q.contiguous()
+    out = torch.empty_like(q)
+    wk = rel_k.detach().contiguous() if rel_k is not None else None
+    wv = rel_v.detach().contiguous() if rel_v is not None and rel_k is not None else None
+    rc = so.rel_step_attention(
+        q.data_ptr(),
+        k_store.data_ptr(),
+        v_store.data_ptr(),
+        src.data_ptr(),
+        src.stride(0),
+        wk.data_ptr() if wk is not None else None,
+        wv.data_ptr() if wv is not None else None,
+        out.data_ptr(),
+        N,
+        H,
+        v_store.shape[2],
+        Dh,
+        t,
+        k if wk is not None else 0,
+        torch.get_num_threads(),
+    )
+    if rc != 0:
+        raise ValueError(f"head_dim {Dh} not supported by the step-attention kernel {SUPPORTED_HEAD_DIMS}")
+    return out

@@ -1,0 +1,102 @@
+"""The by-reference step-attention kernel against the dense torch attention, and by-reference decoding
+against dense decoding through beam reorders and finished sentences."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model import ckernel, step_attention
+from model.search import SearchOptions, generate
+from model.transformer import MultiHeadAttention, TransformerConfig
+from model.translator import Translator
+
+pytestmark = pytest.mark.skipif(step_attention.kernel() is None, reason="no C compiler for the kernel")
+
+
+@pytest.mark.parametrize("head_dim", [16, 32, 64, 128])
+@pytest.mark.parametrize("t", [0, 2, 9, 40])
+@pytest.mark.parametrize("rel", ["kv", "k", "none"])
+def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: int, rel: str) -> None:
+    """Rows read their past from other storage rows (as after beam reorders): the kernel must equal
+    MultiHeadAttention.attend on the history gathered into a dense (N, H, t+1, Dh) tensor."""
+    g = torch.Generator().manual_seed(head_dim * 100 + t)
+    H, N, S, T, k = 3, 5, 7, 48, 4
+    cfg = TransformerConfig(
+        vocab_size=10,
+        d_model=H * head_dim,
+        n_heads=H,
+        max_relative_position=k,
+        relative_positions=rel != "none",
+        relative_values=rel == "kv",
+        dropout=0.0,
+    )
+    att = MultiHeadAttention(cfg, relative=rel != "none").eval()
+    if rel != "none":
+        with torch.no_grad():
+            att.rel_k.normal_(0, 1.0, generator=g)
+            if att.rel_v is not None:
+                att.rel_v.normal_(0, 1.0, generator=g)
+    k_store = torch.randn(S, H, T, head_dim, generator=g)
+    v_store = torch.randn(S, H, T, head_dim, generator=g)
+    src = torch.randint(0, S, (N, T), generator=g)
+    src[0] = 3  # one row whose whole past is one storage row
+    q = torch.randn(N, H, 1, head_dim, generator=g) * 3
+
+    pos = torch.arange(t + 1)
+    k_dense = k_store[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)  # (N, H, t+1, Dh)
+    v_dense = v_store[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)
+    rel_idx = None if rel == "none" else (pos - t).clamp(-k, k).add(k).unsqueeze(0)  # (1, t+1)
+    with torch.no_grad():
+        want = att.attend(q, k_dense, v_dense, None, rel_idx)
+        got = step_attention.rel_step_attention(
+            q * head_dim**-0.5, k_store, v_store, src, t, att.rel_k if att.k else None, att.rel_v if att.k else None, k
+        )
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_unsupported_head_dim_is_refused() -> None:
+    assert not step_attention.usable(torch.zeros(1), head_dim=48)
+    q = torch.zeros(1, 1, 1, 48)
+    store = torch.zeros(1, 1, 4, 48)
+    with pytest.raises(ValueError, match="head_dim 48"):
+        step_attention.rel_step_attention(q, store, store, torch.zeros(1, 4, dtype=torch.long), 0, None, None, 0)
+
+
+def test_by_reference_only_for_float32_cpu_inference() -> None:
+    x = torch.zeros(2)
+    with torch.no_grad():
+        assert step_attention.usable(x, 64)
+        assert not step_attention.usable(x.double(), 64)
+    assert not step_attention.usable(x, 64)  # gradients on: the dense torch path (it has a backward)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_translation_by_reference_equals_dense(beam_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped translator with the by-reference cache and with the dense one (kernel switched
+    off): same hypotheses and scores, through reorders, sentences finishing at different steps
+    and n-best lists."""
+    tr = Translator.from_pretrained(device="cpu")
+    texts = [
+        "Utilities for managing disk partitions",
+        "This package contains the documentation.",
+        "A small, fast and secure web server with support for virtual hosts, CGI scripts and access logs",
+        "Python bindings",
+        "The library is used by many programs to read configuration files.",
+    ]
+    src = torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(ids) for ids in tr.preprocess(texts, "fr")], batch_first=True, padding_value=tr.model.cfg.pad_id
+    )
+    with torch.no_grad():
+        mem, mask = tr.model.encode(src)
+        assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is not None
+    by_ref = generate(tr.model, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    monkeypatch.setenv("RENDITION_ATTENTION_KERNEL", "0")
+    monkeypatch.setattr(ckernel, "_LOADED", {})
+    with torch.no_grad():
+        assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is None
+    dense = generate(tr.model, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    assert len({len(hyps[0].tokens) for hyps in dense}) > 1  # sentences really finish at different steps
+    for a, b in zip(by_ref, dense):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
