@@ -62,6 +62,9 @@ class PrefixCache:
     def select(self, rows: torch.Tensor) -> None:
         self.prefix, self.mem, self.mem_mask = (x.index_select(0, rows) for x in (self.prefix, self.mem, self.mem_mask))
 
+    def expand(self, beams: int) -> None:
+        self.select(torch.arange(len(self.prefix), device=self.prefix.device).repeat_interleave(beams))
+
     def nbytes(self) -> int:
         return 0
 

@@ -104,6 +104,20 @@ class LayerCache:
         self.cross_k = self.cross_k.index_select(0, sentences)
         self.cross_v = self.cross_v.index_select(0, sentences)
 
+    def expand(self, beams: int) -> None:
+        """Every row becomes ``beams`` adjacent rows with its past (only the filled part is copied).
+        By reference, storage row s moves to row s * beams and the other new rows start empty."""
+        t = self.length
+        for name in ("self_k", "self_v"):
+            old = getattr(self, name)
+            new = old.new_empty((len(old) * beams, *old.shape[1:]))
+            if t:
+                if self.history is None:
+                    new[:, :, :t] = old[:, :, :t].repeat_interleave(beams, 0)
+                else:
+                    new.view(len(old), beams, *old.shape[1:])[:, 0, :, :t] = old[:, :, :t]
+            setattr(self, name, new)
+
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v, self.cross_k, self.cross_v))
 
@@ -151,6 +165,18 @@ class DecoderCache:
         sources = beam_idx.index_select(0, moved)
         for layer in self.layers:
             layer.reorder(moved, sources)
+
+    def expand(self, beams: int) -> None:
+        """One row per sentence becomes ``beams`` adjacent rows sharing its past (beam search
+        runs its first step once per sentence, then expands)."""
+        assert self.beams == 1, "expand a cache with one row per sentence"
+        for layer in self.layers:
+            layer.expand(beams)
+        if self.history is not None:
+            h = self.history
+            h.src = (h.src * beams).repeat_interleave(beams, 0)
+            h.slots = (h.slots.unsqueeze(1) * beams + torch.arange(beams, device=h.slots.device)).view(-1)
+        self.beams = beams
 
     def select(self, rows: Tensor) -> None:
         """Keep only these rows (finished sentences drop out).  With beams > 1, rows come in

@@ -83,7 +83,7 @@ def beam_step(lprobs: Tensor, scores: Tensor, n: int, chunk_max: Tensor | None =
     (``lse_chunk_max`` computes them in the pass that normalises the logits)."""
     B, K, V = lprobs.shape
     C = _chunk_size(V, n)
-    if C is None:
+    if C is None or K * (V // C) < n:  # (too few chunks to hold n candidates)
         total = (scores.unsqueeze(-1) + lprobs).view(B, K * V)
         top, flat = total.topk(n, dim=-1)
         return top, flat % V, flat // V
@@ -189,27 +189,33 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
     T = int(max_lens.max())
 
     mem, mem_mask = model.encode(src)
-    cache = model.init_cache(mem, mem_mask, T, beams=K)  # B*K rows, beams of a sentence adjacent
+    # The first step runs one row per sentence (every beam would start from the same BOS); the
+    # cache then expands to K rows per sentence (beams of a sentence adjacent) sharing that step.
+    cache = model.init_cache(mem, mem_mask, T)
     del mem
 
     alive = torch.arange(B, device=device)  # original sentence index of each live row group
-    scores = torch.full((B, K), NEG_INF, device=device)
-    scores[:, 0] = 0.0  # only one live beam at step 0
+    scores = torch.zeros(B, 1, device=device)  # (sentences, live beams): one at the first step
     history = torch.empty(B, K, 0, dtype=torch.long, device=device)
-    tokens = torch.full((B * K,), cfg.bos_id, dtype=torch.long, device=device)
+    tokens = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     lp_max = length_penalty(max_lens.float(), opts.length_penalty)  # (B,)
     max_len_list, n_best = max_lens.tolist(), opts.num_hypotheses
     kv_bytes = 0
 
     for t in range(T):
-        logits = model.decode_step(tokens, cache).float()  # (Nb*K, V)
+        logits = model.decode_step(tokens, cache).float()  # (Nb * live beams, V)
         kv_bytes = max(kv_bytes, cache.nbytes())
         Nb, V = len(alive), logits.shape[-1]
+        if t == 0 and V < 2 * K:  # too few tokens for 2K candidates from one beam: K rows now
+            cache.expand(K)
+            logits = logits.repeat_interleave(K, 0)
+            scores = torch.cat([scores, torch.full((B, K - 1), NEG_INF, device=device)], 1)
+        kl = scores.shape[1]  # live beams per sentence
         last = (max_lens[alive] - 1 == t).view(-1, 1, 1)  # must end now
         C = _chunk_size(V, 2 * K)
         if t < opts.min_length or C is None or bool(last.any()):
-            lprobs = torch.log_softmax(logits, dim=-1).view(Nb, K, V)
+            lprobs = torch.log_softmax(logits, dim=-1).view(Nb, kl, V)
             if t < opts.min_length:
                 lprobs[:, :, cfg.eos_id] = NEG_INF
             if bool(last.any()):
@@ -220,7 +226,7 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
             lse, cmax = lse_chunk_max(logits, C)
             cand_scores, cand_tokens, cand_beams = beam_step(
-                logits.view(Nb, K, V), scores - lse.view(Nb, K), 2 * K, cmax.view(Nb, K, -1)
+                logits.view(Nb, kl, V), scores - lse.view(Nb, kl), 2 * K, cmax.view(Nb, kl, -1)
             )
 
         # Finish EOS candidates that rank within the top K.
@@ -242,6 +248,9 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         next_tokens = cand_tokens.gather(1, keep)
         beams = cand_beams.gather(1, keep)
         history = torch.cat([history.gather(1, beams.unsqueeze(-1).expand_as(history)), next_tokens.unsqueeze(-1)], -1)
+        if kl < K:  # after the first step: K rows per sentence, same past
+            cache.expand(K)
+            beams = torch.arange(K, device=device).expand(Nb, K)  # each row keeps its own copy
 
         # Which sentences are done?  (-inf live scores: nothing left to extend)
         done = []

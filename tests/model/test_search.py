@@ -36,6 +36,9 @@ class _ScriptCache:
     def select(self, rows: torch.Tensor) -> None:
         self.reorder(rows)
 
+    def expand(self, beams: int) -> None:
+        self.reorder(torch.arange(len(self.hist)).repeat_interleave(beams))
+
     def nbytes(self) -> int:
         return 0
 
@@ -175,15 +178,16 @@ def test_beam_step_picks_global_top_k() -> None:
     torch.testing.assert_close(b * 5 + t, ref.indices[:, :4])
 
 
-@pytest.mark.parametrize("V", [8000, 8001, 4096])
-def test_two_stage_beam_step_equals_one_top_k_over_the_whole_table(V: int) -> None:
-    """Vocabularies that split into chunks take the two-stage path (8000, 4096), 8001 the plain one;
-    dead beams (-inf running score) as at step 0, and a row with only one finite token (EOS forced)."""
+@pytest.mark.parametrize("V,K", [(8000, 4), (8001, 4), (4096, 4), (8000, 1), (320, 1)])
+def test_two_stage_beam_step_equals_one_top_k_over_the_whole_table(V: int, K: int) -> None:
+    """Vocabularies that split into chunks take the two-stage path (8000, 4096), 8001 the plain one,
+    as does one live beam with fewer chunks than candidates (320 = 5 x 64 < 8); dead beams (-inf
+    running score) as at step 0, and a row with only one finite token (EOS forced)."""
     g = torch.Generator().manual_seed(V)
-    B, K, n = 5, 4, 8
+    B, n = 5, 8
     lprobs = torch.log_softmax(torch.randn(B, K, V, generator=g) * 3, -1)
     lprobs[4] = float("-inf")
-    lprobs[4, :, 3] = torch.tensor([-0.1, -0.2, -0.3, -0.4])
+    lprobs[4, :, 3] = torch.tensor([-0.1, -0.2, -0.3, -0.4])[:K]
     scores = torch.randn(B, K, generator=g)
     scores[0, 1:] = float("-inf")
     s, t, b = beam_step(lprobs, scores, n)

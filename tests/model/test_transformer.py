@@ -34,8 +34,18 @@ def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: to
     return att.out_proj(z.view(B, T, D).float())
 
 
+@pytest.fixture(params=["by_reference", "dense"])
+def cache_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a decoding test with the by-reference KV cache (C kernel) and with the dense one."""
+    from model import ckernel
+
+    monkeypatch.setenv("RENDITION_ATTENTION_KERNEL", "auto" if request.param == "by_reference" else "0")
+    monkeypatch.setattr(ckernel, "_LOADED", {})
+    return request.param
+
+
 def small_cfg(**kw) -> TransformerConfig:
-    base = dict(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2, max_relative_position=3, dropout=0.0)
+    base = dict(vocab_size=40, d_model=32, n_heads=2, d_ff=48, n_encoder_layers=2, n_decoder_layers=2, max_relative_position=3, dropout=0.0)
     base.update(kw)
     return TransformerConfig(**base)
 
@@ -95,7 +105,7 @@ def test_relative_attention_depends_on_tables() -> None:
         dict(sinusoidal_positions=True),
     ],
 )
-def test_cached_decoding_equals_full_decoding(kw: dict) -> None:
+def test_cached_decoding_equals_full_decoding(kw: dict, cache_mode: str) -> None:
     torch.manual_seed(1)
     cfg = small_cfg(**kw)
     m = Transformer(cfg).eval()
@@ -111,12 +121,13 @@ def test_cached_decoding_equals_full_decoding(kw: dict) -> None:
         full = m(src, tgt)  # (B, T, V)
         mem, mask = m.encode(src)
         cache = m.init_cache(mem, mask, T + 5)
+        assert (cache.history is not None) == (cache_mode == "by_reference")
         steps = torch.stack([m.decode_step(tgt[:, t], cache) for t in range(T)], 1)
     assert cache.seq_len == T
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
 
 
-def test_cache_reorder_and_select_follow_rows() -> None:
+def test_cache_reorder_and_select_follow_rows(cache_mode: str) -> None:
     torch.manual_seed(2)
     cfg = small_cfg()
     m = Transformer(cfg).eval()
@@ -201,7 +212,7 @@ def test_inference_output_projection_follows_weight_updates() -> None:
     torch.testing.assert_close(out, h.double() @ m.embed.weight.t())
 
 
-def test_beam_grouped_cache_equals_full_decoding_per_row() -> None:
+def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
     """init_cache(beams=K): K rows per sentence share one cross-attention K/V; every row still
     decodes exactly as the full decoder does on that row's own prefix and sentence; reorder
     within sentences and select of whole sentences keep that true."""
@@ -231,3 +242,38 @@ def test_beam_grouped_cache_equals_full_decoding_per_row() -> None:
     with torch.no_grad():
         ref = m.decode(ref_tgt, mem.repeat_interleave(K, 0)[rows], mask.repeat_interleave(K, 0)[rows])
     torch.testing.assert_close(out, ref[:, 3:], atol=1e-5, rtol=1e-4)
+
+
+def test_expanded_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
+    """expand(K) after two steps on one row per sentence (as beam search does after its first
+    step): each of the K rows then decodes as the full decoder does on the shared prefix followed
+    by that row's own tokens, through a reorder and a finished sentence; by-reference and dense."""
+    torch.manual_seed(6)
+    cfg = small_cfg()
+    m = Transformer(cfg).eval()
+    B, K, T = 3, 3, 8
+    src = torch.randint(4, cfg.vocab_size, (B, 6))
+    src[2, 3:] = cfg.pad_id
+    shared = torch.randint(4, cfg.vocab_size, (B, 2))
+    own = torch.randint(4, cfg.vocab_size, (B * K, T - 2))
+    tgt = torch.cat([shared.repeat_interleave(K, 0), own], 1)  # (B*K, T)
+    with torch.no_grad():
+        mem, mask = m.encode(src)
+        cache = m.init_cache(mem, mask, T)
+        assert (cache.history is not None) == (cache_mode == "by_reference")
+        first = torch.stack([m.decode_step(shared[:, t], cache) for t in range(2)], 1)  # (B, 2, V)
+        cache.expand(K)
+        assert cache.batch_size == B * K and cache.beams == K
+        steps = [m.decode_step(tgt[:, t], cache) for t in range(2, 4)]
+        perm = torch.tensor([2, 0, 1, 3, 3, 4, 8, 6, 7])  # beams move within their sentence
+        cache.reorder(perm)
+        keep = torch.tensor([0, 1, 2, 6, 7, 8])  # sentence 1 finishes
+        cache.select(keep)
+        rows = perm[keep]
+        later = torch.stack([m.decode_step(tgt[keep, t], cache) for t in range(4, T)], 1)
+        full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
+        ref_tgt = torch.cat([tgt[rows, :4], tgt[keep, 4:]], 1)
+        ref = m.decode(ref_tgt, mem.repeat_interleave(K, 0)[keep], mask.repeat_interleave(K, 0)[keep])
+    torch.testing.assert_close(first, full[::K, :2], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(torch.stack(steps, 1), full[:, 2:4], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(later, ref[:, 4:], atol=1e-5, rtol=1e-4)
