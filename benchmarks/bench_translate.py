@@ -15,10 +15,11 @@ time and per second of this process's CPU time (the robust figure when other job
     decoder stack on the whole prefix every step (logits for the last position only);
 (c) CTranslate2 float32 on the exported weights (``rendition export-ct2``).
 
-Step cost vs t, two ways: the marginal cost of a step around t=20 and t=200 for ours and for
-CTranslate2 (generations forced to exactly L steps, finite differences over L), and one
-``decode_step`` of ours at t=20 and t=200 on a filled cache (median of repeats), next to the
-recompute-prefix step whose cost grows with t.
+Step cost vs t, three ways: per-step timestamps inside a greedy run on batch x beam rows forced to
+210 steps, for ours and CTranslate2 (its per-token callback); the per-step cost of the benchmark's
+own batch x beam search around t=25 and t=200 for both engines (searches forced to exactly L
+steps, finite differences over L); and one ``decode_step`` of ours at t=20 and t=200 on a filled
+cache (median of repeats), next to the recompute-prefix step whose cost grows with t.
 """
 
 from __future__ import annotations
@@ -218,6 +219,24 @@ def stamp_ct2(engine: CT2Engine, rows: list[list[int]]) -> list[tuple[float, flo
     return stamps
 
 
+def forced_seconds(run, length: int) -> tuple[float, float]:
+    """(wall, process CPU) seconds of ``run(length)``: one search forced to exactly ``length`` steps."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    run(length)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def beam_step_cost(run, spans: dict[int, tuple[int, int]], repeats: int) -> dict[int, tuple[float, float]]:
+    """Per-step (wall, CPU) seconds of a whole beam search step around t, as finite differences
+    (cost(hi) - cost(lo)) / (hi - lo) of searches forced to lo and hi steps (medians over repeats);
+    the same method for both engines, as CTranslate2 reports no per-step times with beam > 1."""
+    out = {}
+    for t, (lo, hi) in spans.items():
+        d = [[b - a for a, b in zip(forced_seconds(run, lo), forced_seconds(run, hi))] for _ in range(repeats)]
+        out[t] = (statistics.median(x[0] for x in d) / (hi - lo), statistics.median(x[1] for x in d) / (hi - lo))
+    return out
+
+
 def step_medians(stamps: list[tuple[float, float]], t: int, half: int = 5) -> tuple[float, float]:
     """Median wall and CPU interval between consecutive step stamps for steps t-half .. t+half."""
     span = range(t - half, t + half + 1)
@@ -330,6 +349,36 @@ def main() -> None:
             f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
         )
     print("  (cpu = the computing thread's CPU time: meaningful with --threads 1)")
+    print()
+
+    # The benchmark's own workload, batch x beam beam search, forced to L steps (</s> forbidden
+    # before the last step): per-step cost around t=25 and t=200 by finite differences over L.
+    # Beams of a sentence share their prefix, so this is where the by-reference KV cache helps.
+    spans = {25: (10, 40), 200: (180, 220)}
+    src0, b0 = pad(batches[0]), batches[0]
+
+    def ours_forced(n: int) -> None:
+        o = SearchOptions(beam_size=args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
+        o.min_length = n - 1
+        generate(model, src0, o)
+
+    def ct2_forced(n: int) -> None:
+        ct2.translator.translate_batch(
+            [ct2.to_pieces(s) for s in b0], beam_size=args.beam, length_penalty=0.0,
+            max_decoding_length=n, min_decoding_length=n, max_input_length=0,
+        )  # fmt: skip
+
+    print(
+        f"per-step time of a {args.batch} x beam {args.beam} search forced to L steps, (cost(hi) - cost(lo)) / (hi - lo),"
+        f" median of {max(2, args.repeats // 7)}, wall / cpu ms:"
+    )
+    for name, run in (("ours, KV cache", ours_forced), ("CTranslate2 float32", ct2_forced)):
+        c = beam_step_cost(run, spans, max(2, args.repeats // 7))
+        (w25, c25), (w200, c200) = c[25], c[200]
+        print(
+            f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
+            f"   ratio t200/t25: wall {w200 / w25:.2f}, cpu {c200 / c25:.2f}"
+        )
     print()
 
     ts = (20, 200)
