@@ -50,13 +50,23 @@ class LayerCache:
     self_v: Tensor  # (N, H, max_len, Dh)
     cross_k: Tensor  # (B, H, S, Dh), one row per sentence
     cross_v: Tensor  # (B, H, S, Dh)
+    qkv: tuple[Tensor, Tensor] | None = None  # the layer's fused Q/K/V weight (3D, D) and bias, for the steps
     length: int = 0
     history: RowHistory | None = None  # set: by-reference mode (see the module docstring)
 
     @classmethod
-    def allocate(cls, n: int, heads: int, max_len: int, head_dim: int, cross_k: Tensor, cross_v: Tensor) -> LayerCache:
+    def allocate(
+        cls,
+        n: int,
+        heads: int,
+        max_len: int,
+        head_dim: int,
+        cross_k: Tensor,
+        cross_v: Tensor,
+        qkv: tuple[Tensor, Tensor] | None = None,
+    ) -> LayerCache:
         shape = (n, heads, max_len, head_dim)
-        return cls(cross_k.new_empty(shape), cross_k.new_empty(shape), cross_k, cross_v)
+        return cls(cross_k.new_empty(shape), cross_k.new_empty(shape), cross_k, cross_v, qkv)
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Dense mode: append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
@@ -134,6 +144,7 @@ class DecoderCache:
     ):
         self.layers = layers
         self.mem_mask = mem_mask  # (B, 1, 1, S), one row per sentence
+        self._mem_bias: Tensor | None = None
         self.beams = beams  # rows per sentence
         self.max_len = max_len
         self.seq_len = 0
@@ -191,6 +202,15 @@ class DecoderCache:
         for layer in self.layers:
             layer.select(rows, sentences)
         self.mem_mask = self.mem_mask.index_select(0, sentences)
+        self._mem_bias = None
+
+    def memory_bias(self, dtype: torch.dtype) -> Tensor:
+        """(B, 1, 1, S) additive cross-attention bias: 0 for source tokens, the dtype's most
+        negative number for padding; built once per batch of sentences, not per step."""
+        if self._mem_bias is None or self._mem_bias.dtype != dtype:
+            bias = torch.zeros(self.mem_mask.shape, dtype=dtype, device=self.mem_mask.device)
+            self._mem_bias = bias.masked_fill_(~self.mem_mask, torch.finfo(dtype).min)
+        return self._mem_bias
 
     @property
     def batch_size(self) -> int:

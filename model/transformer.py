@@ -192,7 +192,9 @@ class DecoderLayer(nn.Module):
         the cache.  mem_bias (B, 1, 1, S): 0 for source tokens, a large negative number for padding."""
         sa = self.self_attn
         h = self.self_attn_norm(x)
-        q, k, v = sa.split(sa.q_proj(h)), sa.split(sa.k_proj(h)), sa.split(sa.v_proj(h))
+        N, H, Dh = x.shape[0], sa.n_heads, sa.head_dim
+        qkv = F.linear(h, *cache.qkv).view(N, 3, H, 1, Dh)  # one product for q, k and v
+        q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]  # (N, H, 1, Dh)
         if cache.history is None:
             k_all, v_all = cache.update(k, v)  # (N, H, t+1, Dh)
             a = sa.attend(q, k_all, v_all, None, rel_idx)
@@ -231,10 +233,10 @@ class Transformer(nn.Module):
 
     # -- pieces ---------------------------------------------------------------------------------
     def embed_tokens(self, tokens: Tensor, offset: int = 0) -> Tensor:
-        x = self.embed(tokens) * self.emb_scale  # (B, T, D)
+        x = F.embedding(tokens, self.embed.weight, self.cfg.pad_id) * self.emb_scale  # (B, T, D)
         if self.positions is not None:
             x = x + self.positions[offset : offset + tokens.shape[1]].to(x.dtype)
-        return self.dropout(x)
+        return self.dropout(x) if self.training else x
 
     def rel_idx(self, q_len: int, k_len: int, device: torch.device, offset: int = 0) -> Tensor | None:
         if not self.cfg.relative_positions:
@@ -289,7 +291,12 @@ class Transformer(nn.Module):
         for layer in self.decoder_layers:
             ca = layer.cross_attn
             k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
-            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v))
+            sa = layer.self_attn
+            qkv = (  # the step's three self-attention projections as one (3D, D) product
+                torch.cat([sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight]),
+                torch.cat([sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias]),
+            )
+            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v, qkv))
         k = cfg.max_relative_position if cfg.relative_positions else None
         by_reference = step_attention.usable(mem, cfg.head_dim)  # CPU float32 inference with the C kernel
         return DecoderCache(layers, mem_mask, max_len, k, beams, by_reference=by_reference)
@@ -301,8 +308,7 @@ class Transformer(nn.Module):
             raise RuntimeError(f"cache is full ({cache.max_len} steps)")
         x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
         rel = cache.step_relative_index()  # (1, t+1) or None
-        mem_bias = torch.zeros(cache.mem_mask.shape, dtype=x.dtype, device=x.device)
-        mem_bias.masked_fill_(~cache.mem_mask, torch.finfo(x.dtype).min)  # (B, 1, 1, S)
+        mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)
         for layer, lc in zip(self.decoder_layers, cache.layers):
             x = layer.step(x, lc, mem_bias, rel)
         cache.advance()
