@@ -201,24 +201,26 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     lp_max = length_penalty(max_lens.float(), opts.length_penalty)  # (B,)
     max_len_list, n_best = max_lens.tolist(), opts.num_hypotheses
+    end_steps = {n - 1 for n in max_len_list}  # steps at which some sentence must end
     kv_bytes = 0
 
     for t in range(T):
         logits = model.decode_step(tokens, cache).float()  # (Nb * live beams, V)
-        kv_bytes = max(kv_bytes, cache.nbytes())
         Nb, V = len(alive), logits.shape[-1]
         if t == 0 and V < 2 * K:  # too few tokens for 2K candidates from one beam: K rows now
             cache.expand(K)
             logits = logits.repeat_interleave(K, 0)
             scores = torch.cat([scores, torch.full((B, K - 1), NEG_INF, device=device)], 1)
+        if t <= 1:  # the cache is largest once expanded (it only shrinks afterwards)
+            kv_bytes = max(kv_bytes, cache.nbytes())
         kl = scores.shape[1]  # live beams per sentence
-        last = (max_lens[alive] - 1 == t).view(-1, 1, 1)  # must end now
+        last = (max_lens[alive] - 1 == t).view(-1, 1, 1) if t in end_steps else None  # must end now
         C = _chunk_size(V, 2 * K)
-        if t < opts.min_length or C is None or bool(last.any()):
+        if t < opts.min_length or C is None or (last is not None and bool(last.any())):
             lprobs = torch.log_softmax(logits, dim=-1).view(Nb, kl, V)
             if t < opts.min_length:
                 lprobs[:, :, cfg.eos_id] = NEG_INF
-            if bool(last.any()):
+            if last is not None and bool(last.any()):
                 eos_only = torch.full_like(lprobs, NEG_INF)
                 eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
                 lprobs = torch.where(last, eos_only, lprobs)
@@ -296,19 +298,22 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
     scores = torch.zeros(B, device=device)
     out: list[list[int]] = [[] for _ in range(B)]
     final: list[float] = [0.0] * B
-    kv_bytes = 0
+    end_steps = {n - 1 for n in max_lens.tolist()}  # steps at which some sentence must end
+    kv_bytes = cache.nbytes()  # (it only shrinks)
     for t in range(T):
         logits = model.decode_step(tokens, cache).float()
-        kv_bytes = max(kv_bytes, cache.nbytes())
-        last = max_lens[alive] - 1 == t
+        last = max_lens[alive] - 1 == t if t in end_steps else None
         C = _chunk_size(logits.shape[1], 1)
-        if t < opts.min_length or C is None or bool(last.any()):
+        if t < opts.min_length or C is None or (last is not None and bool(last.any())):
             lprobs = torch.log_softmax(logits, dim=-1)
             if t < opts.min_length:
                 lprobs[:, cfg.eos_id] = NEG_INF
-            lprobs[last] = torch.where(
-                torch.arange(lprobs.shape[1], device=device) == cfg.eos_id, lprobs[last], torch.tensor(NEG_INF, device=device)
-            )
+            if last is not None:
+                lprobs[last] = torch.where(
+                    torch.arange(lprobs.shape[1], device=device) == cfg.eos_id,
+                    lprobs[last],
+                    torch.tensor(NEG_INF, device=device),
+                )
             best, tokens = row_max(lprobs)
         else:  # max of log_softmax(logits) = max(logits) - lse, without the normalised table
             lse, cmax = lse_chunk_max(logits, C)
@@ -316,10 +321,9 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
             best = best - lse
         scores = scores + best
         ended = tokens == cfg.eos_id
-        tok_list = tokens.tolist()
-        for r, b in enumerate(alive.tolist()):
-            if not ended[r]:
-                out[b].append(tok_list[r])
+        for b, tok, end in zip(alive.tolist(), tokens.tolist(), ended.tolist()):
+            if not end:
+                out[b].append(tok)
         if bool(ended.any()):
             lp = float(length_penalty(t + 1, opts.length_penalty))
             for r in ended.nonzero().flatten().tolist():
