@@ -70,24 +70,22 @@ class LayerCache:
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Dense mode: append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
-        assert self.history is None, "a by-reference cache is read through its history (append)"
+        assert self.history is None, "a by-reference cache is written by the step-attention kernel"
         t = self.length
         self.self_k[:, :, t : t + 1] = k
         self.self_v[:, :, t : t + 1] = v
         self.length = t + 1
         return self.self_k[:, :, : t + 1], self.self_v[:, :, : t + 1]
 
-    def append(self, k: Tensor, v: Tensor) -> None:
-        """Append k, v (N, H, 1, Dh) at position t; by reference, into each row's own storage row."""
+    def next_position(self) -> int:
+        """By reference: take the next position t, recording each row's storage row for it; the
+        step's K/V are stored there by the kernel of ``model.step_attention``."""
         h = self.history
-        if h is None:
-            self.update(k, v)
-            return
+        assert h is not None, "dense caches append with update()"
         t = self.length
-        self.self_k[:, :, t].index_copy_(0, h.slots, k[:, :, 0])
-        self.self_v[:, :, t].index_copy_(0, h.slots, v[:, :, 0])
         h.src[:, t] = h.slots  # (the same for every layer)
         self.length = t + 1
+        return t
 
     def reorder(self, rows: Tensor, sources: Tensor) -> None:
         """Row rows[i] takes the past of row sources[i]; every other row keeps its own.  Only the

@@ -198,12 +198,12 @@ class DecoderLayer(nn.Module):
         if cache.history is None:
             k_all, v_all = cache.update(k, v)  # (N, H, t+1, Dh)
             a = sa.attend(q, k_all, v_all, None, rel_idx)
-        else:  # by-reference cache: the C kernel reads each row's past where it lies
-            cache.append(k, v)
+        else:  # by-reference cache: the C kernel stores k, v and reads each row's past where it lies
+            t = cache.next_position()
             rk = sa.rel_k if sa.k is not None else None
             rv = sa.rel_v if sa.k is not None else None
             a = step_attention.rel_step_attention(
-                q * sa.head_dim**-0.5, cache.self_k, cache.self_v, cache.history.src, cache.length - 1, rk, rv, sa.k or 0
+                q * sa.head_dim**-0.5, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0
             )  # (N, H, 1, Dh)
         x = x + sa.out_proj(sa.merge(a))
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)

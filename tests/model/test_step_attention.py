@@ -18,8 +18,9 @@ pytestmark = pytest.mark.skipif(step_attention.kernel() is None, reason="no C co
 @pytest.mark.parametrize("t", [0, 2, 9, 40])
 @pytest.mark.parametrize("rel", ["kv", "k", "none"])
 def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: int, rel: str) -> None:
-    """Rows read their past from other storage rows (as after beam reorders): the kernel must equal
-    MultiHeadAttention.attend on the history gathered into a dense (N, H, t+1, Dh) tensor."""
+    """Rows read their past from other storage rows (as after beam reorders): the kernel must store
+    the step's K/V in each row's own storage row and equal MultiHeadAttention.attend on the history
+    gathered into a dense (N, H, t+1, Dh) tensor."""
     g = torch.Generator().manual_seed(head_dim * 100 + t)
     H, N, S, T, k = 3, 5, 7, 48, 4
     cfg = TransformerConfig(
@@ -41,17 +42,33 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
     v_store = torch.randn(S, H, T, head_dim, generator=g)
     src = torch.randint(0, S, (N, T), generator=g)
     src[0] = 3  # one row whose whole past is one storage row
+    src[:, t] = torch.tensor([3, 0, 6, 1, 2])  # this step: every row's own storage row
     q = torch.randn(N, H, 1, head_dim, generator=g) * 3
+    k_new = torch.randn(N, H, 1, head_dim, generator=g)
+    v_new = torch.randn(N, H, 1, head_dim, generator=g)
 
     pos = torch.arange(t + 1)
-    k_dense = k_store[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)  # (N, H, t+1, Dh)
-    v_dense = v_store[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)
+    want_k, want_v = k_store.clone(), v_store.clone()
+    want_k[src[:, t], :, t] = k_new[:, :, 0]
+    want_v[src[:, t], :, t] = v_new[:, :, 0]
+    k_dense = want_k[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)  # (N, H, t+1, Dh)
+    v_dense = want_v[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)
     rel_idx = None if rel == "none" else (pos - t).clamp(-k, k).add(k).unsqueeze(0)  # (1, t+1)
     with torch.no_grad():
         want = att.attend(q, k_dense, v_dense, None, rel_idx)
         got = step_attention.rel_step_attention(
-            q * head_dim**-0.5, k_store, v_store, src, t, att.rel_k if att.k else None, att.rel_v if att.k else None, k
+            q * head_dim**-0.5,
+            k_new,
+            v_new,
+            k_store,
+            v_store,
+            src,
+            t,
+            att.rel_k if att.k else None,
+            att.rel_v if att.k else None,
+            k,
         )
+    assert torch.equal(k_store, want_k) and torch.equal(v_store, want_v)  # the step's K/V stored, nothing else
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -60,7 +77,7 @@ def test_unsupported_head_dim_is_refused() -> None:
     q = torch.zeros(1, 1, 1, 48)
     store = torch.zeros(1, 1, 4, 48)
     with pytest.raises(ValueError, match="head_dim 48"):
-        step_attention.rel_step_attention(q, store, store, torch.zeros(1, 4, dtype=torch.long), 0, None, None, 0)
+        step_attention.rel_step_attention(q, q, q, store, store, torch.zeros(1, 4, dtype=torch.long), 0, None, None, 0)
 
 
 def test_by_reference_only_for_float32_cpu_inference() -> None:
