@@ -29,7 +29,16 @@ _C_SOURCE = r"""
 /* 16-float vectors (GCC/Clang vector extensions: one AVX-512 register, or two AVX ones) */
 typedef float v16 __attribute__((vector_size(64)));
 static inline v16 load16(const float* p) { v16 v; memcpy(&v, p, sizeof v); return v; }
-static inline float hsum16(v16 v) { float s = 0.0f; for (int l = 0; l < 16; ++l) s += v[l]; return s; }
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
+static inline float hsum16(v16 v) {  /* a tree of halves, not a chain of 16 scalar adds */
+  v8 lo, hi; v4 a, b;
+  memcpy(&lo, &v, sizeof lo); memcpy(&hi, (const char*)&v + sizeof lo, sizeof hi);
+  const v8 s8 = lo + hi;
+  memcpy(&a, &s8, sizeof a); memcpy(&b, (const char*)&s8 + sizeof a, sizeof b);
+  const v4 s4 = a + b;
+  return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
 
 /* One (row, head) with NB blocks of 16 features (Dh = 16 NB): scores, softmax, weighted values,
    relative terms.  Keys and values of position j are read from storage row sr[j]. */
