@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model import step_attention
+from model import attention_kernels
 from model.cache import DecoderCache, LayerCache
 from model.weights import JsonConfig
 
@@ -93,6 +93,13 @@ class MultiHeadAttention(nn.Module):
             self.rel_v = (
                 nn.Parameter(torch.randn(n, self.head_dim) * self.head_dim**-0.5) if cfg.relative_values else None
             )  # w^V
+
+    def fused_qkv(self) -> tuple[Tensor, Tensor]:
+        """The three input projections as one (3D, D) weight and (3D,) bias (a copy: inference)."""
+        return (
+            torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]),
+            torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]),
+        )
 
     def split(self, x: Tensor) -> Tensor:
         B, T, _ = x.shape
@@ -164,9 +171,17 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor, rel_idx: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor, rel_idx: Tensor | None, kernel: bool = False) -> Tensor:
+        """``kernel``: inference through the C kernel of ``model.attention_kernels`` (one fused Q/K/V
+        product, then the whole relative attention in one call; CPU float32, no gradients)."""
         h = self.self_attn_norm(x)
-        x = x + self.dropout(self.self_attn(h, None, mask, rel_idx))
+        if kernel:
+            sa = self.self_attn
+            qkv = F.linear(h, *sa.fused_qkv())  # (B, T, 3D)
+            a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)  # (B, T, D)
+            x = x + sa.out_proj(a)
+        else:
+            x = x + self.dropout(self.self_attn(h, None, mask, rel_idx))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
 
@@ -202,7 +217,7 @@ class DecoderLayer(nn.Module):
             t = cache.next_position()
             rk = sa.rel_k if sa.k is not None else None
             rv = sa.rel_v if sa.k is not None else None
-            a = step_attention.rel_step_attention(
+            a = attention_kernels.rel_step_attention(
                 q * sa.head_dim**-0.5, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0
             )  # (N, H, 1, Dh)
         x = x + sa.out_proj(sa.merge(a))
@@ -262,8 +277,10 @@ class Transformer(nn.Module):
         mask = (src != self.cfg.pad_id)[:, None, None, :]
         x = self.embed_tokens(src)
         rel = self.rel_idx(src.shape[1], src.shape[1], src.device)
+        # (without relative positions the torch path is already one scaled_dot_product_attention)
+        kernel = self.cfg.relative_positions and not self.training and attention_kernels.usable(x, self.cfg.head_dim)
         for layer in self.encoder_layers:
-            x = layer(x, mask, rel)
+            x = layer(x, mask, rel, kernel)
         return self.encoder_norm(x), mask
 
     def decode(self, tgt_in: Tensor, mem: Tensor, mem_mask: Tensor) -> Tensor:
@@ -284,21 +301,17 @@ class Transformer(nn.Module):
     def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1) -> DecoderCache:
         """Cross-attention K/V computed once per sentence; self-attention K/V preallocated for
         max_len steps and ``beams`` consecutive rows per sentence (kept by reference on CPU float32
-        inference when the C kernel of ``model.step_attention`` is available)."""
+        inference when the C kernel of ``model.attention_kernels`` is available)."""
         N = mem.shape[0] * beams
         cfg = self.cfg
         layers = []
         for layer in self.decoder_layers:
             ca = layer.cross_attn
             k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
-            sa = layer.self_attn
-            qkv = (  # the step's three self-attention projections as one (3D, D) product
-                torch.cat([sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight]),
-                torch.cat([sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias]),
-            )
+            qkv = layer.self_attn.fused_qkv()  # the step's three self-attention projections as one product
             layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v, qkv))
         k = cfg.max_relative_position if cfg.relative_positions else None
-        by_reference = step_attention.usable(mem, cfg.head_dim)  # CPU float32 inference with the C kernel
+        by_reference = attention_kernels.usable(mem, cfg.head_dim)  # CPU float32 inference with the C kernel
         return DecoderCache(layers, mem_mask, max_len, k, beams, by_reference=by_reference)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:

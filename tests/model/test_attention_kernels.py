@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import ckernel, step_attention
+from model import attention_kernels, ckernel
 from model.search import SearchOptions, generate
-from model.transformer import MultiHeadAttention, TransformerConfig
+from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
 from model.translator import Translator
 
-pytestmark = pytest.mark.skipif(step_attention.kernel() is None, reason="no C compiler for the kernel")
+pytestmark = pytest.mark.skipif(attention_kernels.kernel() is None, reason="no C compiler for the kernel")
 
 
 @pytest.mark.parametrize("head_dim", [16, 32, 64, 128])
@@ -56,7 +56,7 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
     rel_idx = None if rel == "none" else (pos - t).clamp(-k, k).add(k).unsqueeze(0)  # (1, t+1)
     with torch.no_grad():
         want = att.attend(q, k_dense, v_dense, None, rel_idx)
-        got = step_attention.rel_step_attention(
+        got = attention_kernels.rel_step_attention(
             q * head_dim**-0.5,
             k_new,
             v_new,
@@ -72,20 +72,58 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("head_dim", [16, 64])
+@pytest.mark.parametrize("rel", ["kv", "k"])
+def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Transformer.encode through the C kernel equals the torch path (kernel switched off), with
+    trailing and interior padding, a one-token sentence and an all-padding row, sentences longer
+    than k on both sides of every query."""
+    torch.manual_seed(head_dim)
+    cfg = TransformerConfig(
+        vocab_size=30,
+        d_model=2 * head_dim,
+        n_heads=2,
+        d_ff=48,
+        n_encoder_layers=2,
+        n_decoder_layers=1,
+        max_relative_position=3,
+        relative_values=rel == "kv",
+        dropout=0.0,
+    )
+    m = Transformer(cfg).eval()
+    with torch.no_grad():
+        for layer in m.encoder_layers:
+            layer.self_attn.rel_k.normal_(0, 1.0)
+            if layer.self_attn.rel_v is not None:
+                layer.self_attn.rel_v.normal_(0, 1.0)
+    src = torch.randint(4, 30, (5, 11))
+    src[1, 6:] = cfg.pad_id  # trailing padding
+    src[2, 3] = cfg.pad_id  # interior padding
+    src[3, 1:] = cfg.pad_id  # one token
+    src[4] = cfg.pad_id  # nothing at all
+    with torch.no_grad():
+        mem, mask = m.encode(src)
+        monkeypatch.setenv("RENDITION_ATTENTION_KERNEL", "0")
+        monkeypatch.setattr(ckernel, "_LOADED", {})
+        assert not attention_kernels.usable(mem, head_dim)
+        ref, _ = m.encode(src)
+    torch.testing.assert_close(mem, ref, rtol=1e-5, atol=1e-5)
+
+
 def test_unsupported_head_dim_is_refused() -> None:
-    assert not step_attention.usable(torch.zeros(1), head_dim=48)
+    assert not attention_kernels.usable(torch.zeros(1), head_dim=48)
     q = torch.zeros(1, 1, 1, 48)
     store = torch.zeros(1, 1, 4, 48)
     with pytest.raises(ValueError, match="head_dim 48"):
-        step_attention.rel_step_attention(q, q, q, store, store, torch.zeros(1, 4, dtype=torch.long), 0, None, None, 0)
+        attention_kernels.rel_step_attention(q, q, q, store, store, torch.zeros(1, 4, dtype=torch.long), 0, None, None, 0)
 
 
 def test_by_reference_only_for_float32_cpu_inference() -> None:
     x = torch.zeros(2)
     with torch.no_grad():
-        assert step_attention.usable(x, 64)
-        assert not step_attention.usable(x.double(), 64)
-    assert not step_attention.usable(x, 64)  # gradients on: the dense torch path (it has a backward)
+        assert attention_kernels.usable(x, 64)
+        assert not attention_kernels.usable(x.double(), 64)
+    assert not attention_kernels.usable(x, 64)  # gradients on: the dense torch path (it has a backward)
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])

@@ -1,16 +1,21 @@
-"""CPU kernel for one decoding step of relative self-attention over a by-reference KV cache.
+"""CPU kernels for Shaw et al.'s relative self-attention at inference (CPU, float32, no gradients).
 
-In the indirect cache mode (``model.cache.RowHistory``) a row's past keys and values are not
-copied when beam search reorders rows or sentences finish: row r's key at position j lives in
-storage row ``src[r, j]``.  This kernel reads them there.  Per (row, head), in one pass:
+``rel_step_attention``: one decoding step over a by-reference KV cache.  A row's past keys and
+values are not copied when beam search reorders rows or sentences finish (``model.cache.RowHistory``):
+row r's key at position j lives in storage row ``src[r, j]``, and the kernel reads it there.  Per
+(row, head), after storing the step's own key and value in the row's storage row:
 
     e_j = q . K[src[r, j], j] + q . w^K[clip(j - t, k)]     (the k + 1 relative logits computed once)
     p   = softmax(e)
     z   = sum_j p_j V[src[r, j], j] + sum_c (sum of p_j with clip(j - t, k) = c) w^V[c]
 
-which is Shaw et al.'s attention for the query at step t, exactly as ``MultiHeadAttention.attend``
-computes it on a dense cache.  Built once with the system C compiler (``model.ckernel``); where it
-cannot be built, or off CPU / float32, the cache stays dense and the torch path runs.
+which is the attention of the query at step t exactly as ``MultiHeadAttention.attend`` computes it
+on a dense cache.  ``rel_self_attention``: the encoder's full relative self-attention with a key
+mask, straight from the fused Q/K/V projections to the heads-side-by-side layout the output
+projection takes (no split/merge copies, no (B, H, T, T) tensors).
+
+Built once with the system C compiler (``model.ckernel``; ``RENDITION_ATTENTION_KERNEL=0`` turns it
+off); where it cannot be built, or off CPU / float32, or with gradients, the torch path runs.
 """
 
 from __future__ import annotations
@@ -117,16 +122,87 @@ int rel_step_attention(const float* q, const float* kn, const float* vn, float* 
   }
   return 0;
 }
+
+/* Full (encoder) relative self-attention for one (sentence, head, query i): keys j < T where km[j]
+   is nonzero (all T keys, uniformly, when none is: as a fully masked softmax row does in torch). */
+#define FULL_HEAD(NAME, NB)                                                                          \
+static void NAME(const float* qkv, const float* km, const float* wk, const float* wv, float* orow,   \
+                 long T, long H, long h, long i, long k, float scale) {                              \
+  const long Dh = 16 * (NB), D = H * Dh, ld = 3 * D;  /* a token's row: q (D), k (D), v (D) */       \
+  float e[T], bucket[2 * k + 1];                                                                     \
+  v16 q[NB], o[NB];                                                                                  \
+  const float* qi = qkv + i * ld + h * Dh;                                                           \
+  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qi + 16 * b); o[b] = (v16){0}; }           \
+  long valid = 0;                                                                                    \
+  for (long j = 0; j < T; ++j) valid += km[j] != 0.0f;                                               \
+  float m = -FLT_MAX;                                                                                \
+  for (long j = 0; j < T; ++j) {                                                                     \
+    if (valid && km[j] == 0.0f) { e[j] = -FLT_MAX; continue; }                                       \
+    if (!valid) { e[j] = 0.0f; m = 0.0f; continue; }                                                 \
+    const float* kj = qkv + j * ld + D + h * Dh;                                                     \
+    v16 a = q[0] * load16(kj);                                                                       \
+    for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
+    if (wk) {                             /* + q . w^K[clip(j - i, k) + k] */                        \
+      long c = j - i; c = (c < -k ? -k : c > k ? k : c) + k;                                         \
+      for (int b = 0; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                       \
+    }                                                                                                \
+    e[j] = hsum16(a);                                                                                \
+    m = e[j] > m ? e[j] : m;                                                                         \
+  }                                                                                                  \
+  float sum = 0.0f;                                                                                  \
+  for (long j = 0; j < T; ++j) { e[j] = (valid && km[j] == 0.0f) ? 0.0f : expf(e[j] - m); sum += e[j]; } \
+  const float inv = 1.0f / sum;                                                                      \
+  for (long c = 0; c < 2 * k + 1; ++c) bucket[c] = 0.0f;                                             \
+  for (long j = 0; j < T; ++j) {                                                                     \
+    if (e[j] == 0.0f) continue;                                                                      \
+    const float p = e[j] * inv;                                                                      \
+    const float* vj = qkv + j * ld + 2 * D + h * Dh;                                                 \
+    for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
+    if (wv) { long c = j - i; bucket[(c < -k ? -k : c > k ? k : c) + k] += p; }                      \
+  }                                                                                                  \
+  for (long c = 0; c < 2 * k + 1 && wv; ++c)                                                         \
+    if (bucket[c] != 0.0f)                                                                           \
+      for (int b = 0; b < (NB); ++b) o[b] += bucket[c] * load16(wv + c * Dh + 16 * b);               \
+  for (int b = 0; b < (NB); ++b) memcpy(orow + h * Dh + 16 * b, &o[b], sizeof(v16));                 \
+}
+FULL_HEAD(full_16, 1)
+FULL_HEAD(full_32, 2)
+FULL_HEAD(full_64, 4)
+FULL_HEAD(full_128, 8)
+
+/* qkv (B, T, 3D) the fused projections of every token (q, k, v of all heads); km (B, T) key mask
+   (nonzero = real token); wk, wv (2k+1, Dh) or NULL; out (B, T, D) with heads side by side, as the
+   output projection takes them.  Returns 0, or -1 for an unsupported Dh. */
+int rel_self_attention(const float* qkv, const float* km, const float* wk, const float* wv, float* out,
+                       long B, long T, long H, long Dh, long k, float scale, int threads) {
+  if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
+  const long D = H * Dh;
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && B * T * H > 1)
+  for (long bih = 0; bih < B * T * H; ++bih) {
+    const long b = bih / (T * H), i = (bih / H) % T, h = bih % H;
+    const float* x = qkv + b * T * 3 * D;
+    float* orow = out + (b * T + i) * D;
+    switch (Dh) {
+      case 16: full_16(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
+      case 32: full_32(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
+      case 64: full_64(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
+      default: full_128(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
+    }
+  }
+  return 0;
+}
 """
 
 
 def kernel() -> ctypes.CDLL | None:
     """The compiled library, or None (no C compiler, or ``RENDITION_ATTENTION_KERNEL=0``)."""
-    so = ckernel.load("step_attention", _C_SOURCE, "RENDITION_ATTENTION_KERNEL")
+    so = ckernel.load("attention_kernels", _C_SOURCE, "RENDITION_ATTENTION_KERNEL")
     if so is not None and not so.rel_step_attention.argtypes:
         P, L = ctypes.c_void_p, ctypes.c_long
         so.rel_step_attention.argtypes = [P, P, P, P, P, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_int]
         so.rel_step_attention.restype = ctypes.c_int
+        so.rel_self_attention.argtypes = [P] * 5 + [L] * 5 + [ctypes.c_float, ctypes.c_int]
+        so.rel_self_attention.restype = ctypes.c_int
     return so
 
 
@@ -171,6 +247,32 @@ def rel_step_attention(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), k_store.data_ptr(), v_store.data_ptr(), src.data_ptr(), src.stride(0),
         wk.data_ptr() if wk is not None else None, wv.data_ptr() if wv is not None else None, out.data_ptr(),
         N, H, v_store.shape[2], Dh, t, max_rel if wk is not None else 0, torch.get_num_threads(),
+    )  # fmt: skip
+    if rc != 0:
+        raise ValueError(f"head_dim {Dh} not supported by the step-attention kernel {SUPPORTED_HEAD_DIMS}")
+    return out
+
+
+def rel_self_attention(
+    qkv: Tensor, key_mask: Tensor, heads: int, rel_k: Tensor | None, rel_v: Tensor | None, max_rel: int
+) -> Tensor:
+    """Encoder self-attention in one call: qkv (B, T, 3D) the fused Q/K/V projections, key_mask
+    (B, T) True for real tokens, rel_k / rel_v (2k+1, Dh) or None, max_rel = k.  Returns (B, T, D)
+    with the heads side by side: what ``MultiHeadAttention`` computes before its output projection."""
+    so = kernel()
+    assert so is not None, "rel_self_attention needs the C kernel (check usable() first)"
+    B, T, D3 = qkv.shape
+    D = D3 // 3
+    Dh = D // heads
+    qkv = qkv.contiguous()
+    km = key_mask.to(torch.float32).contiguous()
+    out = qkv.new_empty(B, T, D)
+    wk = rel_k.detach().contiguous() if rel_k is not None else None
+    wv = rel_v.detach().contiguous() if rel_v is not None and rel_k is not None else None
+    rc = so.rel_self_attention(
+        qkv.data_ptr(), km.data_ptr(), wk.data_ptr() if wk is not None else None,
+        wv.data_ptr() if wv is not None else None, out.data_ptr(),
+        B, T, heads, Dh, max_rel if wk is not None else 0, Dh**-0.5, torch.get_num_threads(),
     )  # fmt: skip
     if rc != 0:
         raise ValueError(f"head_dim {Dh} not supported by the step-attention kernel {SUPPORTED_HEAD_DIMS}")
