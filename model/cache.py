@@ -18,7 +18,7 @@ Two ways to keep the self-attention K/V when rows move:
 * dense (any device): row r's past is in storage row r; ``reorder`` and ``select`` copy the
   filled part of the rows that move;
 * by reference (``RowHistory``; CPU float32 inference with the C kernel of
-  ``model.step_attention``): every live row writes its new K/V into its own storage row
+  ``model.attention_kernels``): every live row writes its new K/V into its own storage row
   (``slots``), and ``src[r, j]`` names the storage row that holds row r's position j.  Beam
   search then moves rows by permuting that (N, max_len) index table: no K/V is ever copied, and a
   finished sentence's storage is simply no longer referenced.
@@ -79,7 +79,7 @@ class LayerCache:
 
     def next_position(self) -> int:
         """By reference: take the next position t, recording each row's storage row for it; the
-        step's K/V are stored there by the kernel of ``model.step_attention``."""
+        step's K/V are stored there by the kernel of ``model.attention_kernels``."""
         h = self.history
         assert h is not None, "dense caches append with update()"
         t = self.length
