@@ -1,14 +1,17 @@
 """Translation throughput: our engine (KV cache / full-prefix recompute) vs CTranslate2, and the
 cost of one decoding step as the target grows.
 
-    python benchmarks/bench_translate.py [--threads 2] [--batch 32] [--beam 4] [--batches 2]
+    python benchmarks/bench_translate.py [--threads 2] [--batch 32] [--beam 4] [--batches 2] [--rounds 3]
 
-All engines run in this one process, on the same threads, on the same ~25-token English sources
-from data/splits/test.en-fr.tsv, with the same search: beam, length_penalty 0 (both engines then
-stop on the same rule) and one fixed cap of 48 tokens (~1.5 x 25 + 10) for every sentence, so that
-a model that never emits </s> (the random stand-in) makes every engine run the same steps.
+One run prints one table.  Each engine runs in a process of its own (started by this one, which
+asks for one measurement at a time, so the engines never run at once and never share a thread
+pool), with the same thread count, on the same ~25-token English sources from
+data/splits/test.en-fr.tsv, with the same search: beam, length_penalty 0 (both engines then stop
+on the same rule) and one fixed cap of 48 tokens (~1.5 x 25 + 10) for every sentence, so that a
+model that never emits </s> (the random stand-in) makes every engine run the same steps.
 Throughput is generated tokens (best hypothesis, </s> included when emitted) per second of wall
-time and per second of this process's CPU time (the robust figure when other jobs share the CPU).
+time and per second of the engine process's CPU time (the robust figure when other jobs share the
+CPU); the engines take turns for --rounds rounds and each figure is the median round.
 
 (a) ours: ``model.search.generate`` with the KV cache (``Transformer.decode_step``);
 (b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
@@ -103,8 +106,9 @@ def _tempdir(prefix: str) -> Path:
 
 
 # -- setup ------------------------------------------------------------------------------------------
-def load_model(model_dir: Path) -> tuple[Transformer, str, Path]:
-    """The shipped model if its weights exist, else a random model of the shipped shape."""
+def load_model(model_dir: Path, tmp: Path | None = None) -> tuple[Transformer, str, Path]:
+    """The shipped model if its weights exist, else a random model of the shipped shape (saved
+    under tmp, a fresh temporary directory by default)."""
     if (model_dir / "model.safetensors").is_file():
         tr = Translator.from_pretrained(model_dir, device="cpu")
         return tr.model, f"trained model {model_dir}", model_dir
@@ -113,7 +117,8 @@ def load_model(model_dir: Path) -> tuple[Transformer, str, Path]:
     cfg = TransformerConfig(vocab_size=8000, d_model=256, n_heads=4, d_ff=1024, n_encoder_layers=6, n_decoder_layers=2)
     torch.manual_seed(0)
     model = Transformer(cfg).eval()
-    tmp = _tempdir("bench_model_")
+    tmp = tmp if tmp is not None else _tempdir("bench_model_")
+    tmp.mkdir(parents=True, exist_ok=True)
     cfg.save(tmp / "config.json")
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
     (tmp / "sentencepiece.model").write_bytes((DEFAULT_TRANSLATOR / "sentencepiece.model").read_bytes())
@@ -266,6 +271,113 @@ def nocache_step_cost(
     return out
 
 
+# -- one process per engine ------------------------------------------------------------------------
+# Each engine is measured in a process of its own.  Run in one process, CTranslate2 (its own OpenMP
+# runtime and thread pool) slows torch's 2-thread work that follows it for about a second
+# (measured: a 1-row step 0.8 ms before a CTranslate2 call, 2.5 ms right after, 1.3 ms a second
+# later), which biased every 2-thread figure taken after it; separate processes that take turns
+# do not share thread pools.
+class EngineBench:
+    """All measurements of one engine ("ours" or "ct2"), inside that engine's process."""
+
+    def __init__(self, engine: str, args: argparse.Namespace, tmp: Path):
+        torch.set_num_threads(args.threads)
+        self.engine, self.args = engine, args
+        self.model, self.which, model_dir = load_model(args.model_dir, tmp / "model")
+        self.tok = Tokenizer(model_dir / "sentencepiece.model")
+        n = args.batch * args.batches
+        self.sources = load_sources(self.tok, n, 23, 27)
+        self.batches = [self.sources[i : i + args.batch] for i in range(0, n, args.batch)]
+        # Same fixed cap for every sentence and engine (about 1.5 x 25 + 10), so a model that never
+        # emits </s> (a random one) makes every engine run exactly the same number of steps.
+        self.opts = dict(beam_size=args.beam, length_penalty=0.0, max_length=48, max_length_a=0.0, max_length_b=48)
+        if engine == "ct2":
+            ct2_dir = tmp / "ct2"
+            if not ct2_dir.exists():
+                export_ct2(model_dir, ct2_dir)
+            self.ct2 = CT2Engine(ct2_dir, self.tok.pieces(), device="cpu", compute_type="float32", threads=args.threads)
+
+    def info(self) -> dict:
+        import ctranslate2
+
+        return {
+            "which": self.which,
+            "params": self.model.num_parameters(),
+            "mean_src": sum(map(len, self.sources)) / len(self.sources),
+            "versions": f"torch {torch.__version__}; ctranslate2 {ctranslate2.__version__}",
+        }
+
+    # Every engine returns, per sentence, how many tokens it generated (</s> included when emitted).
+    def _run(self, b: list[list[int]], nocache: bool = False) -> list[int]:
+        if self.engine == "ct2":
+            cap = self.opts["max_length"]
+            return [min(len(h[0][0]) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
+        m = NoCacheModel(self.model) if nocache else self.model
+        return [len(h[0].tokens) + 1 for h in generate(m, pad(b), SearchOptions(**self.opts))]
+
+    def throughput(self, nocache: bool = False) -> tuple[int, float, float]:
+        bs = self.batches[: self.args.nocache_batches] if nocache else self.batches
+        return throughput(partial(self._run, nocache=nocache), bs)
+
+    def stamps(self, n_rows: int) -> list[tuple[float, float]]:
+        """Step timestamps of a greedy run on n_rows sources forced to FORCED steps."""
+        b0 = self.batches[0]
+        rows = [b0[i % len(b0)] for i in range(n_rows)]
+        return stamp_ct2(self.ct2, rows) if self.engine == "ct2" else stamp_ours(self.model, rows)
+
+    def beam_forced(self, spans: dict[int, tuple[int, int]], repeats: int) -> dict[int, tuple[float, float]]:
+        b0 = self.batches[0]
+        src0 = pad(b0)
+
+        def run(n: int) -> None:
+            if self.engine == "ct2":
+                self.ct2.translator.translate_batch(
+                    [self.ct2.to_pieces(s) for s in b0], beam_size=self.args.beam, length_penalty=0.0,
+                    max_decoding_length=n, min_decoding_length=n, max_input_length=0,
+                )  # fmt: skip
+            else:
+                o = SearchOptions(beam_size=self.args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
+                o.min_length = n - 1
+                generate(self.model, src0, o)
+
+        return beam_step_cost(run, spans, repeats)
+
+    def step_cost(self, ts: tuple[int, ...], repeats: int, nocache: bool = False) -> dict[int, tuple[float, float]]:
+        cost = nocache_step_cost if nocache else step_cost
+        return cost(self.model, pad(self.batches[0]), self.args.beam, ts, repeats)
+
+
+def _serve(engine: str, args: argparse.Namespace, tmp: Path, conn) -> None:
+    bench = EngineBench(engine, args, tmp)
+    conn.send("ready")
+    while (msg := conn.recv()) is not None:
+        name, params = msg
+        conn.send(getattr(bench, name)(*params))
+
+
+class EngineProcess:
+    """An engine's measurements, asked for from the parent process one at a time."""
+
+    def __init__(self, engine: str, args: argparse.Namespace, tmp: Path):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(engine, args, tmp, child), daemon=True)
+        self.proc.start()
+        if self.conn.recv() != "ready":
+            raise RuntimeError(f"{engine} benchmark process failed to start")
+
+    def __call__(self, name: str, *params):
+        time.sleep(0.3)  # let the other process's threads settle
+        self.conn.send((name, params))
+        return self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.proc.join()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=int, default=2)
@@ -279,61 +391,43 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="throughput rounds per engine, taken in turns (median)")
     args = p.parse_args()
 
-    torch.set_num_threads(args.threads)
-    import ctranslate2
-
-    model, which, model_dir = load_model(args.model_dir)
-    tok = Tokenizer(model_dir / "sentencepiece.model")
-    n = args.batch * args.batches
-    sources = load_sources(tok, n, 23, 27)
-    batches = [sources[i : i + args.batch] for i in range(0, n, args.batch)]
-    # Same fixed cap for every sentence and engine (about 1.5 x 25 + 10), so a model that never emits
-    # </s> (a random one) makes every engine run exactly the same number of steps.
-    opts = dict(beam_size=args.beam, length_penalty=0.0, max_length=48, max_length_a=0.0, max_length_b=48)
-    ct2_dir = export_ct2(model_dir, _tempdir("bench_ct2_") / "ct2")
-    ct2 = CT2Engine(ct2_dir, tok.pieces(), device="cpu", compute_type="float32", threads=args.threads)
+    tmp = _tempdir("bench_translate_")
+    ours = EngineProcess("ours", args, tmp)
+    ct2 = EngineProcess("ct2", args, tmp)
+    info = ours("info")
 
     print(f"# bench_translate  {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    print(f"model: {which} ({model.num_parameters() / 1e6:.1f}M params)")
+    print(f"model: {info['which']} ({info['params'] / 1e6:.1f}M params)")
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, no GPU; "
-        f"threads={args.threads}; torch {torch.__version__}; ctranslate2 {ctranslate2.__version__}; "
-        f"load average at start {os.getloadavg()[0]:.2f}"
+        f"threads={args.threads}; {info['versions']}; load average at start {os.getloadavg()[0]:.2f}"
     )
-    mean_src = sum(map(len, sources)) / len(sources)
     print(
-        f"workload: {args.batches} batches x {args.batch} sentences x beam {args.beam}, mean source {mean_src:.1f} tokens;"
-        f" throughput: median of {args.rounds} rounds, engines in turns"
+        f"workload: {args.batches} batches x {args.batch} sentences x beam {args.beam}, mean source"
+        f" {info['mean_src']:.1f} tokens; one process per engine; throughput: median of {args.rounds} rounds,"
+        " engines in turns"
     )
     print()
 
-    # Every engine returns, per sentence, how many tokens it generated (</s> included when emitted).
-    def ours(b, o=opts, m=model):
-        return [len(h[0].tokens) + 1 for h in generate(m, pad(b), SearchOptions(**o))]
-
-    def theirs(b, o=opts):
-        cap = o["max_length"]
-        return [min(len(h[0][0]) + 1, cap) for h in ct2.core(b, SearchOptions(**o))]
-
     # The engines take turns, --rounds times; each row is the median round (wall and CPU apart), so a
     # burst of load from elsewhere on the machine hits one round of one engine, not the comparison.
-    engines = [("ours, KV cache", ours, batches)]
+    engines = [("ours, KV cache", ours, False)]
     if not args.skip_nocache:
-        engines.append(("ours, recompute prefix", partial(ours, m=NoCacheModel(model)), batches[: args.nocache_batches]))
-    engines.append(("CTranslate2 float32", theirs, batches))
+        engines.append(("ours, recompute prefix", ours, True))
+    engines.append(("CTranslate2 float32", ct2, False))
     runs: dict[str, list[tuple[int, float, float]]] = {name: [] for name, _, _ in engines}
     for r in range(args.rounds):
-        for name, run, bs in engines:
-            if r == 0 or name != "ours, recompute prefix":  # (the slow baseline: one round)
-                runs[name].append(throughput(run, bs))
+        for name, proc, nocache in engines:
+            if r == 0 or not nocache:  # (the slow baseline: one round)
+                runs[name].append(proc("throughput", nocache))
     rows = [
         (name, res[0][0], statistics.median(x[1] for x in res), statistics.median(x[2] for x in res))
         for name, res in runs.items()
     ]
 
     ref_wall, ref_cpu = rows[-1][1] / rows[-1][2], rows[-1][1] / rows[-1][3]
-    print("tokens = generated tokens incl. </s>; tokens/s per wall second; tokens/cpu-s per second of this")
-    print("process's CPU time (the figure to trust when other jobs share the cores)")
+    print("tokens = generated tokens incl. </s>; tokens/s per wall second; tokens/cpu-s per second of the")
+    print("engine process's CPU time (the figure to trust when other jobs share the cores)")
     print(
         f"{'engine':<26}{'tokens':>8}{'wall s':>9}{'tokens/s':>10}{'vs ct2':>8}{'cpu s':>9}{'tokens/cpu-s':>14}{'vs ct2':>8}"
     )
@@ -347,45 +441,33 @@ def main() -> None:
     # Per-step time inside one long generation, both engines, same method: greedy search on
     # batch x beam rows forced to 210 steps (</s> forbidden), a timestamp per step (our decode_step
     # calls; CTranslate2's per-token callback), medians of the step intervals around t=20, t=200.
-    rows_src = [s for s in batches[0] for _ in range(args.beam)]
-    print(
-        f"per-step time inside a forced 210-step greedy run on {len(rows_src)} rows (median over 11 steps), wall / cpu ms:"
-    )
-    for name, stamps in (
-        ("ours, KV cache", stamp_ours(model, rows_src)),
-        ("CTranslate2 float32", stamp_ct2(ct2, rows_src)),
-    ):
-        (w20, c20), (w200, c200) = (step_medians(stamps, t) for t in (20, 200))
+    n_rows = args.batch * args.beam
+    print(f"per-step time inside a forced 210-step greedy run on {n_rows} rows (median over 11 steps), wall / cpu ms:")
+    for name, proc in (("ours, KV cache", ours), ("CTranslate2 float32", ct2)):
+        (w20, c20), (w200, c200) = (step_medians(proc("stamps", n_rows), t) for t in (20, 200))
         print(
             f"  {name:<20} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
             f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
         )
     print("  (cpu = the computing thread's CPU time: meaningful with --threads 1)")
+    # Small batches (a lone request, a few concurrent ones): fixed per-step costs dominate there.
+    print("  the same at t=20 with fewer rows (small batches: per-step overhead), wall ms:")
+    for n in (1, 4, 16):
+        w_ours, w_ct2 = (step_medians(proc("stamps", n), 20)[0] for proc in (ours, ct2))
+        print(f"    {n:3d} rows: ours {w_ours * 1e3:6.2f}   CTranslate2 {w_ct2 * 1e3:6.2f}   ours/ct2 time {w_ours / w_ct2:.2f}")
     print()
 
     # The benchmark's own workload, batch x beam beam search, forced to L steps (</s> forbidden
     # before the last step): per-step cost around t=25 and t=200 by finite differences over L.
     # Beams of a sentence share their prefix, so this is where the by-reference KV cache helps.
     spans = {25: (10, 40), 200: (180, 220)}
-    src0, b0 = pad(batches[0]), batches[0]
-
-    def ours_forced(n: int) -> None:
-        o = SearchOptions(beam_size=args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
-        o.min_length = n - 1
-        generate(model, src0, o)
-
-    def ct2_forced(n: int) -> None:
-        ct2.translator.translate_batch(
-            [ct2.to_pieces(s) for s in b0], beam_size=args.beam, length_penalty=0.0,
-            max_decoding_length=n, min_decoding_length=n, max_input_length=0,
-        )  # fmt: skip
-
+    reps = max(2, args.repeats // 7)
     print(
         f"per-step time of a {args.batch} x beam {args.beam} search forced to L steps, (cost(hi) - cost(lo)) / (hi - lo),"
-        f" median of {max(2, args.repeats // 7)}, wall / cpu ms:"
+        f" median of {reps}, wall / cpu ms:"
     )
-    for name, run in (("ours, KV cache", ours_forced), ("CTranslate2 float32", ct2_forced)):
-        c = beam_step_cost(run, spans, max(2, args.repeats // 7))
+    for name, proc in (("ours, KV cache", ours), ("CTranslate2 float32", ct2)):
+        c = proc("beam_forced", spans, reps)
         (w25, c25), (w200, c200) = c[25], c[200]
         print(
             f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
@@ -394,19 +476,18 @@ def main() -> None:
     print()
 
     ts = (20, 200)
-    src = pad(batches[0])
-    costs = {"KV cache": step_cost(model, src, args.beam, ts, args.repeats)}
+    costs = {"KV cache": ours("step_cost", ts, args.repeats)}
     if not args.skip_nocache:
-        costs["recompute prefix"] = nocache_step_cost(model, src, args.beam, ts, max(3, args.repeats // 5))
-    print(
-        f"one decode_step of ours at step t ({args.batch}x{args.beam} rows, median of {args.repeats}), wall / cpu ms:"
-    )
+        costs["recompute prefix"] = ours("step_cost", ts, max(3, args.repeats // 5), True)
+    print(f"one decode_step of ours at step t ({args.batch}x{args.beam} rows, median of {args.repeats}), wall / cpu ms:")
     for name, c in costs.items():
         (w20, c20), (w200, c200) = c[20], c[200]
         print(
             f"  {name:<18} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:8.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:8.2f}"
             f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
         )
+    ours.close()
+    ct2.close()
 
 
 if __name__ == "__main__":
