@@ -50,13 +50,13 @@ static inline float hsum16(v16 v) {  /* a tree of halves, not a chain of 16 scal
 #define ONE_HEAD(NAME, NB)                                                                           \
 static void NAME(const float* qr, const float* kn, const float* vn, float* K, float* V,              \
                  const long* sr, const float* wk, const float* wv, float* orh,                       \
-                 long H, long h, long T, long t, long k) {                                           \
+                 long H, long h, long T, long t, long k, float scale) {                              \
   const long Dh = 16 * (NB);                                                                         \
   float e[t + 1], rl[k + 1];                                                                         \
   v16 q[NB], o[NB];                                                                                  \
   memcpy(K + ((sr[t] * H + h) * T + t) * Dh, kn, Dh * sizeof(float));  /* this step's key, value */  \
   memcpy(V + ((sr[t] * H + h) * T + t) * Dh, vn, Dh * sizeof(float));                                \
-  for (int b = 0; b < (NB); ++b) { q[b] = load16(qr + 16 * b); o[b] = (v16){0}; }                   \
+  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qr + 16 * b); o[b] = (v16){0}; }           \
   for (long c = 0; c <= k && wk; ++c) {  /* relative keys: q . w^K[c] for the k + 1 rows in reach */ \
     v16 a = q[0] * load16(wk + c * Dh);                                                              \
     for (int b = 1; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                         \
@@ -98,14 +98,14 @@ ONE_HEAD(head_32, 2)
 ONE_HEAD(head_64, 4)
 ONE_HEAD(head_128, 8)
 
-/* q, kn, vn (N, H, Dh): scaled queries, keys and values of step t; K, V (S, H, T, Dh) storage;
+/* q, kn, vn (N, H, Dh): queries (times scale), keys and values of step t; K, V (S, H, T, Dh) storage;
    src (N, ld) storage row of each row's position j <= t.  Each (row, head) first stores its key and
    value at (src[r, t], h, t): its own storage row, which no other row reads at position t.
    wk, wv (2k+1, Dh) or NULL; out (N, H, Dh).  Dh in {16, 32, 64, 128}; returns 0, or -1 for
    another Dh. */
 int rel_step_attention(const float* q, const float* kn, const float* vn, float* K, float* V,
                        const long* src, long ld, const float* wk, const float* wv, float* out,
-                       long N, long H, long T, long Dh, long t, long k, int threads) {
+                       long N, long H, long T, long Dh, long t, long k, float scale, int threads) {
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
   #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
   for (long rh = 0; rh < N * H; ++rh) {
@@ -114,10 +114,10 @@ int rel_step_attention(const float* q, const float* kn, const float* vn, float* 
     float* orh = out + rh * Dh;
     const long* sr = src + r * ld;
     switch (Dh) {
-      case 16: head_16(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
-      case 32: head_32(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
-      case 64: head_64(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
-      default: head_128(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k); break;
+      case 16: head_16(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+      case 32: head_32(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+      case 64: head_64(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+      default: head_128(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
     }
   }
   return 0;
@@ -199,7 +199,7 @@ def kernel() -> ctypes.CDLL | None:
     so = ckernel.load("attention_kernels", _C_SOURCE, "RENDITION_ATTENTION_KERNEL")
     if so is not None and not so.rel_step_attention.argtypes:
         P, L = ctypes.c_void_p, ctypes.c_long
-        so.rel_step_attention.argtypes = [P, P, P, P, P, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_int]
+        so.rel_step_attention.argtypes = [P, P, P, P, P, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_float, ctypes.c_int]
         so.rel_step_attention.restype = ctypes.c_int
         so.rel_self_attention.argtypes = [P] * 5 + [L] * 5 + [ctypes.c_float, ctypes.c_int]
         so.rel_self_attention.restype = ctypes.c_int
@@ -231,8 +231,9 @@ def rel_step_attention(
     rel_k: Tensor | None,
     rel_v: Tensor | None,
     max_rel: int,
+    scale: float = 1.0,
 ) -> Tensor:
-    """q, k, v (N, H, 1, Dh): the step's queries (already scaled by Dh^-0.5), keys and values;
+    """q, k, v (N, H, 1, Dh): the step's queries (multiplied by ``scale``, Dh^-0.5, in the kernel), keys and values;
     k_store / v_store (S, H, T, Dh) contiguous storage, into which k and v are written at
     (src[:, t], :, t); src (N, >= t+1) int64 storage rows; rel_k / rel_v (2k+1, Dh) or None,
     max_rel = k.  Returns (N, H, 1, Dh)."""
@@ -246,7 +247,7 @@ def rel_step_attention(
     rc = so.rel_step_attention(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), k_store.data_ptr(), v_store.data_ptr(), src.data_ptr(), src.stride(0),
         wk.data_ptr() if wk is not None else None, wv.data_ptr() if wv is not None else None, out.data_ptr(),
-        N, H, v_store.shape[2], Dh, t, max_rel if wk is not None else 0, torch.get_num_threads(),
+        N, H, v_store.shape[2], Dh, t, max_rel if wk is not None else 0, scale, torch.get_num_threads(),
     )  # fmt: skip
     if rc != 0:
         raise ValueError(f"head_dim {Dh} not supported by the step-attention kernel {SUPPORTED_HEAD_DIMS}")

@@ -218,11 +218,13 @@ class DecoderLayer(nn.Module):
             rk = sa.rel_k if sa.k is not None else None
             rv = sa.rel_v if sa.k is not None else None
             a = attention_kernels.rel_step_attention(
-                q * sa.head_dim**-0.5, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0
+                q, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0, scale=Dh**-0.5
             )  # (N, H, 1, Dh)
-        x = x + sa.out_proj(sa.merge(a))
+        x = x + sa.out_proj(a.view(N, 1, H * Dh))
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
-        return x + self.ffn(self.ffn_norm(x))
+        ffn = self.ffn  # (inference: no dropout module calls)
+        h = F.linear(F.relu_(F.linear(self.ffn_norm(x), ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias)
+        return x + h
 
 
 class Transformer(nn.Module):

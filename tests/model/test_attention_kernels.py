@@ -57,7 +57,7 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
     with torch.no_grad():
         want = att.attend(q, k_dense, v_dense, None, rel_idx)
         got = attention_kernels.rel_step_attention(
-            q * head_dim**-0.5,
+            q,
             k_new,
             v_new,
             k_store,
@@ -67,6 +67,7 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
             att.rel_k if att.k else None,
             att.rel_v if att.k else None,
             k,
+            scale=head_dim**-0.5,
         )
     assert torch.equal(k_store, want_k) and torch.equal(v_store, want_v)  # the step's K/V stored, nothing else
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
