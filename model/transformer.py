@@ -220,7 +220,7 @@ class DecoderLayer(nn.Module):
             a = attention_kernels.rel_step_attention(
                 q, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0, scale=Dh**-0.5
             )  # (N, H, 1, Dh)
-        x = x + sa.out_proj(a.view(N, 1, H * Dh))
+        x = x + sa.out_proj(a.reshape(N, 1, H * Dh))  # (a view unless SDPA returned a strided result)
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
         ffn = self.ffn  # (inference: no dropout module calls)
         h = F.linear(F.relu_(F.linear(self.ffn_norm(x), ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias)
