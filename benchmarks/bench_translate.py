@@ -389,6 +389,7 @@ def main() -> None:
     p.add_argument("--nocache-batches", type=int, default=1, help="timed batches for the recompute engine")
     p.add_argument("--repeats", type=int, default=15, help="repeats per step-cost measurement")
     p.add_argument("--rounds", type=int, default=3, help="throughput rounds per engine, taken in turns (median)")
+    p.add_argument("--beam-repeats", type=int, default=3, help="forced beam searches per length (median)")
     args = p.parse_args()
 
     tmp = _tempdir("bench_translate_")
@@ -461,7 +462,7 @@ def main() -> None:
     # before the last step): per-step cost around t=25 and t=200 by finite differences over L.
     # Beams of a sentence share their prefix, so this is where the by-reference KV cache helps.
     spans = {25: (10, 40), 200: (180, 220)}
-    reps = max(2, args.repeats // 7)
+    reps = args.beam_repeats
     print(
         f"per-step time of a {args.batch} x beam {args.beam} search forced to L steps, (cost(hi) - cost(lo)) / (hi - lo),"
         f" median of {reps}, wall / cpu ms:"
