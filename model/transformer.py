@@ -175,14 +175,15 @@ class EncoderLayer(nn.Module):
         """``kernel``: inference through the C kernel of ``model.attention_kernels`` (one fused Q/K/V
         product, then the whole relative attention in one call; CPU float32, no gradients)."""
         h = self.self_attn_norm(x)
-        if kernel:
-            sa = self.self_attn
-            qkv = F.linear(h, *sa.fused_qkv())  # (B, T, 3D)
-            a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)  # (B, T, D)
-            x = x + sa.out_proj(a)
-        else:
+        if not kernel:
             x = x + self.dropout(self.self_attn(h, None, mask, rel_idx))
-        return x + self.dropout(self.ffn(self.ffn_norm(x)))
+            return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        sa, ffn = self.self_attn, self.ffn
+        qkv = F.linear(h, *sa.fused_qkv())  # (B, T, 3D)
+        a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)  # (B, T, D)
+        x = x + sa.out_proj(a)
+        h = F.linear(F.relu_(F.linear(self.ffn_norm(x), ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias)
+        return x + h  # (inference: no dropout)
 
 
 class DecoderLayer(nn.Module):
