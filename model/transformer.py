@@ -161,6 +161,10 @@ class FeedForward(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.fc2(self.dropout(F.relu(self.fc1(x))))
 
+    def infer(self, x: Tensor) -> Tensor:
+        """forward() at inference: no dropout call, the ReLU in place, no module calls."""
+        return F.linear(F.relu_(F.linear(x, self.fc1.weight, self.fc1.bias)), self.fc2.weight, self.fc2.bias)
+
 
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
@@ -178,12 +182,11 @@ class EncoderLayer(nn.Module):
         if not kernel:
             x = x + self.dropout(self.self_attn(h, None, mask, rel_idx))
             return x + self.dropout(self.ffn(self.ffn_norm(x)))
-        sa, ffn = self.self_attn, self.ffn
+        sa = self.self_attn
         qkv = F.linear(h, *sa.fused_qkv())  # (B, T, 3D)
         a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)  # (B, T, D)
         x = x + sa.out_proj(a)
-        h = F.linear(F.relu_(F.linear(self.ffn_norm(x), ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias)
-        return x + h  # (inference: no dropout)
+        return x + self.ffn.infer(self.ffn_norm(x))
 
 
 class DecoderLayer(nn.Module):
@@ -223,9 +226,7 @@ class DecoderLayer(nn.Module):
             )  # (N, H, 1, Dh)
         x = x + sa.out_proj(a.reshape(N, 1, H * Dh))  # (a view unless SDPA returned a strided result)
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
-        ffn = self.ffn  # (inference: no dropout module calls)
-        h = F.linear(F.relu_(F.linear(self.ffn_norm(x), ffn.fc1.weight, ffn.fc1.bias)), ffn.fc2.weight, ffn.fc2.bias)
-        return x + h
+        return x + self.ffn.infer(self.ffn_norm(x))
 
 
 class Transformer(nn.Module):
