@@ -220,6 +220,24 @@ def usable(x: Tensor, head_dim: int) -> bool:
     )
 
 
+def _tables(rel_k: Tensor | None, rel_v: Tensor | None, max_rel: int) -> tuple[Tensor | None, Tensor | None, int]:
+    """The relative tables as the kernels take them: contiguous, detached, w^V only with w^K,
+    and k = 0 without tables."""
+    if rel_k is None:
+        return None, None, 0
+    wv = rel_v.detach().contiguous() if rel_v is not None else None
+    return rel_k.detach().contiguous(), wv, max_rel
+
+
+def _ptr(t: Tensor | None) -> int | None:
+    return t.data_ptr() if t is not None else None
+
+
+def _check(rc: int, head_dim: int) -> None:
+    if rc != 0:
+        raise ValueError(f"head_dim {head_dim} not supported by the attention kernels {SUPPORTED_HEAD_DIMS}")
+
+
 def rel_step_attention(
     q: Tensor,
     k: Tensor,
@@ -242,15 +260,12 @@ def rel_step_attention(
     N, H, _, Dh = q.shape
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
-    wk = rel_k.detach().contiguous() if rel_k is not None else None
-    wv = rel_v.detach().contiguous() if rel_v is not None and rel_k is not None else None
+    wk, wv, max_rel = _tables(rel_k, rel_v, max_rel)
     rc = so.rel_step_attention(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), k_store.data_ptr(), v_store.data_ptr(), src.data_ptr(), src.stride(0),
-        wk.data_ptr() if wk is not None else None, wv.data_ptr() if wv is not None else None, out.data_ptr(),
-        N, H, v_store.shape[2], Dh, t, max_rel if wk is not None else 0, scale, torch.get_num_threads(),
+        _ptr(wk), _ptr(wv), out.data_ptr(), N, H, v_store.shape[2], Dh, t, max_rel, scale, torch.get_num_threads(),
     )  # fmt: skip
-    if rc != 0:
-        raise ValueError(f"head_dim {Dh} not supported by the step-attention kernel {SUPPORTED_HEAD_DIMS}")
+    _check(rc, Dh)
     return out
 
 
@@ -268,13 +283,10 @@ def rel_self_attention(
     qkv = qkv.contiguous()
     km = key_mask.to(torch.float32).contiguous()
     out = qkv.new_empty(B, T, D)
-    wk = rel_k.detach().contiguous() if rel_k is not None else None
-    wv = rel_v.detach().contiguous() if rel_v is not None and rel_k is not None else None
+    wk, wv, max_rel = _tables(rel_k, rel_v, max_rel)
     rc = so.rel_self_attention(
-        qkv.data_ptr(), km.data_ptr(), wk.data_ptr() if wk is not None else None,
-        wv.data_ptr() if wv is not None else None, out.data_ptr(),
-        B, T, heads, Dh, max_rel if wk is not None else 0, Dh**-0.5, torch.get_num_threads(),
+        qkv.data_ptr(), km.data_ptr(), _ptr(wk), _ptr(wv), out.data_ptr(),
+        B, T, heads, Dh, max_rel, Dh**-0.5, torch.get_num_threads(),
     )  # fmt: skip
-    if rc != 0:
-        raise ValueError(f"head_dim {Dh} not supported by the step-attention kernel {SUPPORTED_HEAD_DIMS}")
+    _check(rc, Dh)
     return out
