@@ -212,6 +212,32 @@ def test_inference_output_projection_follows_weight_updates() -> None:
     torch.testing.assert_close(out, h.double() @ m.embed.weight.t())
 
 
+def test_fused_qkv_copy_follows_weight_updates() -> None:
+    """fused_qkv() keeps its concatenated copy between calls at inference; it must never go stale,
+    and with gradients on it must stay connected to the weights."""
+    torch.manual_seed(8)
+    sa = Transformer(small_cfg()).eval().decoder_layers[0].self_attn
+
+    def fresh() -> tuple[torch.Tensor, torch.Tensor]:
+        return (
+            torch.cat([sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight]),
+            torch.cat([sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias]),
+        )
+
+    with torch.no_grad():
+        first = sa.fused_qkv()
+        assert sa.fused_qkv()[0] is first[0]  # kept, not rebuilt
+        torch.testing.assert_close(first, fresh())
+        sa.k_proj.weight.mul_(2.0)  # in-place update, as an optimiser step does
+        sa.v_proj.bias.add_(1.0)
+        torch.testing.assert_close(sa.fused_qkv(), fresh())
+    sa.load_state_dict({k: v * 0.5 for k, v in sa.state_dict().items()})
+    with torch.inference_mode():
+        torch.testing.assert_close(sa.fused_qkv(), fresh())
+    w, _ = sa.fused_qkv()  # gradients on: a fresh concatenation
+    assert w.requires_grad and w.grad_fn is not None
+
+
 def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
     """init_cache(beams=K): K rows per sentence share one cross-attention K/V; every row still
     decodes exactly as the full decoder does on that row's own prefix and sentence; reorder
