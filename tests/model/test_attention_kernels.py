@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model import attention_kernels, ckernel
+from model import attention_kernels
 from model.search import SearchOptions, generate
 from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
 from model.translator import Translator
@@ -75,7 +75,7 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
 
 @pytest.mark.parametrize("head_dim", [16, 64])
 @pytest.mark.parametrize("rel", ["kv", "k"])
-def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, set_kernel) -> None:
     """Transformer.encode through the C kernel equals the torch path (kernel switched off), with
     trailing and interior padding, a one-token sentence and an all-padding row, sentences longer
     than k on both sides of every query."""
@@ -104,8 +104,7 @@ def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, monkeypa
     src[4] = cfg.pad_id  # nothing at all
     with torch.no_grad():
         mem, mask = m.encode(src)
-        monkeypatch.setenv("RENDITION_ATTENTION_KERNEL", "0")
-        monkeypatch.setattr(ckernel, "_LOADED", {})
+        set_kernel("RENDITION_ATTENTION_KERNEL", "0")
         assert not attention_kernels.usable(mem, head_dim)
         ref, _ = m.encode(src)
     torch.testing.assert_close(mem, ref, rtol=1e-5, atol=1e-5)
@@ -128,7 +127,7 @@ def test_by_reference_only_for_float32_cpu_inference() -> None:
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_translation_by_reference_equals_dense(beam_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_translation_by_reference_equals_dense(beam_size: int, set_kernel) -> None:
     """The shipped translator with the by-reference cache and with the dense one (kernel switched
     off): same hypotheses and scores, through reorders, sentences finishing at different steps
     and n-best lists."""
@@ -147,8 +146,7 @@ def test_translation_by_reference_equals_dense(beam_size: int, monkeypatch: pyte
         mem, mask = tr.model.encode(src)
         assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is not None
     by_ref = generate(tr.model, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
-    monkeypatch.setenv("RENDITION_ATTENTION_KERNEL", "0")
-    monkeypatch.setattr(ckernel, "_LOADED", {})
+    set_kernel("RENDITION_ATTENTION_KERNEL", "0")
     with torch.no_grad():
         assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is None
     dense = generate(tr.model, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))

@@ -207,13 +207,12 @@ def test_row_max_equals_max() -> None:
 
 
 @pytest.mark.parametrize("kernel", ["auto", "0"])
-def test_lse_chunk_max_equals_logsumexp_and_chunk_maxima(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lse_chunk_max_equals_logsumexp_and_chunk_maxima(kernel: str, set_kernel) -> None:
     """The C pass (auto) and the torch fallback (kernel off) against torch.logsumexp and amax, on
     rows with large offsets (exp would overflow without the max shift) and one peaked row."""
     from model import ckernel
 
-    monkeypatch.setenv("RENDITION_SEARCH_KERNEL", kernel)
-    monkeypatch.setattr(ckernel, "_LOADED", {})
+    set_kernel("RENDITION_SEARCH_KERNEL", kernel)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(37, 8000, generator=g) * 4
     x[5] += 300.0

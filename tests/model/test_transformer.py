@@ -35,12 +35,9 @@ def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: to
 
 
 @pytest.fixture(params=["by_reference", "dense"])
-def cache_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def cache_mode(request: pytest.FixtureRequest, set_kernel) -> str:
     """Run a decoding test with the by-reference KV cache (C kernel) and with the dense one."""
-    from model import ckernel
-
-    monkeypatch.setenv("RENDITION_ATTENTION_KERNEL", "auto" if request.param == "by_reference" else "0")
-    monkeypatch.setattr(ckernel, "_LOADED", {})
+    set_kernel("RENDITION_ATTENTION_KERNEL", "auto" if request.param == "by_reference" else "0")
     return request.param
 
 
