@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model import attention_kernels
+from model import attention_kernels, step_kernel
 from model.cache import DecoderCache, LayerCache
 from model.weights import JsonConfig
 
@@ -273,13 +273,17 @@ class Transformer(nn.Module):
             return None
         return relative_index(q_len, k_len, self.cfg.max_relative_position, device, offset)
 
+    def output_weight_t(self) -> Tensor:
+        """The tied output projection as a contiguous (D, V) copy for inference (about 15% faster
+        on CPU than the transposed view), rebuilt whenever the embedding changes."""
+        w = self.embed.weight
+        return inference_copy(self, "_out_proj_copy", (w,), lambda: w.detach().t().contiguous())
+
     def logits(self, h: Tensor) -> Tensor:
         w = self.embed.weight  # (V, D), tied
         if torch.is_grad_enabled() and w.requires_grad:
             return h @ w.t()  # (..., V)
-        # Inference: multiply by a contiguous (D, V) copy, about 15% faster on CPU than the
-        # transposed view; rebuilt whenever the weight changes (storage, dtype or in-place update).
-        return h @ inference_copy(self, "_out_proj_copy", (w,), lambda: w.detach().t().contiguous())
+        return h @ self.output_weight_t()
 
     # -- encoder / full decoder ----------------------------------------------------------------
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
@@ -331,6 +335,8 @@ class Transformer(nn.Module):
         t = cache.seq_len
         if t >= cache.max_len:
             raise RuntimeError(f"cache is full ({cache.max_len} steps)")
+        if cache.history is not None and step_kernel.kernel() is not None:  # CPU float32 inference
+            return step_kernel.decode_step(self, tokens, cache)
         x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
         rel = cache.step_relative_index()  # (1, t+1) or None
         mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pytest
 import torch
 
+from model import step_kernel
 from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 
@@ -34,11 +36,23 @@ def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: to
     return att.out_proj(z.view(B, T, D).float())
 
 
-@pytest.fixture(params=["by_reference", "dense"])
-def cache_mode(request: pytest.FixtureRequest, set_kernel) -> str:
-    """Run a decoding test with the by-reference KV cache (C kernel) and with the dense one."""
-    set_kernel("RENDITION_ATTENTION_KERNEL", "auto" if request.param == "by_reference" else "0")
-    return request.param
+@pytest.fixture(params=["step_kernel", "by_reference", "dense"])
+def cache_mode(request: pytest.FixtureRequest, set_kernel, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run a decoding test three ways: the whole step in one C call (``model.step_kernel``) over
+    the by-reference KV cache; the torch step over the by-reference cache (its attention in C);
+    the torch step over the dense cache."""
+    set_kernel("RENDITION_ATTENTION_KERNEL", "0" if request.param == "dense" else "auto")
+    set_kernel("RENDITION_STEP_KERNEL", "auto" if request.param == "step_kernel" else "0")
+    if request.param == "step_kernel" and step_kernel.kernel() is None:
+        pytest.skip("no step kernel here (no C compiler, or torch without MKL)")
+    if request.param == "step_kernel":  # every step of the test must run in C
+        calls = []
+        real = step_kernel.decode_step
+        monkeypatch.setattr(step_kernel, "decode_step", lambda *a: calls.append(1) or real(*a))
+        yield request.param
+        assert calls, "the step kernel was not used"
+        return
+    yield request.param
 
 
 def small_cfg(**kw) -> TransformerConfig:
@@ -118,7 +132,7 @@ def test_cached_decoding_equals_full_decoding(kw: dict, cache_mode: str) -> None
         full = m(src, tgt)  # (B, T, V)
         mem, mask = m.encode(src)
         cache = m.init_cache(mem, mask, T + 5)
-        assert (cache.history is not None) == (cache_mode == "by_reference")
+        assert (cache.history is not None) == (cache_mode != "dense")
         steps = torch.stack([m.decode_step(tgt[:, t], cache) for t in range(T)], 1)
     assert cache.seq_len == T
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
@@ -283,7 +297,7 @@ def test_expanded_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
     with torch.no_grad():
         mem, mask = m.encode(src)
         cache = m.init_cache(mem, mask, T)
-        assert (cache.history is not None) == (cache_mode == "by_reference")
+        assert (cache.history is not None) == (cache_mode != "dense")
         first = torch.stack([m.decode_step(shared[:, t], cache) for t in range(2)], 1)  # (B, 2, V)
         cache.expand(K)
         assert cache.batch_size == B * K and cache.beams == K

@@ -1,0 +1,284 @@
+"""One whole decoding step of ``Transformer.decode_step`` in one C call (CPU float32 inference).
+
+A decoding step is about a hundred small torch calls (layer norms, projections, bias adds,
+residual adds, the cross-attention's reshapes and softmax), each with its own dispatch cost; with
+few rows, as at the end of every batch, those costs are most of the step.  Here the step runs as
+one C function over the same weights:
+
+    x = E[token] * sqrt(D) (+ sinusoidal position)
+    per layer:  x += W_o SelfAttn(LN(x)) + b_o;  x += W_o' CrossAttn(LN(x)) + b_o';  x += FFN(LN(x))
+    logits = LN(x) @ E^T
+
+The products are the very MKL ``sgemm`` that torch calls (its address is taken from torch's CPU
+library; same arguments, so every product is bitwise the one ``x @ W.t()`` gives), the biases,
+ReLU and residual adds are applied while the rows are in cache, and the self-attention is the
+by-reference kernel of ``model.attention_kernels`` (one source, compiled in).  Results equal the
+torch path up to float rounding (layer norm and softmax sums in another order, biases added after
+the product instead of before).
+
+Used by ``Transformer.decode_step`` for a by-reference cache (``model.cache.RowHistory``) when
+torch has an MKL ``sgemm`` and a C compiler is present; ``RENDITION_STEP_KERNEL=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from model import attention_kernels, ckernel
+
+if TYPE_CHECKING:
+    from model.cache import DecoderCache
+    from model.transformer import Transformer
+
+_STEP_SOURCE = r"""
+#include <stddef.h>
+/* Fortran BLAS sgemm (column-major).  Integer arguments are pointers to 64-bit values: an LP64 BLAS
+   reads their low 32 bits (little-endian), an ILP64 one all 64. */
+typedef void (*sgemm_t)(const char*, const char*, const long*, const long*, const long*, const float*,
+                        const float*, const long*, const float*, const long*, const float*, float*, const long*);
+static sgemm_t SGEMM = NULL;
+void set_sgemm(void* fn) { SGEMM = (sgemm_t)fn; }
+
+/* out (M, N), rows ldo apart = a (M, K), rows lda apart, @ W^T, W (N, K) row-major: the call torch
+   makes for a @ W.t() */
+static void mm_wt(const float* a, long lda, const float* W, float* out, long ldo, long M, long N, long K) {
+  const float one = 1.0f, zero = 0.0f;
+  SGEMM("T", "N", &N, &M, &K, &one, W, &K, a, &lda, &zero, out, &ldo);
+}
+
+static void layer_norm(const float* x, float* y, const float* g, const float* b, long N, long D, float eps,
+                       int threads) {
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N >= 16)
+  for (long r = 0; r < N; ++r) {
+    const float* xr = x + r * D;
+    float* yr = y + r * D;
+    float mean = 0.0f, var = 0.0f;
+    for (long j = 0; j < D; ++j) mean += xr[j];
+    mean /= (float)D;
+    for (long j = 0; j < D; ++j) { const float d = xr[j] - mean; var += d * d; }
+    const float rstd = 1.0f / sqrtf(var / (float)D + eps);
+    for (long j = 0; j < D; ++j) yr[j] = (xr[j] - mean) * rstd * g[j] + b[j];
+  }
+}
+
+/* y (N, D) += (t (N, D) + b) : a residual branch's output projection, its bias added after the product */
+static void add_bias_residual(float* x, const float* t, const float* b, long N, long D, int threads) {
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N >= 16)
+  for (long r = 0; r < N; ++r)
+    for (long j = 0; j < D; ++j) x[r * D + j] += t[r * D + j] + b[j];
+}
+
+/* y (N, D), rows ld apart: += b (D), then the ReLU if relu */
+static void add_bias(float* y, long ld, const float* b, long N, long D, int relu, int threads) {
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N >= 16)
+  for (long r = 0; r < N; ++r) {
+    float* yr = y + r * ld;
+    if (relu) for (long j = 0; j < D; ++j) { const float v = yr[j] + b[j]; yr[j] = v > 0.0f ? v : 0.0f; }
+    else for (long j = 0; j < D; ++j) yr[j] += b[j];
+  }
+}
+
+/* Cross-attention of one query row and one head: q (Dh), Kc/Vc (S, Dh) of its sentence and head,
+   bias (S) additive (0 or the most negative float). */
+#define CROSS_HEAD(NAME, NB)                                                                         \
+static void NAME(const float* qr, const float* Kc, const float* Vc, const float* bias, long S,       \
+                 float scale, float* orow) {                                                         \
+  float e[S];                                                                                        \
+  v16 q[NB], o[NB];                                                                                  \
+  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qr + 16 * b); o[b] = (v16){0}; }           \
+  float m = -FLT_MAX;                                                                                \
+  for (long j = 0; j < S; ++j) {                                                                     \
+    const float* kj = Kc + j * 16 * (NB);                                                            \
+    v16 a = q[0] * load16(kj);                                                                       \
+    for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
+    e[j] = hsum16(a) + bias[j];                                                                      \
+    m = e[j] > m ? e[j] : m;                                                                         \
+  }                                                                                                  \
+  float sum = 0.0f;                                                                                  \
+  for (long j = 0; j < S; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                               \
+  const float inv = 1.0f / sum;                                                                      \
+  for (long j = 0; j < S; ++j) {                                                                     \
+    const float p = e[j] * inv;                                                                      \
+    const float* vj = Vc + j * 16 * (NB);                                                            \
+    for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
+  }                                                                                                  \
+  for (int b = 0; b < (NB); ++b) memcpy(orow + 16 * b, &o[b], sizeof(v16));                          \
+}
+CROSS_HEAD(cross_16, 1)
+CROSS_HEAD(cross_32, 2)
+CROSS_HEAD(cross_64, 4)
+CROSS_HEAD(cross_128, 8)
+
+/* Weights: W[0] embedding (V, D), W[1], W[2] final layer norm, W[3] output projection (D, V), then
+   per layer NW pointers (in this order).  Per-step buffers: C per layer the cross-attention K, V
+   (B, H, S, Dh), the self-attention K, V storage (slots, H, T, Dh). */
+enum { LN1_G, LN1_B, W_QKV, B_QKV, REL_K, REL_V, W_O, B_O, LN2_G, LN2_B, WX_Q, BX_Q, WX_O, BX_O,
+       LN3_G, LN3_B, W_1, B_1, W_2, B_2, NW };
+
+/* tokens (N,) at step t; src (N, ld) storage rows (column t already set to each row's slot);
+   bias (B, S); pos (D) or NULL; x, h (N, D), qkv (N, 3D), ff (N, F) scratch; logits (N, V).
+   Rows are sentences x beams (beams adjacent).  Returns 0, or -1 (no sgemm / unsupported Dh). */
+int decoder_step(const float* const* W, const float* const* C, long L, const long* tokens, long N,
+                 long beams, long D, long H, long F, long V, long S, long T, long t, long k,
+                 const long* src, long ld, const float* bias, const float* pos, float emb_scale,
+                 float eps, float* x, float* h, float* qkv, float* ff, float* logits, int threads) {
+  const long Dh = D / H;
+  if (!SGEMM || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
+  const float scale = 1.0f / sqrtf((float)Dh);
+  for (long r = 0; r < N; ++r) {
+    const float* e = W[0] + tokens[r] * D;
+    for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (pos ? pos[j] : 0.0f);
+  }
+  for (long l = 0; l < L; ++l) {
+    const float* const* w = W + 4 + l * NW;
+    const float *ck = C[4 * l], *cv = C[4 * l + 1];
+    float *K = (float*)C[4 * l + 2], *Vs = (float*)C[4 * l + 3];
+    const float *wk = k ? w[REL_K] : NULL, *wv = k ? w[REL_V] : NULL;
+    /* self-attention (relative, by-reference cache); its output goes to h */
+    layer_norm(x, h, w[LN1_G], w[LN1_B], N, D, eps, threads);
+    mm_wt(h, D, w[W_QKV], qkv, 3 * D, N, 3 * D, D);
+    add_bias(qkv, 3 * D, w[B_QKV], N, 3 * D, 0, threads);
+    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
+    for (long rh = 0; rh < N * H; ++rh) {
+      const long r = rh / H, hd = rh % H;
+      const float* qr = qkv + r * 3 * D + hd * Dh;
+      const long* sr = src + r * ld;
+      float* orh = h + r * D + hd * Dh;
+      switch (Dh) {
+        case 16: head_16(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
+        case 32: head_32(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
+        case 64: head_64(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
+        default: head_128(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
+      }
+    }
+    mm_wt(h, D, w[W_O], qkv, D, N, D, D);
+    add_bias_residual(x, qkv, w[B_O], N, D, threads);
+    /* cross-attention: queries in qkv[:, :D], heads' outputs in qkv[:, D:2D] */
+    layer_norm(x, h, w[LN2_G], w[LN2_B], N, D, eps, threads);
+    mm_wt(h, D, w[WX_Q], qkv, 3 * D, N, D, D);
+    add_bias(qkv, 3 * D, w[BX_Q], N, D, 0, threads);
+    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
+    for (long rh = 0; rh < N * H; ++rh) {
+      const long r = rh / H, hd = rh % H, b = r / beams;
+      const float* qr = qkv + r * 3 * D + hd * Dh;
+      const float *kc = ck + (b * H + hd) * S * Dh, *vc = cv + (b * H + hd) * S * Dh;
+      float* orow = qkv + r * 3 * D + D + hd * Dh;
+      switch (Dh) {
+        case 16: cross_16(qr, kc, vc, bias + b * S, S, scale, orow); break;
+        case 32: cross_32(qr, kc, vc, bias + b * S, S, scale, orow); break;
+        case 64: cross_64(qr, kc, vc, bias + b * S, S, scale, orow); break;
+        default: cross_128(qr, kc, vc, bias + b * S, S, scale, orow); break;
+      }
+    }
+    mm_wt(qkv + D, 3 * D, w[WX_O], h, D, N, D, D);
+    add_bias_residual(x, h, w[BX_O], N, D, threads);
+    /* feed-forward */
+    layer_norm(x, h, w[LN3_G], w[LN3_B], N, D, eps, threads);
+    mm_wt(h, D, w[W_1], ff, F, N, F, D);
+    add_bias(ff, F, w[B_1], N, F, 1, threads);
+    mm_wt(ff, F, w[W_2], h, D, N, D, F);
+    add_bias_residual(x, h, w[B_2], N, D, threads);
+  }
+  layer_norm(x, h, W[1], W[2], N, D, eps, threads);
+  const float one = 1.0f, zero = 0.0f;
+  SGEMM("N", "N", &V, &N, &D, &one, W[3], &V, h, &D, &zero, logits, &V);  /* h @ (D, V): torch's call */
+  return 0;
+}
+"""
+
+
+def _sgemm_address() -> int | None:
+    """Address of MKL's ``sgemm_`` inside torch's CPU library, or None."""
+    if not torch.backends.mkl.is_available():
+        return None
+    lib_dir = Path(torch.__file__).parent / "lib"
+    for name in ("libtorch_cpu.so", "libtorch_cpu.dylib"):
+        if (lib_dir / name).is_file():
+            try:
+                return ctypes.cast(ctypes.CDLL(str(lib_dir / name)).sgemm_, ctypes.c_void_p).value
+            except (OSError, AttributeError):
+                return None
+    return None
+
+
+_WIRED: dict[int, bool] = {}
+
+
+def kernel() -> ctypes.CDLL | None:
+    """The compiled step, wired to torch's sgemm, or None."""
+    so = ckernel.load("step_kernel", attention_kernels._C_SOURCE + _STEP_SOURCE, "RENDITION_STEP_KERNEL")
+    if so is None:
+        return None
+    wired = _WIRED.get(id(so))
+    if wired is None:
+        address = _sgemm_address()
+        wired = _WIRED[id(so)] = address is not None
+        if wired:
+            P, L = ctypes.c_void_p, ctypes.c_long
+            so.set_sgemm.argtypes, so.set_sgemm.restype = [P], None
+            so.set_sgemm(address)
+            so.decoder_step.argtypes = (
+                [P, P, L, P] + [L] * 10 + [P, L, P, P] + [ctypes.c_float] * 2 + [P] * 5 + [ctypes.c_int]
+            )
+            so.decoder_step.restype = ctypes.c_int
+    return so if wired else None
+
+
+def _weights(model: Transformer, cache: DecoderCache) -> ctypes.Array:
+    """The pointer table of the weights (see ``decoder_step``), built once per cache: the weights
+    are read as they are when a search starts."""
+    table = cache.__dict__.get("_step_weights")
+    if table is None:
+        keep = [model.embed.weight, model.decoder_norm.weight, model.decoder_norm.bias, model.output_weight_t()]
+        for layer, lc in zip(model.decoder_layers, cache.layers):
+            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+            rel_k = sa.rel_k if sa.k is not None else None  # (None: a NULL pointer)
+            rel_v = sa.rel_v if sa.k is not None else None
+            keep += [
+                layer.self_attn_norm.weight, layer.self_attn_norm.bias, *lc.qkv, rel_k, rel_v,
+                sa.out_proj.weight, sa.out_proj.bias, layer.cross_attn_norm.weight, layer.cross_attn_norm.bias,
+                ca.q_proj.weight, ca.q_proj.bias, ca.out_proj.weight, ca.out_proj.bias,
+                layer.ffn_norm.weight, layer.ffn_norm.bias, ffn.fc1.weight, ffn.fc1.bias, ffn.fc2.weight, ffn.fc2.bias,
+            ]  # fmt: skip
+        keep = [w.detach().contiguous() if w is not None else None for w in keep]
+        table = (ctypes.c_void_p * len(keep))(*(w.data_ptr() if w is not None else None for w in keep))
+        table._keep = keep  # the tensors stay alive as long as the table
+        cache.__dict__["_step_weights"] = table
+    return table
+
+
+def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tensor:
+    """``Transformer.decode_step`` for a by-reference cache, in one C call: logits (N, V)."""
+    so = kernel()
+    assert so is not None and cache.history is not None, "check kernel() and a by-reference cache first"
+    cfg = model.cfg
+    t = cache.seq_len
+    for lc in cache.layers:
+        lc.next_position()  # (every layer records the same storage rows for position t)
+    N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
+    bias = cache.memory_bias(torch.float32)  # (B, 1, 1, S)
+    B, S = bias.shape[0], bias.shape[-1]
+    per_step = []
+    for lc in cache.layers:
+        per_step += [lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr()]
+    src = cache.history.src
+    tokens = tokens.contiguous()
+    x, h = torch.empty(N, D), torch.empty(N, D)
+    qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
+    pos = model.positions[t].contiguous() if model.positions is not None else None
+    rc = so.decoder_step(
+        _weights(model, cache), (ctypes.c_void_p * len(per_step))(*per_step), len(cache.layers), tokens.data_ptr(), N,
+        N // B, D, cfg.n_heads, F, V, S, cache.layers[0].self_k.shape[2], t, cfg.max_relative_position if cache.k is not None else 0,
+        src.data_ptr(), src.stride(0), bias.data_ptr(), pos.data_ptr() if pos is not None else None, model.emb_scale,
+        cfg.layer_norm_eps, x.data_ptr(), h.data_ptr(), qkv.data_ptr(), ff.data_ptr(), logits.data_ptr(),
+        torch.get_num_threads(),
+    )  # fmt: skip
+    if rc != 0:
+        raise ValueError(f"head_dim {cfg.head_dim} not supported by the step kernel")
+    cache.advance()
+    return logits

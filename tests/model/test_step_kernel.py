@@ -1,0 +1,119 @@
+"""The whole decoding step in C (``model.step_kernel``) against the torch step on the same
+by-reference cache, for every supported head size and relative-position variant, through beam
+expand, reorder and finished sentences; and the shipped translator's hypotheses with it on and off."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model import step_kernel
+from model.search import SearchOptions, generate
+from model.transformer import Transformer, TransformerConfig
+from model.translator import Translator
+
+pytestmark = pytest.mark.skipif(step_kernel.kernel() is None, reason="no step kernel (C compiler, MKL sgemm)")
+
+
+def random_model(head_dim: int, rel: str) -> Transformer:
+    cfg = TransformerConfig(
+        vocab_size=50,
+        d_model=2 * head_dim,
+        n_heads=2,
+        d_ff=48,
+        n_encoder_layers=1,
+        n_decoder_layers=2,
+        max_relative_position=3,
+        relative_positions=rel != "none",
+        relative_values=rel == "kv",
+        sinusoidal_positions=rel == "none",
+        dropout=0.0,
+    )
+    torch.manual_seed(head_dim)
+    m = Transformer(cfg).eval()
+    with torch.no_grad():  # non-trivial norms, biases and tables (they start as ones, zeros, ...)
+        for name, p in m.named_parameters():
+            if "norm" in name or name.endswith("bias") or "rel_" in name:
+                p.add_(torch.randn_like(p) * 0.5)
+    return m
+
+
+def run_steps(m: Transformer) -> list[torch.Tensor]:
+    """Two steps on one row per sentence, expand to 3 beams, reorder, one sentence finishes."""
+    g = torch.Generator().manual_seed(1)
+    B, K, T = 3, 3, 9
+    src = torch.randint(4, 50, (B, 6), generator=g)
+    src[1, 4:] = 0  # padding
+    tokens = torch.randint(4, 50, (T, B * K), generator=g)
+    out = []
+    with torch.no_grad():
+        mem, mask = m.encode(src)
+        cache = m.init_cache(mem, mask, T)
+        assert cache.history is not None
+        for t in range(2):
+            out.append(m.decode_step(tokens[t, :B], cache))
+        cache.expand(K)
+        for t in range(2, 4):
+            out.append(m.decode_step(tokens[t], cache))
+        cache.reorder(torch.tensor([2, 0, 0, 3, 5, 4, 8, 6, 7]))
+        cache.select(torch.tensor([0, 1, 2, 6, 7, 8]))  # sentence 1 finishes
+        for t in range(4, T):
+            out.append(m.decode_step(tokens[t, :6], cache))
+    return out
+
+
+@pytest.mark.parametrize("head_dim", [16, 32, 64, 128])
+@pytest.mark.parametrize("rel", ["kv", "k", "none"])
+def test_step_kernel_equals_torch_step(head_dim: int, rel: str, set_kernel) -> None:
+    m = random_model(head_dim, rel)
+    fused = run_steps(m)
+    set_kernel("RENDITION_STEP_KERNEL", "0")
+    assert step_kernel.kernel() is None
+    torch_steps = run_steps(m)
+    for a, b in zip(fused, torch_steps):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
+def test_step_kernel_two_threads_equals_one() -> None:
+    m = random_model(64, "kv")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = run_steps(m)
+        torch.set_num_threads(2)
+        two = run_steps(m)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
+def test_without_sgemm_the_torch_step_runs(monkeypatch: pytest.MonkeyPatch, set_kernel) -> None:
+    """A torch without MKL's sgemm: no step kernel, and decoding still works (the torch step)."""
+    set_kernel("RENDITION_STEP_KERNEL", "auto")
+    monkeypatch.setattr(step_kernel, "_sgemm_address", lambda: None)
+    monkeypatch.setattr(step_kernel, "_WIRED", {})
+    assert step_kernel.kernel() is None
+    m = random_model(16, "kv")
+    assert all(torch.isfinite(x).all() for x in run_steps(m))
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_shipped_translator_same_hypotheses_with_and_without_step_kernel(beam_size: int, set_kernel) -> None:
+    tr = Translator.from_pretrained(device="cpu")
+    texts = [
+        "Utilities for managing disk partitions",
+        "This package contains the documentation.",
+        "A small, fast and secure web server with support for virtual hosts, CGI scripts and access logs",
+        "Python bindings",
+    ]
+    src = torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(ids) for ids in tr.preprocess(texts, "fr")], batch_first=True, padding_value=tr.model.cfg.pad_id
+    )
+    opts = dict(beam_size=beam_size, num_hypotheses=beam_size)
+    fused = generate(tr.model, src, SearchOptions(**opts))
+    set_kernel("RENDITION_STEP_KERNEL", "0")
+    plain = generate(tr.model, src, SearchOptions(**opts))
+    for a, b in zip(fused, plain):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
