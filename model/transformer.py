@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model import attention_kernels, step_kernel
+from model import attention_kernels, fused_cpu
 from model.cache import DecoderCache, LayerCache
 from model.weights import JsonConfig
 
@@ -290,6 +290,8 @@ class Transformer(nn.Module):
         """src (B, S) -> memory (B, S, D) and key mask (B, 1, 1, S) (True = real token)."""
         if src.shape[1] > self.cfg.max_positions:
             raise ValueError(f"source longer than max_positions={self.cfg.max_positions}")
+        if fused_cpu.usable(self, self.embed.weight):  # CPU float32 inference: one C call, padding skipped
+            return fused_cpu.encode(self, src)
         mask = (src != self.cfg.pad_id)[:, None, None, :]
         x = self.embed_tokens(src)
         rel = self.rel_idx(src.shape[1], src.shape[1], src.device)
@@ -335,8 +337,8 @@ class Transformer(nn.Module):
         t = cache.seq_len
         if t >= cache.max_len:
             raise RuntimeError(f"cache is full ({cache.max_len} steps)")
-        if cache.history is not None and step_kernel.kernel() is not None:  # CPU float32 inference
-            return step_kernel.decode_step(self, tokens, cache)
+        if cache.history is not None and fused_cpu.kernel() is not None:  # CPU float32 inference
+            return fused_cpu.decode_step(self, tokens, cache)
         x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
         rel = cache.step_relative_index()  # (1, t+1) or None
         mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)

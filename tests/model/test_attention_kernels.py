@@ -78,7 +78,9 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
 def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, set_kernel) -> None:
     """Transformer.encode through the C kernel equals the torch path (kernel switched off), with
     trailing and interior padding, a one-token sentence and an all-padding row, sentences longer
-    than k on both sides of every query."""
+    than k on both sides of every query.  (The encoder in one C call, which skips padding, is
+    tested in test_fused_cpu.py.)"""
+    set_kernel("RENDITION_FUSED_KERNEL", "0")
     torch.manual_seed(head_dim)
     cfg = TransformerConfig(
         vocab_size=30,

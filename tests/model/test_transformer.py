@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from model import step_kernel
+from model import fused_cpu
 from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 
@@ -36,19 +36,19 @@ def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: to
     return att.out_proj(z.view(B, T, D).float())
 
 
-@pytest.fixture(params=["step_kernel", "by_reference", "dense"])
+@pytest.fixture(params=["fused_cpu", "by_reference", "dense"])
 def cache_mode(request: pytest.FixtureRequest, set_kernel, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run a decoding test three ways: the whole step in one C call (``model.step_kernel``) over
+    """Run a decoding test three ways: the whole step in one C call (``model.fused_cpu``) over
     the by-reference KV cache; the torch step over the by-reference cache (its attention in C);
     the torch step over the dense cache."""
     set_kernel("RENDITION_ATTENTION_KERNEL", "0" if request.param == "dense" else "auto")
-    set_kernel("RENDITION_STEP_KERNEL", "auto" if request.param == "step_kernel" else "0")
-    if request.param == "step_kernel" and step_kernel.kernel() is None:
+    set_kernel("RENDITION_FUSED_KERNEL", "auto" if request.param == "fused_cpu" else "0")
+    if request.param == "fused_cpu" and fused_cpu.kernel() is None:
         pytest.skip("no step kernel here (no C compiler, or torch without MKL)")
-    if request.param == "step_kernel":  # every step of the test must run in C
+    if request.param == "fused_cpu":  # every step of the test must run in C
         calls = []
-        real = step_kernel.decode_step
-        monkeypatch.setattr(step_kernel, "decode_step", lambda *a: calls.append(1) or real(*a))
+        real = fused_cpu.decode_step
+        monkeypatch.setattr(fused_cpu, "decode_step", lambda *a: calls.append(1) or real(*a))
         yield request.param
         assert calls, "the step kernel was not used"
         return

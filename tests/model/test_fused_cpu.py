@@ -1,27 +1,28 @@
-"""The whole decoding step in C (``model.step_kernel``) against the torch step on the same
-by-reference cache, for every supported head size and relative-position variant, through beam
-expand, reorder and finished sentences; and the shipped translator's hypotheses with it on and off."""
+"""The encoder and the decoding step in one C call each (``model.fused_cpu``) against the torch
+paths, for every supported head size and relative-position variant: the encoder with padding of
+every kind, the step on the same by-reference cache through beam expand, reorder and finished
+sentences; and the shipped translator's hypotheses with them on and off."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from model import step_kernel
+from model import fused_cpu
 from model.search import SearchOptions, generate
 from model.transformer import Transformer, TransformerConfig
 from model.translator import Translator
 
-pytestmark = pytest.mark.skipif(step_kernel.kernel() is None, reason="no step kernel (C compiler, MKL sgemm)")
+pytestmark = pytest.mark.skipif(fused_cpu.kernel() is None, reason="no step kernel (C compiler, MKL sgemm)")
 
 
-def random_model(head_dim: int, rel: str) -> Transformer:
+def random_model(head_dim: int, rel: str, encoder_layers: int = 1) -> Transformer:
     cfg = TransformerConfig(
         vocab_size=50,
         d_model=2 * head_dim,
         n_heads=2,
         d_ff=48,
-        n_encoder_layers=1,
+        n_encoder_layers=encoder_layers,
         n_decoder_layers=2,
         max_relative_position=3,
         relative_positions=rel != "none",
@@ -64,11 +65,35 @@ def run_steps(m: Transformer) -> list[torch.Tensor]:
 
 @pytest.mark.parametrize("head_dim", [16, 32, 64, 128])
 @pytest.mark.parametrize("rel", ["kv", "k", "none"])
+def test_fused_encoder_equals_torch_encoder(head_dim: int, rel: str, set_kernel) -> None:
+    """The encoder in one C call computes only the real tokens: at them it equals the torch encoder
+    (which computes the padded batch), with trailing and interior padding (relative distances and
+    sinusoidal positions are those of the original positions), a one-token sentence, sentences
+    longer than k, and an all-padding row; padding rows of its output are zeros."""
+    m = random_model(head_dim, rel, encoder_layers=2)
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(4, 50, (5, 11), generator=g)
+    src[1, 6:] = 0  # trailing padding
+    src[2, 3] = 0  # interior padding
+    src[3, 1:] = 0  # one token
+    src[4] = 0  # nothing at all
+    with torch.no_grad():
+        mem, mask = m.encode(src)
+        set_kernel("RENDITION_FUSED_KERNEL", "0")
+        ref, ref_mask = m.encode(src)
+    assert torch.equal(mask, ref_mask)
+    real = src != 0
+    torch.testing.assert_close(mem[real], ref[real], rtol=1e-5, atol=2e-5)
+    assert not mem[~real].any()
+
+
+@pytest.mark.parametrize("head_dim", [16, 32, 64, 128])
+@pytest.mark.parametrize("rel", ["kv", "k", "none"])
 def test_step_kernel_equals_torch_step(head_dim: int, rel: str, set_kernel) -> None:
     m = random_model(head_dim, rel)
     fused = run_steps(m)
-    set_kernel("RENDITION_STEP_KERNEL", "0")
-    assert step_kernel.kernel() is None
+    set_kernel("RENDITION_FUSED_KERNEL", "0")
+    assert fused_cpu.kernel() is None
     torch_steps = run_steps(m)
     for a, b in zip(fused, torch_steps):
         torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
@@ -90,10 +115,10 @@ def test_step_kernel_two_threads_equals_one() -> None:
 
 def test_without_sgemm_the_torch_step_runs(monkeypatch: pytest.MonkeyPatch, set_kernel) -> None:
     """A torch without MKL's sgemm: no step kernel, and decoding still works (the torch step)."""
-    set_kernel("RENDITION_STEP_KERNEL", "auto")
-    monkeypatch.setattr(step_kernel, "_sgemm_address", lambda: None)
-    monkeypatch.setattr(step_kernel, "_WIRED", {})
-    assert step_kernel.kernel() is None
+    set_kernel("RENDITION_FUSED_KERNEL", "auto")
+    monkeypatch.setattr(fused_cpu, "_sgemm_address", lambda: None)
+    monkeypatch.setattr(fused_cpu, "_WIRED", {})
+    assert fused_cpu.kernel() is None
     m = random_model(16, "kv")
     assert all(torch.isfinite(x).all() for x in run_steps(m))
 
@@ -112,7 +137,7 @@ def test_shipped_translator_same_hypotheses_with_and_without_step_kernel(beam_si
     )
     opts = dict(beam_size=beam_size, num_hypotheses=beam_size)
     fused = generate(tr.model, src, SearchOptions(**opts))
-    set_kernel("RENDITION_STEP_KERNEL", "0")
+    set_kernel("RENDITION_FUSED_KERNEL", "0")
     plain = generate(tr.model, src, SearchOptions(**opts))
     for a, b in zip(fused, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]

@@ -1,4 +1,4 @@
-"""One whole decoding step of ``Transformer.decode_step`` in one C call (CPU float32 inference).
+"""The translator's encoder and its decoding step, each in one C call (CPU float32 inference).
 
 A decoding step is about a hundred small torch calls (layer norms, projections, bias adds,
 residual adds, the cross-attention's reshapes and softmax), each with its own dispatch cost; with
@@ -9,15 +9,20 @@ one C function over the same weights:
     per layer:  x += W_o SelfAttn(LN(x)) + b_o;  x += W_o' CrossAttn(LN(x)) + b_o';  x += FFN(LN(x))
     logits = LN(x) @ E^T
 
+and so does the encoder, which computes only the real tokens of a padded batch: they are packed
+into rows, each keeping its original position for the relative distances (and the sinusoidal
+table), and the output has zeros at padding (which cross-attention masks out anyway).
+
 The products are the very MKL ``sgemm`` that torch calls (its address is taken from torch's CPU
 library; same arguments, so every product is bitwise the one ``x @ W.t()`` gives), the biases,
-ReLU and residual adds are applied while the rows are in cache, and the self-attention is the
-by-reference kernel of ``model.attention_kernels`` (one source, compiled in).  Results equal the
-torch path up to float rounding (layer norm and softmax sums in another order, biases added after
-the product instead of before).
+ReLU and residual adds are applied while the rows are in cache, and the decoder's self-attention
+is the by-reference kernel of ``model.attention_kernels`` (one source, compiled in).  Results
+equal the torch path up to float rounding (layer norm and softmax sums in another order, biases
+added after the product instead of before).
 
-Used by ``Transformer.decode_step`` for a by-reference cache (``model.cache.RowHistory``) when
-torch has an MKL ``sgemm`` and a C compiler is present; ``RENDITION_STEP_KERNEL=0`` turns it off.
+Used by ``Transformer.encode`` and, for a by-reference cache (``model.cache.RowHistory``),
+``Transformer.decode_step``, when torch has an MKL ``sgemm`` and a C compiler is present;
+``RENDITION_FUSED_KERNEL=0`` turns both off.
 """
 
 from __future__ import annotations
@@ -189,6 +194,109 @@ int decoder_step(const float* const* W, const float* const* C, long L, const lon
   SGEMM("N", "N", &V, &N, &D, &one, W[3], &V, h, &D, &zero, logits, &V);  /* h @ (D, V): torch's call */
   return 0;
 }
+
+/* Encoder self-attention of one query i of a sentence whose L real tokens are packed rows
+   (qkv rows 3D apart) at original positions pos[0..L-1] (padding taken out): keys j < L, relative
+   distance pos[j] - pos[i]. */
+#define PACKED_HEAD(NAME, NB)                                                                        \
+static void NAME(const float* qkv, const long* pos, long L, long D, long h, long i, const float* wk, \
+                 const float* wv, long k, float scale, float* orow) {                                \
+  const long Dh = 16 * (NB), ld = 3 * D;                                                             \
+  float e[L], bucket[2 * k + 1];                                                                     \
+  v16 q[NB], o[NB];                                                                                  \
+  const float* qi = qkv + i * ld + h * Dh;                                                           \
+  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qi + 16 * b); o[b] = (v16){0}; }           \
+  float m = -FLT_MAX;                                                                                \
+  for (long j = 0; j < L; ++j) {                                                                     \
+    const float* kj = qkv + j * ld + D + h * Dh;                                                     \
+    v16 a = q[0] * load16(kj);                                                                       \
+    for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
+    if (wk) {                                                                                        \
+      long c = pos[j] - pos[i]; c = (c < -k ? -k : c > k ? k : c) + k;                               \
+      for (int b = 0; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                       \
+    }                                                                                                \
+    e[j] = hsum16(a);                                                                                \
+    m = e[j] > m ? e[j] : m;                                                                         \
+  }                                                                                                  \
+  float sum = 0.0f;                                                                                  \
+  for (long j = 0; j < L; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                               \
+  const float inv = 1.0f / sum;                                                                      \
+  for (long c = 0; c < 2 * k + 1; ++c) bucket[c] = 0.0f;                                             \
+  for (long j = 0; j < L; ++j) {                                                                     \
+    const float p = e[j] * inv;                                                                      \
+    const float* vj = qkv + j * ld + 2 * D + h * Dh;                                                 \
+    for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
+    if (wv) { long c = pos[j] - pos[i]; bucket[(c < -k ? -k : c > k ? k : c) + k] += p; }            \
+  }                                                                                                  \
+  for (long c = 0; c < 2 * k + 1 && wv; ++c)                                                         \
+    for (int b = 0; b < (NB); ++b) o[b] += bucket[c] * load16(wv + c * Dh + 16 * b);                 \
+  for (int b = 0; b < (NB); ++b) memcpy(orow + 16 * b, &o[b], sizeof(v16));                         \
+}
+PACKED_HEAD(packed_16, 1)
+PACKED_HEAD(packed_32, 2)
+PACKED_HEAD(packed_64, 4)
+PACKED_HEAD(packed_128, 8)
+
+/* Encoder weights: W[0] embedding, W[1], W[2] final layer norm, W[3] sinusoidal table (max_pos, D)
+   or NULL, then per layer NE pointers in this order. */
+enum { E_LN1_G, E_LN1_B, E_W_QKV, E_B_QKV, E_REL_K, E_REL_V, E_W_O, E_B_O, E_LN2_G, E_LN2_B,
+       E_W_1, E_B_1, E_W_2, E_B_2, NE };
+
+/* src (B, T) token ids, pad = padding id.  Only the n real tokens are computed: they are packed
+   into rows (x, h (n, D), qkv (n, 3D), ff (n, F) scratch; rows, pos (n,), off (B + 1,) scratch),
+   each keeping its original position for the relative distances and the sinusoidal table.
+   mem (B, T, D): the encoder output, zeros at padding.  Returns 0, or -1. */
+int encoder_forward(const float* const* W, long L, const long* src, long B, long T, long pad, long D,
+                    long H, long F, long k, float emb_scale, float eps, float* x, float* h, float* qkv,
+                    float* ff, long* rows, long* pos, long* off, float* mem, int threads) {
+  const long Dh = D / H;
+  if (!SGEMM || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
+  const float scale = 1.0f / sqrtf((float)Dh);
+  long n = 0;
+  for (long b = 0; b < B; ++b) {
+    off[b] = n;
+    for (long t = 0; t < T; ++t)
+      if (src[b * T + t] != pad) { rows[n] = b * T + t; pos[n] = t; ++n; }
+  }
+  off[B] = n;
+  for (long r = 0; r < n; ++r) {
+    const float* e = W[0] + src[rows[r]] * D;
+    const float* p = W[3] ? W[3] + pos[r] * D : NULL;
+    for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (p ? p[j] : 0.0f);
+  }
+  for (long l = 0; l < L && n > 0; ++l) {
+    const float* const* w = W + 4 + l * NE;
+    const float *wk = k ? w[E_REL_K] : NULL, *wv = k ? w[E_REL_V] : NULL;
+    layer_norm(x, h, w[E_LN1_G], w[E_LN1_B], n, D, eps, threads);
+    mm_wt(h, D, w[E_W_QKV], qkv, 3 * D, n, 3 * D, D);
+    add_bias(qkv, 3 * D, w[E_B_QKV], n, 3 * D, 0, threads);
+    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && n * H > 1)
+    for (long rh = 0; rh < n * H; ++rh) {
+      const long r = rh / H, hd = rh % H;
+      const long b = rows[r] / T;  /* (the rows of a sentence are contiguous) */
+      const long L_b = off[b + 1] - off[b], i = r - off[b];
+      const float* qs = qkv + off[b] * 3 * D;
+      float* orow = h + r * D + hd * Dh;
+      switch (Dh) {
+        case 16: packed_16(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
+        case 32: packed_32(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
+        case 64: packed_64(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
+        default: packed_128(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
+      }
+    }
+    mm_wt(h, D, w[E_W_O], qkv, D, n, D, D);
+    add_bias_residual(x, qkv, w[E_B_O], n, D, threads);
+    layer_norm(x, h, w[E_LN2_G], w[E_LN2_B], n, D, eps, threads);
+    mm_wt(h, D, w[E_W_1], ff, F, n, F, D);
+    add_bias(ff, F, w[E_B_1], n, F, 1, threads);
+    mm_wt(ff, F, w[E_W_2], h, D, n, D, F);
+    add_bias_residual(x, h, w[E_B_2], n, D, threads);
+  }
+  memset(mem, 0, sizeof(float) * B * T * D);
+  layer_norm(x, h, W[1], W[2], n, D, eps, threads);
+  for (long r = 0; r < n; ++r) memcpy(mem + rows[r] * D, h + r * D, sizeof(float) * D);
+  return 0;
+}
 """
 
 
@@ -211,7 +319,7 @@ _WIRED: dict[int, bool] = {}
 
 def kernel() -> ctypes.CDLL | None:
     """The compiled step, wired to torch's sgemm, or None."""
-    so = ckernel.load("step_kernel", attention_kernels._C_SOURCE + _STEP_SOURCE, "RENDITION_STEP_KERNEL")
+    so = ckernel.load("fused_cpu", attention_kernels._C_SOURCE + _STEP_SOURCE, "RENDITION_FUSED_KERNEL")
     if so is None:
         return None
     wired = _WIRED.get(id(so))
@@ -226,6 +334,8 @@ def kernel() -> ctypes.CDLL | None:
                 [P, P, L, P] + [L] * 10 + [P, L, P, P] + [ctypes.c_float] * 2 + [P] * 5 + [ctypes.c_int]
             )
             so.decoder_step.restype = ctypes.c_int
+            so.encoder_forward.argtypes = [P, L, P] + [L] * 7 + [ctypes.c_float] * 2 + [P] * 8 + [ctypes.c_int]
+            so.encoder_forward.restype = ctypes.c_int
     return so if wired else None
 
 
@@ -282,3 +392,62 @@ def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tens
         raise ValueError(f"head_dim {cfg.head_dim} not supported by the step kernel")
     cache.advance()
     return logits
+
+
+def usable(model: Transformer, x: Tensor) -> bool:
+    """Whether ``encode`` / ``decode_step`` can serve this model on tensors like x (CPU float32
+    inference, a supported head size, the kernel built and wired)."""
+    return not model.training and attention_kernels.usable(x, model.cfg.head_dim) and kernel() is not None
+
+
+def _encoder_weights(model: Transformer) -> ctypes.Array:
+    """Pointer table of the encoder's weights (see ``encoder_forward``), rebuilt when a weight changes."""
+
+    def build() -> ctypes.Array:
+        keep = [model.embed.weight, model.encoder_norm.weight, model.encoder_norm.bias, model.positions]
+        for layer in model.encoder_layers:
+            sa, ffn = layer.self_attn, layer.ffn
+            keep += [
+                layer.self_attn_norm.weight, layer.self_attn_norm.bias, *sa.fused_qkv(),
+                sa.rel_k if sa.k is not None else None, sa.rel_v if sa.k is not None else None,
+                sa.out_proj.weight, sa.out_proj.bias, layer.ffn_norm.weight, layer.ffn_norm.bias,
+                ffn.fc1.weight, ffn.fc1.bias, ffn.fc2.weight, ffn.fc2.bias,
+            ]  # fmt: skip
+        keep = [w.detach().contiguous() if w is not None else None for w in keep]
+        table = (ctypes.c_void_p * len(keep))(*(w.data_ptr() if w is not None else None for w in keep))
+        table._keep = keep
+        return table
+
+    from model.transformer import inference_copy  # (model.transformer imports this module)
+
+    params = tuple(p for name, p in model.named_parameters() if not name.startswith("decoder"))
+    return inference_copy(model, "_encoder_table", params, build)
+
+
+def encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor]:
+    """``Transformer.encode`` in one C call, computing only the real (non-padding) tokens:
+    memory (B, S, D) with zeros at padding, and the key mask (B, 1, 1, S)."""
+    so = kernel()
+    assert so is not None, "check usable() first"
+    cfg = model.cfg
+    B, T = src.shape
+    D, F = cfg.d_model, cfg.d_ff
+    src = src.contiguous()
+    mask = src != cfg.pad_id
+    n = int(mask.sum())
+    x, h, qkv, ff = torch.empty(n, D), torch.empty(n, D), torch.empty(n, 3 * D), torch.empty(n, F)
+    rows, pos, off = (
+        torch.empty(n, dtype=torch.long),
+        torch.empty(n, dtype=torch.long),
+        torch.empty(B + 1, dtype=torch.long),
+    )
+    mem = torch.empty(B, T, D)
+    rc = so.encoder_forward(
+        _encoder_weights(model), len(model.encoder_layers), src.data_ptr(), B, T, cfg.pad_id, D, cfg.n_heads, F,
+        cfg.max_relative_position if cfg.relative_positions else 0, model.emb_scale, cfg.layer_norm_eps,
+        x.data_ptr(), h.data_ptr(), qkv.data_ptr(), ff.data_ptr(), rows.data_ptr(), pos.data_ptr(), off.data_ptr(),
+        mem.data_ptr(), torch.get_num_threads(),
+    )  # fmt: skip
+    if rc != 0:
+        raise ValueError(f"head_dim {cfg.head_dim} not supported by the fused kernels")
+    return mem, mask[:, None, None, :]
