@@ -16,7 +16,8 @@ CPU); the engines take turns for --rounds rounds and each figure is the median r
 (a) ours: ``model.search.generate`` with the KV cache (``Transformer.decode_step``);
 (b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
     decoder stack on the whole prefix every step (logits for the last position only);
-(c) CTranslate2 float32 on the exported weights (``rendition export-ct2``).
+(c) CTranslate2 float32 on the exported weights (``rendition export-ct2``);
+with --kv-float16 also (a) with its cached keys/values stored as float16 (``kv_cache_dtype``).
 
 Step cost vs t, three ways: per-step timestamps inside a greedy run on batch x beam rows forced to
 210 steps, for ours and CTranslate2 (its per-token callback); the per-step cost of the benchmark's
@@ -190,17 +191,18 @@ class _Stamped:
     def encode(self, src):
         return self.model.encode(src)
 
-    def init_cache(self, mem, mem_mask, max_len, beams=1):
-        return self.model.init_cache(mem, mem_mask, max_len, beams)
+    def init_cache(self, mem, mem_mask, max_len, beams=1, **kw):
+        return self.model.init_cache(mem, mem_mask, max_len, beams, **kw)
 
     def decode_step(self, tokens, cache):
         self.stamps.append((time.perf_counter(), time.thread_time()))
         return self.model.decode_step(tokens, cache)
 
 
-def stamp_ours(model: Transformer, rows: list[list[int]]) -> list[tuple[float, float]]:
+def stamp_ours(model: Transformer, rows: list[list[int]], kv_dtype: torch.dtype | None = None) -> list[tuple[float, float]]:
     shim = _Stamped(model)
     opts = SearchOptions(beam_size=1, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1)
+    opts.kv_cache_dtype = kv_dtype
     generate(shim, pad(rows), opts)
     return shim.stamps
 
@@ -308,24 +310,31 @@ class EngineBench:
         }
 
     # Every engine returns, per sentence, how many tokens it generated (</s> included when emitted).
-    def _run(self, b: list[list[int]], nocache: bool = False) -> list[int]:
+    # ``mode`` (ours): "cache" (the KV cache in the model's dtype), "kv16" (stored as float16) or
+    # "nocache" (the recompute-prefix baseline).
+    def _run(self, b: list[list[int]], mode: str = "cache") -> list[int]:
         if self.engine == "ct2":
             cap = self.opts["max_length"]
             return [min(len(h[0][0]) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
-        m = NoCacheModel(self.model) if nocache else self.model
-        return [len(h[0].tokens) + 1 for h in generate(m, pad(b), SearchOptions(**self.opts))]
+        m = NoCacheModel(self.model) if mode == "nocache" else self.model
+        opts = SearchOptions(**self.opts, kv_cache_dtype=torch.float16 if mode == "kv16" else None)
+        return [len(h[0].tokens) + 1 for h in generate(m, pad(b), opts)]
 
-    def throughput(self, nocache: bool = False) -> tuple[int, float, float]:
-        bs = self.batches[: self.args.nocache_batches] if nocache else self.batches
-        return throughput(partial(self._run, nocache=nocache), bs)
+    def throughput(self, mode: str = "cache") -> tuple[int, float, float]:
+        bs = self.batches[: self.args.nocache_batches] if mode == "nocache" else self.batches
+        return throughput(partial(self._run, mode=mode), bs)
 
-    def stamps(self, n_rows: int) -> list[tuple[float, float]]:
+    def stamps(self, n_rows: int, mode: str = "cache") -> list[tuple[float, float]]:
         """Step timestamps of a greedy run on n_rows sources forced to FORCED steps."""
         b0 = self.batches[0]
         rows = [b0[i % len(b0)] for i in range(n_rows)]
-        return stamp_ct2(self.ct2, rows) if self.engine == "ct2" else stamp_ours(self.model, rows)
+        if self.engine == "ct2":
+            return stamp_ct2(self.ct2, rows)
+        return stamp_ours(self.model, rows, torch.float16 if mode == "kv16" else None)
 
-    def beam_forced(self, spans: dict[int, tuple[int, int]], repeats: int) -> dict[int, tuple[float, float]]:
+    def beam_forced(
+        self, spans: dict[int, tuple[int, int]], repeats: int, mode: str = "cache"
+    ) -> dict[int, tuple[float, float]]:
         b0 = self.batches[0]
         src0 = pad(b0)
 
@@ -338,6 +347,7 @@ class EngineBench:
             else:
                 o = SearchOptions(beam_size=self.args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
                 o.min_length = n - 1
+                o.kv_cache_dtype = torch.float16 if mode == "kv16" else None
                 generate(self.model, src0, o)
 
         return beam_step_cost(run, spans, repeats)
@@ -390,6 +400,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=15, help="repeats per step-cost measurement")
     p.add_argument("--rounds", type=int, default=3, help="throughput rounds per engine, taken in turns (median)")
     p.add_argument("--beam-repeats", type=int, default=3, help="forced beam searches per length (median)")
+    p.add_argument(
+        "--kv-float16", action="store_true", help="also ours with the KV cache stored as float16 (kv_cache_dtype)"
+    )
     args = p.parse_args()
 
     tmp = _tempdir("bench_translate_")
@@ -412,15 +425,17 @@ def main() -> None:
 
     # The engines take turns, --rounds times; each row is the median round (wall and CPU apart), so a
     # burst of load from elsewhere on the machine hits one round of one engine, not the comparison.
-    engines = [("ours, KV cache", ours, False)]
+    engines = [("ours, KV cache", ours, "cache")]
+    if args.kv_float16:
+        engines.append(("ours, float16 KV cache", ours, "kv16"))
     if not args.skip_nocache:
-        engines.append(("ours, recompute prefix", ours, True))
-    engines.append(("CTranslate2 float32", ct2, False))
+        engines.append(("ours, recompute prefix", ours, "nocache"))
+    engines.append(("CTranslate2 float32", ct2, "cache"))
     runs: dict[str, list[tuple[int, float, float]]] = {name: [] for name, _, _ in engines}
     for r in range(args.rounds):
-        for name, proc, nocache in engines:
-            if r == 0 or not nocache:  # (the slow baseline: one round)
-                runs[name].append(proc("throughput", nocache))
+        for name, proc, mode in engines:
+            if r == 0 or mode != "nocache":  # (the slow baseline: one round)
+                runs[name].append(proc("throughput", mode))
     rows = [
         (name, res[0][0], statistics.median(x[1] for x in res), statistics.median(x[2] for x in res))
         for name, res in runs.items()
@@ -444,8 +459,12 @@ def main() -> None:
     # calls; CTranslate2's per-token callback), medians of the step intervals around t=20, t=200.
     n_rows = args.batch * args.beam
     print(f"per-step time inside a forced 210-step greedy run on {n_rows} rows (median over 11 steps), wall / cpu ms:")
-    for name, proc in (("ours, KV cache", ours), ("CTranslate2 float32", ct2)):
-        (w20, c20), (w200, c200) = (step_medians(proc("stamps", n_rows), t) for t in (20, 200))
+    stepping = [("ours, KV cache", ours, "cache")]
+    if args.kv_float16:
+        stepping.append(("ours, float16 KV", ours, "kv16"))
+    stepping.append(("CTranslate2 float32", ct2, "cache"))
+    for name, proc, mode in stepping:
+        (w20, c20), (w200, c200) = (step_medians(proc("stamps", n_rows, mode), t) for t in (20, 200))
         print(
             f"  {name:<20} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
             f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
@@ -467,8 +486,8 @@ def main() -> None:
         f"per-step time of a {args.batch} x beam {args.beam} search forced to L steps, (cost(hi) - cost(lo)) / (hi - lo),"
         f" median of {reps}, wall / cpu ms:"
     )
-    for name, proc in (("ours, KV cache", ours), ("CTranslate2 float32", ct2)):
-        c = proc("beam_forced", spans, reps)
+    for name, proc, mode in stepping:
+        c = proc("beam_forced", spans, reps, mode)
         (w25, c25), (w200, c200) = c[25], c[200]
         print(
             f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"

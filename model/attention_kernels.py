@@ -36,6 +36,41 @@ typedef float v16 __attribute__((vector_size(64)));
 static inline v16 load16(const float* p) { v16 v; memcpy(&v, p, sizeof v); return v; }
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v4 __attribute__((vector_size(16)));
+/* 16-bit (IEEE binary16) K/V storage: 16 halves <-> 16 floats, round to nearest even */
+typedef unsigned short half_t;
+#if defined(__AVX512F__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+static inline v16 loadh16(const half_t* p) {
+  v16 v;
+#if defined(__AVX512F__)
+  __m256i h; memcpy(&h, p, sizeof h);
+  const __m512 f = _mm512_cvtph_ps(h); memcpy(&v, &f, sizeof v);
+#elif defined(__F16C__)
+  __m128i a, b; memcpy(&a, p, sizeof a); memcpy(&b, p + 8, sizeof b);
+  const __m256 fa = _mm256_cvtph_ps(a), fb = _mm256_cvtph_ps(b);
+  memcpy(&v, &fa, sizeof fa); memcpy((char*)&v + sizeof fa, &fb, sizeof fb);
+#else
+  for (int i = 0; i < 16; ++i) { _Float16 h; memcpy(&h, p + i, sizeof h); v[i] = (float)h; }
+#endif
+  return v;
+}
+static inline void storeh16(half_t* p, const float* x) {
+#if defined(__AVX512F__)
+  __m512 f; memcpy(&f, x, sizeof f);
+  const __m256i h = _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); memcpy(p, &h, sizeof h);
+#elif defined(__F16C__)
+  __m256 a, b; memcpy(&a, x, sizeof a); memcpy(&b, x + 8, sizeof b);
+  const __m128i ha = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT), hb = _mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT);
+  memcpy(p, &ha, sizeof ha); memcpy(p + 8, &hb, sizeof hb);
+#else
+  for (int i = 0; i < 16; ++i) { const _Float16 h = (_Float16)x[i]; memcpy(p + i, &h, sizeof h); }
+#endif
+}
+/* (float storage: the same interface) */
+static inline v16 loadf16(const float* p) { return load16(p); }
+static inline void storef16(float* p, const float* x) { memcpy(p, x, 16 * sizeof(float)); }
+
 static inline float hsum16(v16 v) {  /* a tree of halves, not a chain of 16 scalar adds */
   v8 lo, hi; v4 a, b;
   memcpy(&lo, &v, sizeof lo); memcpy(&hi, (const char*)&v + sizeof lo, sizeof hi);
@@ -46,16 +81,19 @@ static inline float hsum16(v16 v) {  /* a tree of halves, not a chain of 16 scal
 }
 
 /* One (row, head) with NB blocks of 16 features (Dh = 16 NB): scores, softmax, weighted values,
-   relative terms.  Keys and values of position j are read from storage row sr[j]. */
-#define ONE_HEAD(NAME, NB)                                                                           \
-static void NAME(const float* qr, const float* kn, const float* vn, float* K, float* V,              \
+   relative terms.  Keys and values of position j are read from storage row sr[j]; the storage
+   holds KT (float, or half_t read with loadh16 / written with storeh16). */
+#define ONE_HEAD(NAME, NB, KT, LD, ST)                                                               \
+static void NAME(const float* qr, const float* kn, const float* vn, KT* K, KT* V,                    \
                  const long* sr, const float* wk, const float* wv, float* orh,                       \
                  long H, long h, long T, long t, long k, float scale) {                              \
   const long Dh = 16 * (NB);                                                                         \
   float e[t + 1], rl[k + 1];                                                                         \
   v16 q[NB], o[NB];                                                                                  \
-  memcpy(K + ((sr[t] * H + h) * T + t) * Dh, kn, Dh * sizeof(float));  /* this step's key, value */  \
-  memcpy(V + ((sr[t] * H + h) * T + t) * Dh, vn, Dh * sizeof(float));                                \
+  for (int b = 0; b < (NB); ++b) {                               /* this step's key and value */     \
+    ST(K + ((sr[t] * H + h) * T + t) * Dh + 16 * b, kn + 16 * b);                                    \
+    ST(V + ((sr[t] * H + h) * T + t) * Dh + 16 * b, vn + 16 * b);                                    \
+  }                                                                                                  \
   for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qr + 16 * b); o[b] = (v16){0}; }           \
   for (long c = 0; c <= k && wk; ++c) {  /* relative keys: q . w^K[c] for the k + 1 rows in reach */ \
     v16 a = q[0] * load16(wk + c * Dh);                                                              \
@@ -64,9 +102,9 @@ static void NAME(const float* qr, const float* kn, const float* vn, float* K, fl
   }                                                                                                  \
   float m = -FLT_MAX;                                                                                \
   for (long j = 0; j <= t; ++j) {                                                                    \
-    const float* kj = K + ((sr[j] * H + h) * T + j) * Dh;                                            \
-    v16 a = q[0] * load16(kj);                                                                       \
-    for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
+    const KT* kj = K + ((sr[j] * H + h) * T + j) * Dh;                                               \
+    v16 a = q[0] * LD(kj);                                                                           \
+    for (int b = 1; b < (NB); ++b) a += q[b] * LD(kj + 16 * b);                                      \
     float x = hsum16(a);                                                                             \
     if (wk) { long c = j - t + k; x += rl[c > 0 ? c : 0]; }  /* clip(j - t, k) + k */                \
     e[j] = x;                                                                                        \
@@ -77,9 +115,9 @@ static void NAME(const float* qr, const float* kn, const float* vn, float* K, fl
   for (long j = 0; j <= t; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                              \
   const float inv = 1.0f / sum;                                                                      \
   for (long j = 0; j <= t; ++j) {                                                                    \
-    const float* vj = V + ((sr[j] * H + h) * T + j) * Dh;                                            \
+    const KT* vj = V + ((sr[j] * H + h) * T + j) * Dh;                                               \
     const float p = e[j] * inv;                                                                      \
-    for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
+    for (int b = 0; b < (NB); ++b) o[b] += p * LD(vj + 16 * b);                                      \
   }                                                                                                  \
   if (wv) {                                                                                          \
     for (long c = 0; c <= k; ++c) {                                                                  \
@@ -93,17 +131,39 @@ static void NAME(const float* qr, const float* kn, const float* vn, float* K, fl
   }                                                                                                  \
   for (int b = 0; b < (NB); ++b) memcpy(orh + 16 * b, &o[b], sizeof(v16));                           \
 }
-ONE_HEAD(head_16, 1)
-ONE_HEAD(head_32, 2)
-ONE_HEAD(head_64, 4)
-ONE_HEAD(head_128, 8)
+ONE_HEAD(head_16, 1, float, loadf16, storef16)
+ONE_HEAD(head_32, 2, float, loadf16, storef16)
+ONE_HEAD(head_64, 4, float, loadf16, storef16)
+ONE_HEAD(head_128, 8, float, loadf16, storef16)
+ONE_HEAD(headh_16, 1, half_t, loadh16, storeh16)
+ONE_HEAD(headh_32, 2, half_t, loadh16, storeh16)
+ONE_HEAD(headh_64, 4, half_t, loadh16, storeh16)
+ONE_HEAD(headh_128, 8, half_t, loadh16, storeh16)
 
-/* q, kn, vn (N, H, Dh): queries (times scale), keys and values of step t; K, V (S, H, T, Dh) storage;
+/* One (row, head) of a step for any supported Dh, float (half = 0) or half storage. */
+static inline void step_head(const float* qr, const float* kn, const float* vn, void* K, void* V, int half,
+                             const long* sr, const float* wk, const float* wv, float* orh,
+                             long H, long h, long T, long t, long k, float scale, long Dh) {
+  if (half) switch (Dh) {
+    case 16: headh_16(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    case 32: headh_32(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    case 64: headh_64(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    default: headh_128(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+  } else switch (Dh) {
+    case 16: head_16(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    case 32: head_32(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    case 64: head_64(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    default: head_128(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+  }
+}
+
+/* q, kn, vn (N, H, Dh): queries (times scale), keys and values of step t; K, V (S, H, T, Dh) storage
+   of floats, or of halves (half = 1);
    src (N, ld) storage row of each row's position j <= t.  Each (row, head) first stores its key and
    value at (src[r, t], h, t): its own storage row, which no other row reads at position t.
    wk, wv (2k+1, Dh) or NULL; out (N, H, Dh).  Dh in {16, 32, 64, 128}; returns 0, or -1 for
    another Dh. */
-int rel_step_attention(const float* q, const float* kn, const float* vn, float* K, float* V,
+int rel_step_attention(const float* q, const float* kn, const float* vn, void* K, void* V, int half,
                        const long* src, long ld, const float* wk, const float* wv, float* out,
                        long N, long H, long T, long Dh, long t, long k, float scale, int threads) {
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
@@ -112,13 +172,7 @@ int rel_step_attention(const float* q, const float* kn, const float* vn, float* 
     const long r = rh / H, h = rh % H;
     const float *qr = q + rh * Dh, *knr = kn + rh * Dh, *vnr = vn + rh * Dh;
     float* orh = out + rh * Dh;
-    const long* sr = src + r * ld;
-    switch (Dh) {
-      case 16: head_16(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-      case 32: head_32(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-      case 64: head_64(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-      default: head_128(qr, knr, vnr, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    }
+    step_head(qr, knr, vnr, K, V, half, src + r * ld, wk, wv, orh, H, h, T, t, k, scale, Dh);
   }
   return 0;
 }
@@ -199,7 +253,7 @@ def kernel() -> ctypes.CDLL | None:
     so = ckernel.load("attention_kernels", _C_SOURCE, "RENDITION_ATTENTION_KERNEL")
     if so is not None and not so.rel_step_attention.argtypes:
         P, L = ctypes.c_void_p, ctypes.c_long
-        so.rel_step_attention.argtypes = [P, P, P, P, P, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_float, ctypes.c_int]
+        so.rel_step_attention.argtypes = [P, P, P, P, P, ctypes.c_int, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_float, ctypes.c_int]
         so.rel_step_attention.restype = ctypes.c_int
         so.rel_self_attention.argtypes = [P] * 5 + [L] * 5 + [ctypes.c_float, ctypes.c_int]
         so.rel_self_attention.restype = ctypes.c_int
@@ -207,6 +261,7 @@ def kernel() -> ctypes.CDLL | None:
 
 
 SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
+KV_DTYPES = (torch.float32, torch.float16)  # K/V storage the step kernel reads
 
 
 def usable(x: Tensor, head_dim: int) -> bool:
@@ -227,6 +282,13 @@ def _tables(rel_k: Tensor | None, rel_v: Tensor | None, max_rel: int) -> tuple[T
         return None, None, 0
     wv = rel_v.detach().contiguous() if rel_v is not None else None
     return rel_k.detach().contiguous(), wv, max_rel
+
+
+def _half(store: Tensor) -> int:
+    """1 for float16 K/V storage, 0 for float32."""
+    if store.dtype not in KV_DTYPES:
+        raise ValueError(f"K/V storage must be one of {KV_DTYPES}, not {store.dtype}")
+    return int(store.dtype == torch.float16)
 
 
 def _ptr(t: Tensor | None) -> int | None:
@@ -262,7 +324,7 @@ def rel_step_attention(
     out = torch.empty_like(q)
     wk, wv, max_rel = _tables(rel_k, rel_v, max_rel)
     rc = so.rel_step_attention(
-        q.data_ptr(), k.data_ptr(), v.data_ptr(), k_store.data_ptr(), v_store.data_ptr(), src.data_ptr(), src.stride(0),
+        q.data_ptr(), k.data_ptr(), v.data_ptr(), k_store.data_ptr(), v_store.data_ptr(), _half(k_store), src.data_ptr(), src.stride(0),
         _ptr(wk), _ptr(wv), out.data_ptr(), N, H, v_store.shape[2], Dh, t, max_rel, scale, torch.get_num_threads(),
     )  # fmt: skip
     _check(rc, Dh)

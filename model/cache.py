@@ -64,9 +64,14 @@ class LayerCache:
         cross_k: Tensor,
         cross_v: Tensor,
         qkv: tuple[Tensor, Tensor] | None = None,
+        kv_dtype: torch.dtype | None = None,
     ) -> LayerCache:
+        """Self-attention K/V storage of ``kv_dtype`` (default: the cross-attention's, i.e. the
+        model's); a narrower one (float16) halves the memory a step reads and is read back
+        converted to the computing dtype."""
         shape = (n, heads, max_len, head_dim)
-        return cls(cross_k.new_empty(shape), cross_k.new_empty(shape), cross_k, cross_v, qkv)
+        dtype = kv_dtype or cross_k.dtype
+        return cls(cross_k.new_empty(shape, dtype=dtype), cross_k.new_empty(shape, dtype=dtype), cross_k, cross_v, qkv)
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Dense mode: append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
@@ -75,7 +80,7 @@ class LayerCache:
         self.self_k[:, :, t : t + 1] = k
         self.self_v[:, :, t : t + 1] = v
         self.length = t + 1
-        return self.self_k[:, :, : t + 1], self.self_v[:, :, : t + 1]
+        return self.self_k[:, :, : t + 1].to(k.dtype), self.self_v[:, :, : t + 1].to(v.dtype)
 
     def next_position(self) -> int:
         """By reference: take the next position t, recording each row's storage row for it; the

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from model.data import SPLITS_DIR, read_tsv
-from model.translator import Translator
+from model.translator import KV_CACHE_DTYPES, Translator
 
 
 def evaluate(
@@ -58,13 +58,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
     ap.add_argument("--limit", type=int, default=None, help="only the first N pairs")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--kv-cache-dtype", default="auto", choices=["auto", *KV_CACHE_DTYPES], help="decoder K/V storage")
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     a = ap.parse_args(argv)
     if a.threads:
         import torch
 
         torch.set_num_threads(a.threads)
-    tr = Translator.from_pretrained(a.model_dir)
+    tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype)
     res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty)
     for direction, r in res.items():
         print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")

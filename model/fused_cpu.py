@@ -121,14 +121,15 @@ CROSS_HEAD(cross_128, 8)
 
 /* Weights: W[0] embedding (V, D), W[1], W[2] final layer norm, W[3] output projection (D, V), then
    per layer NW pointers (in this order).  Per-step buffers: C per layer the cross-attention K, V
-   (B, H, S, Dh), the self-attention K, V storage (slots, H, T, Dh). */
+   (B, H, S, Dh), the self-attention K, V storage (slots, H, T, Dh): floats, or halves
+   with half = 1. */
 enum { LN1_G, LN1_B, W_QKV, B_QKV, REL_K, REL_V, W_O, B_O, LN2_G, LN2_B, WX_Q, BX_Q, WX_O, BX_O,
        LN3_G, LN3_B, W_1, B_1, W_2, B_2, NW };
 
 /* tokens (N,) at step t; src (N, ld) storage rows (column t already set to each row's slot);
    bias (B, S); pos (D) or NULL; x, h (N, D), qkv (N, 3D), ff (N, F) scratch; logits (N, V).
    Rows are sentences x beams (beams adjacent).  Returns 0, or -1 (no sgemm / unsupported Dh). */
-int decoder_step(const float* const* W, const float* const* C, long L, const long* tokens, long N,
+int decoder_step(const float* const* W, void* const* C, int half, long L, const long* tokens, long N,
                  long beams, long D, long H, long F, long V, long S, long T, long t, long k,
                  const long* src, long ld, const float* bias, const float* pos, float emb_scale,
                  float eps, float* x, float* h, float* qkv, float* ff, float* logits, int threads) {
@@ -142,7 +143,7 @@ int decoder_step(const float* const* W, const float* const* C, long L, const lon
   for (long l = 0; l < L; ++l) {
     const float* const* w = W + 4 + l * NW;
     const float *ck = C[4 * l], *cv = C[4 * l + 1];
-    float *K = (float*)C[4 * l + 2], *Vs = (float*)C[4 * l + 3];
+    void *K = C[4 * l + 2], *Vs = C[4 * l + 3];
     const float *wk = k ? w[REL_K] : NULL, *wv = k ? w[REL_V] : NULL;
     /* self-attention (relative, by-reference cache); its output goes to h */
     layer_norm(x, h, w[LN1_G], w[LN1_B], N, D, eps, threads);
@@ -153,13 +154,7 @@ int decoder_step(const float* const* W, const float* const* C, long L, const lon
       const long r = rh / H, hd = rh % H;
       const float* qr = qkv + r * 3 * D + hd * Dh;
       const long* sr = src + r * ld;
-      float* orh = h + r * D + hd * Dh;
-      switch (Dh) {
-        case 16: head_16(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
-        case 32: head_32(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
-        case 64: head_64(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
-        default: head_128(qr, qr + D, qr + 2 * D, K, Vs, sr, wk, wv, orh, H, hd, T, t, k, scale); break;
-      }
+      step_head(qr, qr + D, qr + 2 * D, K, Vs, half, sr, wk, wv, h + r * D + hd * Dh, H, hd, T, t, k, scale, Dh);
     }
     mm_wt(h, D, w[W_O], qkv, D, N, D, D);
     add_bias_residual(x, qkv, w[B_O], N, D, threads);
@@ -331,7 +326,7 @@ def kernel() -> ctypes.CDLL | None:
             so.set_sgemm.argtypes, so.set_sgemm.restype = [P], None
             so.set_sgemm(address)
             so.decoder_step.argtypes = (
-                [P, P, L, P] + [L] * 10 + [P, L, P, P] + [ctypes.c_float] * 2 + [P] * 5 + [ctypes.c_int]
+                [P, P, ctypes.c_int, L, P] + [L] * 10 + [P, L, P, P] + [ctypes.c_float] * 2 + [P] * 5 + [ctypes.c_int]
             )
             so.decoder_step.restype = ctypes.c_int
             so.encoder_forward.argtypes = [P, L, P] + [L] * 7 + [ctypes.c_float] * 2 + [P] * 8 + [ctypes.c_int]
@@ -382,7 +377,8 @@ def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tens
     qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
     pos = model.positions[t].contiguous() if model.positions is not None else None
     rc = so.decoder_step(
-        _weights(model, cache), (ctypes.c_void_p * len(per_step))(*per_step), len(cache.layers), tokens.data_ptr(), N,
+        _weights(model, cache), (ctypes.c_void_p * len(per_step))(*per_step),
+        int(cache.layers[0].self_k.dtype == torch.float16), len(cache.layers), tokens.data_ptr(), N,
         N // B, D, cfg.n_heads, F, V, S, cache.layers[0].self_k.shape[2], t, cfg.max_relative_position if cache.k is not None else 0,
         src.data_ptr(), src.stride(0), bias.data_ptr(), pos.data_ptr() if pos is not None else None, model.emb_scale,
         cfg.layer_norm_eps, x.data_ptr(), h.data_ptr(), qkv.data_ptr(), ff.data_ptr(), logits.data_ptr(),

@@ -44,6 +44,7 @@ class SearchOptions:
     min_length: int = 0  # EOS is forbidden before this many tokens
     stats: dict[str, int] = field(default_factory=dict)  # filled: decode_steps, kv_cache_bytes
     should_stop: Callable[[], bool] | None = None  # checked once per step; True ends the search (returns what finished)
+    kv_cache_dtype: torch.dtype | None = None  # self-attention K/V storage; None: the model's dtype
 
     def validate(self) -> None:
         if self.beam_size < 1:
@@ -170,6 +171,10 @@ def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
     return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
 
 
+def _kv(opts: SearchOptions) -> dict:
+    return {} if opts.kv_cache_dtype is None else {"kv_dtype": opts.kv_cache_dtype}
+
+
 def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
     rel = (src_lens.float() * opts.max_length_a + opts.max_length_b).long()
     return rel.clamp(max=opts.max_length).clamp(min=1)
@@ -191,7 +196,7 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
     mem, mem_mask = model.encode(src)
     # The first step runs one row per sentence (every beam would start from the same BOS); the
     # cache then expands to K rows per sentence (beams of a sentence adjacent) sharing that step.
-    cache = model.init_cache(mem, mem_mask, T)
+    cache = model.init_cache(mem, mem_mask, T, **_kv(opts))
     del mem
 
     alive = torch.arange(B, device=device)  # original sentence index of each live row group
@@ -292,7 +297,7 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
     max_lens = _max_lengths((src != cfg.pad_id).sum(1), opts)
     T = int(max_lens.max())
     mem, mem_mask = model.encode(src)
-    cache = model.init_cache(mem, mem_mask, T)
+    cache = model.init_cache(mem, mem_mask, T, **_kv(opts))
     alive = torch.arange(B, device=device)
     tokens = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
     scores = torch.zeros(B, device=device)

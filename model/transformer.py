@@ -316,10 +316,13 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, mem, mask)
 
     # -- incremental decoding -------------------------------------------------------------------
-    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1) -> DecoderCache:
+    def init_cache(
+        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
+    ) -> DecoderCache:
         """Cross-attention K/V computed once per sentence; self-attention K/V preallocated for
         max_len steps and ``beams`` consecutive rows per sentence (kept by reference on CPU float32
-        inference when the C kernel of ``model.attention_kernels`` is available)."""
+        inference when the C kernel of ``model.attention_kernels`` is available), stored as
+        ``kv_dtype`` (default: the model's dtype; float16 halves what a step reads)."""
         N = mem.shape[0] * beams
         cfg = self.cfg
         layers = []
@@ -327,9 +330,11 @@ class Transformer(nn.Module):
             ca = layer.cross_attn
             k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
             qkv = layer.self_attn.fused_qkv()  # the step's three self-attention projections as one product
-            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v, qkv))
+            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v, qkv, kv_dtype))
         k = cfg.max_relative_position if cfg.relative_positions else None
-        by_reference = attention_kernels.usable(mem, cfg.head_dim)  # CPU float32 inference with the C kernel
+        by_reference = (  # CPU float32 inference with the C kernel
+            attention_kernels.usable(mem, cfg.head_dim) and layers[0].self_k.dtype in attention_kernels.KV_DTYPES
+        )
         return DecoderCache(layers, mem_mask, max_len, k, beams, by_reference=by_reference)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:

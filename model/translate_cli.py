@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from model.translator import DEFAULT_TRANSLATOR, Translator
+from model.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from model.weights import ModelLoadError
 
 
@@ -32,7 +32,7 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
         raise ModelLoadError(f"model directory not found: {args.model_dir}")
     if args.engine == "torch":
         dtype = None if args.dtype == "float32" else args.dtype
-        return Translator.from_pretrained(args.model_dir, device=args.device, dtype=dtype)
+        return Translator.from_pretrained(args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype)
     from model.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
     ct2_dir = args.model_dir
@@ -79,6 +79,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: library default)")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
+    p.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        choices=["auto", *KV_CACHE_DTYPES],
+        help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
+    )
     p.add_argument("--compute-type", default="default", help="ctranslate2 engine: default, int8, float16, ...")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     args = p.parse_args(argv)

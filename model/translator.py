@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -28,20 +28,47 @@ class Translation:
     hypotheses: list[tuple[str, float]] = field(default_factory=list)  # n-best, best first
 
 
+KV_CACHE_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
+    """``"auto"`` / None: the model's dtype; otherwise one of KV_CACHE_DTYPES."""
+    if name is None or name == "auto" or isinstance(name, torch.dtype):
+        return None if name == "auto" else name
+    if name not in KV_CACHE_DTYPES:
+        raise ValueError(f"kv_cache_dtype must be auto or one of {KV_CACHE_DTYPES}, not {name!r}")
+    return getattr(torch, name)
+
+
 class Translator:
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, max_batch_tokens: int = 8192):
+    """``kv_cache_dtype``: how the decoder's self-attention keys and values are stored during a
+    search (None: the model's dtype).  float16 halves the memory each step reads, which keeps the
+    step cost flatter as outputs grow; the attention itself still computes in the model's dtype."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: Tokenizer,
+        max_batch_tokens: int = 8192,
+        kv_cache_dtype: str | torch.dtype | None = None,
+    ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
+        self.kv_cache_dtype = resolve_kv_dtype(kv_cache_dtype)
         self.stats: dict[str, int] = {}
 
     @classmethod
     def from_pretrained(
-        cls, path: str | Path | None = None, device: str = "auto", dtype: str | torch.dtype | None = None
+        cls,
+        path: str | Path | None = None,
+        device: str = "auto",
+        dtype: str | torch.dtype | None = None,
+        kv_cache_dtype: str | torch.dtype | None = None,
     ) -> Translator:
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
         model = load_pretrained(Transformer, TransformerConfig, path, device, dtype)
-        return cls(model, Tokenizer(path / "sentencepiece.model"))
+        return cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype)
 
     @property
     def device(self) -> torch.device:
@@ -65,6 +92,8 @@ class Translator:
 
     def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
         """Batches sorted by length under a token budget; results in input order."""
+        if opts.kv_cache_dtype is None and self.kv_cache_dtype is not None:
+            opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)  # (same stats dict)
         order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
         results: list[list[tuple[list[int], float]]] = [[] for _ in sources]
         start = 0

@@ -139,6 +139,7 @@ class TranslationEngine:
             "max_positions": cfg.max_positions,
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
+            "kv_cache_dtype": dtype_name(self.translator.kv_cache_dtype or p.dtype),
         }
 
     def warmup(self) -> None:
@@ -147,8 +148,8 @@ class TranslationEngine:
         self.core(opts, self.pre(["Hello world."], langs[1] if len(langs) > 1 else langs[0]))
 
 
-def load_translator(path: Path | None, device: str, dtype: str) -> Translator:
-    tr = Translator.from_pretrained(path or DEFAULT_TRANSLATOR, device=device)
+def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto") -> Translator:
+    tr = Translator.from_pretrained(path or DEFAULT_TRANSLATOR, device=device, kv_cache_dtype=kv_cache_dtype)
     tr.model.to(dtype=resolve_dtype(dtype, tr.device))
     return tr
 

@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     encoder_name: str = "rendition-disan"
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float16 on CUDA, float32 on CPU
+    kv_cache_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # translator's K/V cache; auto: = dtype
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 

@@ -17,10 +17,11 @@ pytestmark = pytest.mark.skipif(attention_kernels.kernel() is None, reason="no C
 @pytest.mark.parametrize("head_dim", [16, 32, 64, 128])
 @pytest.mark.parametrize("t", [0, 2, 9, 40])
 @pytest.mark.parametrize("rel", ["kv", "k", "none"])
-def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: int, rel: str) -> None:
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: int, rel: str, kv_dtype) -> None:
     """Rows read their past from other storage rows (as after beam reorders): the kernel must store
-    the step's K/V in each row's own storage row and equal MultiHeadAttention.attend on the history
-    gathered into a dense (N, H, t+1, Dh) tensor."""
+    the step's K/V in each row's own storage row (float16 storage: rounded as torch rounds) and
+    equal MultiHeadAttention.attend on the history gathered into a dense (N, H, t+1, Dh) tensor."""
     g = torch.Generator().manual_seed(head_dim * 100 + t)
     H, N, S, T, k = 3, 5, 7, 48, 4
     cfg = TransformerConfig(
@@ -38,8 +39,8 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
             att.rel_k.normal_(0, 1.0, generator=g)
             if att.rel_v is not None:
                 att.rel_v.normal_(0, 1.0, generator=g)
-    k_store = torch.randn(S, H, T, head_dim, generator=g)
-    v_store = torch.randn(S, H, T, head_dim, generator=g)
+    k_store = torch.randn(S, H, T, head_dim, generator=g).to(kv_dtype)
+    v_store = torch.randn(S, H, T, head_dim, generator=g).to(kv_dtype)
     src = torch.randint(0, S, (N, T), generator=g)
     src[0] = 3  # one row whose whole past is one storage row
     src[:, t] = torch.tensor([3, 0, 6, 1, 2])  # this step: every row's own storage row
@@ -49,10 +50,10 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
 
     pos = torch.arange(t + 1)
     want_k, want_v = k_store.clone(), v_store.clone()
-    want_k[src[:, t], :, t] = k_new[:, :, 0]
-    want_v[src[:, t], :, t] = v_new[:, :, 0]
-    k_dense = want_k[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)  # (N, H, t+1, Dh)
-    v_dense = want_v[src[:, : t + 1], :, pos].permute(0, 2, 1, 3)
+    want_k[src[:, t], :, t] = k_new[:, :, 0].to(kv_dtype)
+    want_v[src[:, t], :, t] = v_new[:, :, 0].to(kv_dtype)
+    k_dense = want_k[src[:, : t + 1], :, pos].permute(0, 2, 1, 3).float()  # (N, H, t+1, Dh)
+    v_dense = want_v[src[:, : t + 1], :, pos].permute(0, 2, 1, 3).float()
     rel_idx = None if rel == "none" else (pos - t).clamp(-k, k).add(k).unsqueeze(0)  # (1, t+1)
     with torch.no_grad():
         want = att.attend(q, k_dense, v_dense, None, rel_idx)

@@ -49,3 +49,19 @@ def test_shipped_files_are_safetensors_and_small() -> None:
     assert {"config.json", "model.safetensors", "sentencepiece.model", "README.md"} <= set(files)
     assert not [n for n in files if n.endswith((".pt", ".bin", ".pkl", ".pth"))]
     assert sum(files.values()) < 40e6
+
+
+def test_float16_kv_cache_same_translations_half_the_self_attention_memory(translator: Translator) -> None:
+    """kv_cache_dtype="float16": the same best hypotheses on a slice of the test set (scores within
+    1e-3), and the cache's self-attention K/V take half the bytes."""
+    from model.data import SPLITS_DIR, read_tsv
+
+    texts = [p.src for p in read_tsv(SPLITS_DIR / "test.en-fr.tsv")[:48]]
+    half = Translator(translator.model, translator.tokenizer, kv_cache_dtype="float16")
+    a = translator.translate(texts, "en", "fr", beam_size=4)
+    b = half.translate(texts, "en", "fr", beam_size=4)
+    assert [x.tokens for x in a] == [x.tokens for x in b]
+    assert [x.score for x in a] == pytest.approx([x.score for x in b], abs=1e-3)
+    assert translator.stats["kv_cache_bytes"] > half.stats["kv_cache_bytes"]
+    with pytest.raises(ValueError, match="kv_cache_dtype"):
+        Translator(translator.model, translator.tokenizer, kv_cache_dtype="int8")

@@ -95,6 +95,17 @@ def test_order_blank_lines_and_batching(model_dir):
     assert len({o for o in out if o}) >= 8  # the model's outputs depend on the input
 
 
+def test_kv_cache_dtype_flag(model_dir):
+    lines = sample_lines(6, seed=3)
+    common = ["--source", "en", "--target", "fr", "--model-dir", str(model_dir), "--beam-size", "2", "-q"]
+    res = run([*common, "--kv-cache-dtype", "float16"], "\n".join(lines) + "\n")
+    assert res.returncode == 0, res.stderr.decode()
+    tr = Translator.from_pretrained(model_dir, device="cpu", kv_cache_dtype="float16")
+    assert res.stdout.decode().split("\n")[:-1] == [t.text for t in tr.translate(lines, "en", "fr", beam_size=2)]
+    bad = run([*common, "--kv-cache-dtype", "int8"], "x\n")
+    assert bad.returncode == 2 and b"kv-cache-dtype" in bad.stderr
+
+
 def test_ctranslate2_engine_matches_torch(model_dir, tmp_path):
     lines = sample_lines(12, seed=2)
     common = ["--source", "en", "--target", "fr", "--length-penalty", "0", "--max-length", "40", "-q"]

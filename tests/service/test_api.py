@@ -161,6 +161,7 @@ def test_models_endpoint_describes_what_is_loaded(server, translator, encoder):
     data = {m["task"]: m for m in server.http.get("/v1/models", timeout=10).json()["data"]}
     assert data["translation"]["parameters"] == sum(p.numel() for p in translator.model.parameters())
     assert data["translation"]["languages"] == ["en", "fr"]
+    assert data["translation"]["kv_cache_dtype"] == "float32"  # the model's dtype unless RENDITION_KV_CACHE_DTYPE
     assert data["embedding"]["embedding_size"] == encoder.dim == 48
     assert data["embedding"]["parameters"] == sum(p.numel() for p in encoder.model.parameters())
     for m in data.values():

@@ -124,8 +124,8 @@ def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dir
         srv.http.get("/health/live", timeout=5)
 
 
-def test_api_keys_and_a_translator_only_server(start_server):
-    srv = start_server(api_keys="key-one, key-two", models="translator")
+def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
+    srv = start_server(api_keys="key-one, key-two", models="translator", kv_cache_dtype="float16")
     body = {"text": "Hello", "source": "en", "target": "fr"}
     assert srv.http.post("/v1/translate", json=body).status_code == 401
     wrong = srv.http.post("/v1/translate", json=body, headers={"Authorization": "Bearer key-three"})
@@ -142,12 +142,22 @@ def test_api_keys_and_a_translator_only_server(start_server):
     # OpenAI SDK: its api_key is the bearer token
     models = OpenAI(base_url=srv.url + "/v1", api_key="key-one", timeout=60, max_retries=0).models.list()
     assert [m.id for m in models.data] == ["rendition-translator"]
+    assert models.data[0].model_extra["kv_cache_dtype"] == "float16"  # RENDITION_KV_CACHE_DTYPE
+    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", kv_cache_dtype="float16")
+    got = srv.http.post("/v1/translate", json=body | {"beam_size": 2, "max_length": 8}, headers={"Authorization": "Bearer key-one"})
+    assert got.json()["results"][0]["text"] == ref.translate(["Hello"], "en", "fr", beam_size=2, max_length=8)[0].text
     with pytest.raises(openai.AuthenticationError):
         OpenAI(base_url=srv.url + "/v1", api_key="nope", timeout=60, max_retries=0).models.list()
     # the encoder is not loaded here: a clear 404 in OpenAI's shape
     r = srv.http.post("/v1/embeddings", json={"input": "Hello"}, headers={"Authorization": "Bearer key-one"})
     assert r.status_code == 404 and "RENDITION_MODELS" in r.json()["error"]["message"]
     srv.stop()
+
+
+def test_invalid_setting_exits_with_a_clear_error(start_server):
+    srv = start_server(wait=False, kv_cache_dtype="int8")
+    assert srv.proc.wait(timeout=90) != 0
+    assert "kv_cache_dtype" in srv.log()
 
 
 def test_unloadable_model_exits_with_a_clear_error(start_server, tmp_path):
