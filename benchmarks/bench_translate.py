@@ -199,9 +199,11 @@ class _Stamped:
         return self.model.decode_step(tokens, cache)
 
 
-def stamp_ours(model: Transformer, rows: list[list[int]], kv_dtype: torch.dtype | None = None) -> list[tuple[float, float]]:
+def stamp_ours(
+    model: Transformer, rows: list[list[int]], kv_dtype: torch.dtype | None = None, beam: int = 1
+) -> list[tuple[float, float]]:
     shim = _Stamped(model)
-    opts = SearchOptions(beam_size=1, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1)
+    opts = SearchOptions(beam_size=beam, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1)
     opts.kv_cache_dtype = kv_dtype
     generate(shim, pad(rows), opts)
     return shim.stamps
@@ -331,6 +333,10 @@ class EngineBench:
         if self.engine == "ct2":
             return stamp_ct2(self.ct2, rows)
         return stamp_ours(self.model, rows, torch.float16 if mode == "kv16" else None)
+
+    def beam_stamps(self, mode: str = "cache") -> list[tuple[float, float]]:
+        """Ours: step timestamps inside the benchmark's batch x beam search forced to FORCED steps."""
+        return stamp_ours(self.model, self.batches[0], torch.float16 if mode == "kv16" else None, self.args.beam)
 
     def beam_forced(
         self, spans: dict[int, tuple[int, int]], repeats: int, mode: str = "cache"
@@ -489,6 +495,15 @@ def main() -> None:
     for name, proc, mode in stepping:
         c = proc("beam_forced", spans, reps, mode)
         (w25, c25), (w200, c200) = c[25], c[200]
+        print(
+            f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
+            f"   ratio t200/t25: wall {w200 / w25:.2f}, cpu {c200 / c25:.2f}"
+        )
+    # Ours also from timestamps at every step of one such search forced to 210 steps (less noise than
+    # differences of whole searches; CTranslate2 has no per-step callback for beam search).
+    print(f"  the same from per-step timestamps inside one {FORCED}-step search (median over 11 steps), wall / cpu ms:")
+    for name, proc, mode in stepping[:-1]:
+        (w25, c25), (w200, c200) = (step_medians(proc("beam_stamps", mode), t) for t in (25, 200))
         print(
             f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
             f"   ratio t200/t25: wall {w200 / w25:.2f}, cpu {c200 / c25:.2f}"
