@@ -334,6 +334,16 @@ def kernel() -> ctypes.CDLL | None:
     return so if wired else None
 
 
+def _checked_ids(ids: Tensor, vocab_size: int) -> Tensor:
+    """Contiguous int64 token ids, each in [0, vocab_size): the C code indexes the embedding with
+    them (an id out of range is the IndexError torch's embedding raises, not a wild read)."""
+    if ids.dtype != torch.long:
+        raise TypeError(f"token ids must be int64, not {ids.dtype}")
+    if ids.numel() and not (0 <= int(ids.min()) and int(ids.max()) < vocab_size):
+        raise IndexError(f"token id out of range: ids must be in [0, {vocab_size})")
+    return ids.contiguous()
+
+
 def _weights(model: Transformer, cache: DecoderCache) -> ctypes.Array:
     """The pointer table of the weights (see ``decoder_step``), built once per cache: the weights
     are read as they are when a search starts."""
@@ -362,6 +372,9 @@ def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tens
     so = kernel()
     assert so is not None and cache.history is not None, "check kernel() and a by-reference cache first"
     cfg = model.cfg
+    tokens = _checked_ids(tokens, cfg.vocab_size)
+    if tokens.shape != (cache.batch_size,):
+        raise ValueError(f"expected {cache.batch_size} tokens (one per cache row), got shape {tuple(tokens.shape)}")
     t = cache.seq_len
     for lc in cache.layers:
         lc.next_position()  # (every layer records the same storage rows for position t)
@@ -372,7 +385,6 @@ def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tens
     for lc in cache.layers:
         per_step += [lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr()]
     src = cache.history.src
-    tokens = tokens.contiguous()
     x, h = torch.empty(N, D), torch.empty(N, D)
     qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
     pos = model.positions[t].contiguous() if model.positions is not None else None
@@ -428,7 +440,7 @@ def encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor]:
     cfg = model.cfg
     B, T = src.shape
     D, F = cfg.d_model, cfg.d_ff
-    src = src.contiguous()
+    src = _checked_ids(src, cfg.vocab_size)
     mask = src != cfg.pad_id
     n = int(mask.sum())
     x, h, qkv, ff = torch.empty(n, D), torch.empty(n, D), torch.empty(n, 3 * D), torch.empty(n, F)

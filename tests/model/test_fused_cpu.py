@@ -118,6 +118,25 @@ def test_float16_cache_same_in_every_mode(rel: str, set_kernel) -> None:
         assert not torch.equal(a, x)  # (it really rounds)
 
 
+def test_out_of_range_token_ids_raise_like_torch() -> None:
+    """The C paths index the embedding with the ids: out-of-range ids raise IndexError (as torch's
+    embedding does), never read outside the table."""
+    m = random_model(16, "kv")
+    with torch.no_grad():
+        with pytest.raises(IndexError):
+            m.encode(torch.tensor([[5, 50]]))  # vocab_size 50
+        with pytest.raises(IndexError):
+            m.encode(torch.tensor([[5, -1]]))
+        mem, mask = m.encode(torch.tensor([[5, 6]]))
+        cache = m.init_cache(mem, mask, 4)
+        with pytest.raises(IndexError):
+            m.decode_step(torch.tensor([50]), cache)
+        with pytest.raises(ValueError, match="one per cache row"):
+            m.decode_step(torch.tensor([7, 8]), cache)
+        assert cache.seq_len == 0  # nothing happened
+        assert m.decode_step(torch.tensor([7]), cache).shape == (1, 50)
+
+
 def test_step_kernel_two_threads_equals_one() -> None:
     m = random_model(64, "kv")
     threads = torch.get_num_threads()
