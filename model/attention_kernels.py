@@ -177,71 +177,86 @@ int rel_step_attention(const float* q, const float* kn, const float* vn, void* K
   return 0;
 }
 
-/* Full (encoder) relative self-attention for one (sentence, head, query i): keys j < T where km[j]
-   is nonzero (all T keys, uniformly, when none is: as a fully masked softmax row does in torch). */
-#define FULL_HEAD(NAME, NB)                                                                          \
-static void NAME(const float* qkv, const float* km, const float* wk, const float* wv, float* orow,   \
-                 long T, long H, long h, long i, long k, float scale) {                              \
-  const long Dh = 16 * (NB), D = H * Dh, ld = 3 * D;  /* a token's row: q (D), k (D), v (D) */       \
-  float e[T], bucket[2 * k + 1];                                                                     \
+/* Encoder relative self-attention of one query and one head over L keys.  Key j's q/k/v row is
+   qkv + kr[j] * ld (q at 0, k at D, v at 2D of the row; kr NULL: row j), at position pos[j] (pos NULL:
+   position kr[j], or j); the query is row qi at position pi.  uniform: equal weights on all L keys (a
+   query with nothing to attend to, as torch's softmax over a fully masked row gives). */
+#define ENC_HEAD(NAME, NB)                                                                           \
+static void NAME(const float* qkv, long ld, long D, const long* kr, const long* pos, long L,         \
+                 const float* qi, long pi, long h, const float* wk, const float* wv, long k,         \
+                 float scale, int uniform, float* orow) {                                            \
+  const long Dh = 16 * (NB);                                                                         \
+  float e[L], bucket[2 * k + 1];                                                                     \
   v16 q[NB], o[NB];                                                                                  \
-  const float* qi = qkv + i * ld + h * Dh;                                                           \
-  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qi + 16 * b); o[b] = (v16){0}; }           \
-  long valid = 0;                                                                                    \
-  for (long j = 0; j < T; ++j) valid += km[j] != 0.0f;                                               \
+  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qi + h * Dh + 16 * b); o[b] = (v16){0}; }  \
   float m = -FLT_MAX;                                                                                \
-  for (long j = 0; j < T; ++j) {                                                                     \
-    if (valid && km[j] == 0.0f) { e[j] = -FLT_MAX; continue; }                                       \
-    if (!valid) { e[j] = 0.0f; m = 0.0f; continue; }                                                 \
-    const float* kj = qkv + j * ld + D + h * Dh;                                                     \
+  for (long j = 0; j < L; ++j) {                                                                     \
+    if (uniform) { e[j] = 0.0f; m = 0.0f; continue; }                                                \
+    const float* kj = qkv + (kr ? kr[j] : j) * ld + D + h * Dh;                                      \
     v16 a = q[0] * load16(kj);                                                                       \
     for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
     if (wk) {                             /* + q . w^K[clip(j - i, k) + k] */                        \
-      long c = j - i; c = (c < -k ? -k : c > k ? k : c) + k;                                         \
+      long c = (pos ? pos[j] : kr ? kr[j] : j) - pi; c = (c < -k ? -k : c > k ? k : c) + k;         \
       for (int b = 0; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                       \
     }                                                                                                \
     e[j] = hsum16(a);                                                                                \
     m = e[j] > m ? e[j] : m;                                                                         \
   }                                                                                                  \
   float sum = 0.0f;                                                                                  \
-  for (long j = 0; j < T; ++j) { e[j] = (valid && km[j] == 0.0f) ? 0.0f : expf(e[j] - m); sum += e[j]; } \
+  for (long j = 0; j < L; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                               \
   const float inv = 1.0f / sum;                                                                      \
   for (long c = 0; c < 2 * k + 1; ++c) bucket[c] = 0.0f;                                             \
-  for (long j = 0; j < T; ++j) {                                                                     \
-    if (e[j] == 0.0f) continue;                                                                      \
+  for (long j = 0; j < L; ++j) {                                                                     \
     const float p = e[j] * inv;                                                                      \
-    const float* vj = qkv + j * ld + 2 * D + h * Dh;                                                 \
+    const float* vj = qkv + (kr ? kr[j] : j) * ld + 2 * D + h * Dh;                                  \
     for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
-    if (wv) { long c = j - i; bucket[(c < -k ? -k : c > k ? k : c) + k] += p; }                      \
+    if (wv) {                                                                                        \
+      long c = (pos ? pos[j] : kr ? kr[j] : j) - pi; bucket[(c < -k ? -k : c > k ? k : c) + k] += p; \
+    }                                                                                                \
   }                                                                                                  \
   for (long c = 0; c < 2 * k + 1 && wv; ++c)                                                         \
     if (bucket[c] != 0.0f)                                                                           \
       for (int b = 0; b < (NB); ++b) o[b] += bucket[c] * load16(wv + c * Dh + 16 * b);               \
   for (int b = 0; b < (NB); ++b) memcpy(orow + h * Dh + 16 * b, &o[b], sizeof(v16));                 \
 }
-FULL_HEAD(full_16, 1)
-FULL_HEAD(full_32, 2)
-FULL_HEAD(full_64, 4)
-FULL_HEAD(full_128, 8)
+ENC_HEAD(enc_16, 1)
+ENC_HEAD(enc_32, 2)
+ENC_HEAD(enc_64, 4)
+ENC_HEAD(enc_128, 8)
+static void enc_head(long Dh, const float* qkv, long ld, long D, const long* kr, const long* pos, long L,
+                     const float* qi, long pi, long h, const float* wk, const float* wv, long k, float scale,
+                     int uniform, float* orow) {
+  switch (Dh) {
+    case 16: enc_16(qkv, ld, D, kr, pos, L, qi, pi, h, wk, wv, k, scale, uniform, orow); break;
+    case 32: enc_32(qkv, ld, D, kr, pos, L, qi, pi, h, wk, wv, k, scale, uniform, orow); break;
+    case 64: enc_64(qkv, ld, D, kr, pos, L, qi, pi, h, wk, wv, k, scale, uniform, orow); break;
+    default: enc_128(qkv, ld, D, kr, pos, L, qi, pi, h, wk, wv, k, scale, uniform, orow); break;
+  }
+}
 
 /* qkv (B, T, 3D) the fused projections of every token (q, k, v of all heads); km (B, T) key mask
    (nonzero = real token); wk, wv (2k+1, Dh) or NULL; out (B, T, D) with heads side by side, as the
-   output projection takes them.  Returns 0, or -1 for an unsupported Dh. */
+   output projection takes them; keys (B, T + 1) scratch.  Every query (padding too) attends to its
+   sentence's real tokens (to all T, uniformly, when it has none).  Returns 0, or -1 for an
+   unsupported Dh. */
 int rel_self_attention(const float* qkv, const float* km, const float* wk, const float* wv, float* out,
-                       long B, long T, long H, long Dh, long k, float scale, int threads) {
+                       long B, long T, long H, long Dh, long k, float scale, long* keys, int threads) {
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
   const long D = H * Dh;
+  for (long b = 0; b < B; ++b) {  /* keys[b]: the count, then the real tokens' positions */
+    long* kb = keys + b * (T + 1);
+    kb[0] = 0;
+    for (long j = 0; j < T; ++j)
+      if (km[b * T + j] != 0.0f) kb[1 + kb[0]++] = j;
+  }
   #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && B * T * H > 1)
   for (long bih = 0; bih < B * T * H; ++bih) {
     const long b = bih / (T * H), i = (bih / H) % T, h = bih % H;
     const float* x = qkv + b * T * 3 * D;
-    float* orow = out + (b * T + i) * D;
-    switch (Dh) {
-      case 16: full_16(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
-      case 32: full_32(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
-      case 64: full_64(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
-      default: full_128(x, km + b * T, wk, wv, orow, T, H, h, i, k, scale); break;
-    }
+    const long* kb = keys + b * (T + 1);
+    const int none = kb[0] == 0;
+    enc_head(Dh, x, 3 * D, D, none ? NULL : kb + 1, NULL, none ? T : kb[0], x + i * 3 * D, i, h, wk, wv, k,
+             scale, none, out + (b * T + i) * D);
   }
   return 0;
 }
@@ -255,7 +270,7 @@ def kernel() -> ctypes.CDLL | None:
         P, L = ctypes.c_void_p, ctypes.c_long
         so.rel_step_attention.argtypes = [P, P, P, P, P, ctypes.c_int, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_float, ctypes.c_int]
         so.rel_step_attention.restype = ctypes.c_int
-        so.rel_self_attention.argtypes = [P] * 5 + [L] * 5 + [ctypes.c_float, ctypes.c_int]
+        so.rel_self_attention.argtypes = [P] * 5 + [L] * 5 + [ctypes.c_float, P, ctypes.c_int]
         so.rel_self_attention.restype = ctypes.c_int
     return so
 
@@ -345,10 +360,11 @@ def rel_self_attention(
     qkv = qkv.contiguous()
     km = key_mask.to(torch.float32).contiguous()
     out = qkv.new_empty(B, T, D)
+    keys = torch.empty(B, T + 1, dtype=torch.long)  # (scratch)
     wk, wv, max_rel = _tables(rel_k, rel_v, max_rel)
     rc = so.rel_self_attention(
         qkv.data_ptr(), km.data_ptr(), _ptr(wk), _ptr(wv), out.data_ptr(),
-        B, T, heads, Dh, max_rel, Dh**-0.5, torch.get_num_threads(),
+        B, T, heads, Dh, max_rel, Dh**-0.5, keys.data_ptr(), torch.get_num_threads(),
     )  # fmt: skip
     _check(rc, Dh)
     return out

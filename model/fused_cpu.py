@@ -88,6 +88,36 @@ static void add_bias(float* y, long ld, const float* b, long N, long D, int relu
   }
 }
 
+/* x (N, D) = E[id] * emb_scale (+ a sinusoidal row: P[prow[r]], or P[0] without prow), id = ids[r],
+   or ids[idx[r]] with idx */
+static void embed_rows(float* x, const float* E, const long* ids, const long* idx, long N, long D,
+                       float emb_scale, const float* P, const long* prow) {
+  for (long r = 0; r < N; ++r) {
+    const float* e = E + ids[idx ? idx[r] : r] * D;
+    const float* p = P ? P + (prow ? prow[r] : 0) * D : NULL;
+    for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (p ? p[j] : 0.0f);
+  }
+}
+
+/* qkv (N, 3D) = LN(x) @ Wqkv^T + b (h: the normalised rows) */
+static void qkv_block(const float* x, float* h, float* qkv, const float* g, const float* beta, const float* w,
+                      const float* b, long N, long D, float eps, int threads) {
+  layer_norm(x, h, g, beta, N, D, eps, threads);
+  mm_wt(h, D, w, qkv, 3 * D, N, 3 * D, D);
+  add_bias(qkv, 3 * D, b, N, 3 * D, 0, threads);
+}
+
+/* x += relu(LN(x) @ W1^T + b1) @ W2^T + b2 (h, ff: scratch) */
+static void ffn_block(float* x, float* h, float* ff, const float* g, const float* beta, const float* w1,
+                      const float* b1, const float* w2, const float* b2, long N, long D, long F, float eps,
+                      int threads) {
+  layer_norm(x, h, g, beta, N, D, eps, threads);
+  mm_wt(h, D, w1, ff, F, N, F, D);
+  add_bias(ff, F, b1, N, F, 1, threads);
+  mm_wt(ff, F, w2, h, D, N, D, F);
+  add_bias_residual(x, h, b2, N, D, threads);
+}
+
 /* Cross-attention of one query row and one head: q (Dh), Kc/Vc (S, Dh) of its sentence and head,
    bias (S) additive (0 or the most negative float). */
 #define CROSS_HEAD(NAME, NB)                                                                         \
@@ -136,19 +166,14 @@ int decoder_step(const float* const* W, void* const* C, int half, long L, const 
   const long Dh = D / H;
   if (!SGEMM || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
-  for (long r = 0; r < N; ++r) {
-    const float* e = W[0] + tokens[r] * D;
-    for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (pos ? pos[j] : 0.0f);
-  }
+  embed_rows(x, W[0], tokens, NULL, N, D, emb_scale, pos, NULL);
   for (long l = 0; l < L; ++l) {
     const float* const* w = W + 4 + l * NW;
     const float *ck = C[4 * l], *cv = C[4 * l + 1];
     void *K = C[4 * l + 2], *Vs = C[4 * l + 3];
     const float *wk = k ? w[REL_K] : NULL, *wv = k ? w[REL_V] : NULL;
     /* self-attention (relative, by-reference cache); its output goes to h */
-    layer_norm(x, h, w[LN1_G], w[LN1_B], N, D, eps, threads);
-    mm_wt(h, D, w[W_QKV], qkv, 3 * D, N, 3 * D, D);
-    add_bias(qkv, 3 * D, w[B_QKV], N, 3 * D, 0, threads);
+    qkv_block(x, h, qkv, w[LN1_G], w[LN1_B], w[W_QKV], w[B_QKV], N, D, eps, threads);
     #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
     for (long rh = 0; rh < N * H; ++rh) {
       const long r = rh / H, hd = rh % H;
@@ -178,59 +203,13 @@ int decoder_step(const float* const* W, void* const* C, int half, long L, const 
     mm_wt(qkv + D, 3 * D, w[WX_O], h, D, N, D, D);
     add_bias_residual(x, h, w[BX_O], N, D, threads);
     /* feed-forward */
-    layer_norm(x, h, w[LN3_G], w[LN3_B], N, D, eps, threads);
-    mm_wt(h, D, w[W_1], ff, F, N, F, D);
-    add_bias(ff, F, w[B_1], N, F, 1, threads);
-    mm_wt(ff, F, w[W_2], h, D, N, D, F);
-    add_bias_residual(x, h, w[B_2], N, D, threads);
+    ffn_block(x, h, ff, w[LN3_G], w[LN3_B], w[W_1], w[B_1], w[W_2], w[B_2], N, D, F, eps, threads);
   }
   layer_norm(x, h, W[1], W[2], N, D, eps, threads);
   const float one = 1.0f, zero = 0.0f;
   SGEMM("N", "N", &V, &N, &D, &one, W[3], &V, h, &D, &zero, logits, &V);  /* h @ (D, V): torch's call */
   return 0;
 }
-
-/* Encoder self-attention of one query i of a sentence whose L real tokens are packed rows
-   (qkv rows 3D apart) at original positions pos[0..L-1] (padding taken out): keys j < L, relative
-   distance pos[j] - pos[i]. */
-#define PACKED_HEAD(NAME, NB)                                                                        \
-static void NAME(const float* qkv, const long* pos, long L, long D, long h, long i, const float* wk, \
-                 const float* wv, long k, float scale, float* orow) {                                \
-  const long Dh = 16 * (NB), ld = 3 * D;                                                             \
-  float e[L], bucket[2 * k + 1];                                                                     \
-  v16 q[NB], o[NB];                                                                                  \
-  const float* qi = qkv + i * ld + h * Dh;                                                           \
-  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qi + 16 * b); o[b] = (v16){0}; }           \
-  float m = -FLT_MAX;                                                                                \
-  for (long j = 0; j < L; ++j) {                                                                     \
-    const float* kj = qkv + j * ld + D + h * Dh;                                                     \
-    v16 a = q[0] * load16(kj);                                                                       \
-    for (int b = 1; b < (NB); ++b) a += q[b] * load16(kj + 16 * b);                                  \
-    if (wk) {                                                                                        \
-      long c = pos[j] - pos[i]; c = (c < -k ? -k : c > k ? k : c) + k;                               \
-      for (int b = 0; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                       \
-    }                                                                                                \
-    e[j] = hsum16(a);                                                                                \
-    m = e[j] > m ? e[j] : m;                                                                         \
-  }                                                                                                  \
-  float sum = 0.0f;                                                                                  \
-  for (long j = 0; j < L; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                               \
-  const float inv = 1.0f / sum;                                                                      \
-  for (long c = 0; c < 2 * k + 1; ++c) bucket[c] = 0.0f;                                             \
-  for (long j = 0; j < L; ++j) {                                                                     \
-    const float p = e[j] * inv;                                                                      \
-    const float* vj = qkv + j * ld + 2 * D + h * Dh;                                                 \
-    for (int b = 0; b < (NB); ++b) o[b] += p * load16(vj + 16 * b);                                  \
-    if (wv) { long c = pos[j] - pos[i]; bucket[(c < -k ? -k : c > k ? k : c) + k] += p; }            \
-  }                                                                                                  \
-  for (long c = 0; c < 2 * k + 1 && wv; ++c)                                                         \
-    for (int b = 0; b < (NB); ++b) o[b] += bucket[c] * load16(wv + c * Dh + 16 * b);                 \
-  for (int b = 0; b < (NB); ++b) memcpy(orow + 16 * b, &o[b], sizeof(v16));                         \
-}
-PACKED_HEAD(packed_16, 1)
-PACKED_HEAD(packed_32, 2)
-PACKED_HEAD(packed_64, 4)
-PACKED_HEAD(packed_128, 8)
 
 /* Encoder weights: W[0] embedding, W[1], W[2] final layer norm, W[3] sinusoidal table (max_pos, D)
    or NULL, then per layer NE pointers in this order. */
@@ -254,38 +233,21 @@ int encoder_forward(const float* const* W, long L, const long* src, long B, long
       if (src[b * T + t] != pad) { rows[n] = b * T + t; pos[n] = t; ++n; }
   }
   off[B] = n;
-  for (long r = 0; r < n; ++r) {
-    const float* e = W[0] + src[rows[r]] * D;
-    const float* p = W[3] ? W[3] + pos[r] * D : NULL;
-    for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (p ? p[j] : 0.0f);
-  }
+  embed_rows(x, W[0], src, rows, n, D, emb_scale, W[3], pos);
   for (long l = 0; l < L && n > 0; ++l) {
     const float* const* w = W + 4 + l * NE;
     const float *wk = k ? w[E_REL_K] : NULL, *wv = k ? w[E_REL_V] : NULL;
-    layer_norm(x, h, w[E_LN1_G], w[E_LN1_B], n, D, eps, threads);
-    mm_wt(h, D, w[E_W_QKV], qkv, 3 * D, n, 3 * D, D);
-    add_bias(qkv, 3 * D, w[E_B_QKV], n, 3 * D, 0, threads);
+    qkv_block(x, h, qkv, w[E_LN1_G], w[E_LN1_B], w[E_W_QKV], w[E_B_QKV], n, D, eps, threads);
     #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && n * H > 1)
     for (long rh = 0; rh < n * H; ++rh) {
       const long r = rh / H, hd = rh % H;
       const long b = rows[r] / T;  /* (the rows of a sentence are contiguous) */
-      const long L_b = off[b + 1] - off[b], i = r - off[b];
-      const float* qs = qkv + off[b] * 3 * D;
-      float* orow = h + r * D + hd * Dh;
-      switch (Dh) {
-        case 16: packed_16(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
-        case 32: packed_32(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
-        case 64: packed_64(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
-        default: packed_128(qs, pos + off[b], L_b, D, hd, i, wk, wv, k, scale, orow); break;
-      }
+      enc_head(Dh, qkv + off[b] * 3 * D, 3 * D, D, NULL, pos + off[b], off[b + 1] - off[b], qkv + r * 3 * D, pos[r], hd,
+               wk, wv, k, scale, 0, h + r * D);
     }
     mm_wt(h, D, w[E_W_O], qkv, D, n, D, D);
     add_bias_residual(x, qkv, w[E_B_O], n, D, threads);
-    layer_norm(x, h, w[E_LN2_G], w[E_LN2_B], n, D, eps, threads);
-    mm_wt(h, D, w[E_W_1], ff, F, n, F, D);
-    add_bias(ff, F, w[E_B_1], n, F, 1, threads);
-    mm_wt(ff, F, w[E_W_2], h, D, n, D, F);
-    add_bias_residual(x, h, w[E_B_2], n, D, threads);
+    ffn_block(x, h, ff, w[E_LN2_G], w[E_LN2_B], w[E_W_1], w[E_B_1], w[E_W_2], w[E_B_2], n, D, F, eps, threads);
   }
   memset(mem, 0, sizeof(float) * B * T * D);
   layer_norm(x, h, W[1], W[2], n, D, eps, threads);
@@ -337,11 +299,11 @@ def kernel() -> ctypes.CDLL | None:
 def _checked_ids(ids: Tensor, vocab_size: int) -> Tensor:
     """Contiguous int64 token ids, each in [0, vocab_size): the C code indexes the embedding with
     them (an id out of range is the IndexError torch's embedding raises, not a wild read)."""
-    if ids.dtype != torch.long:
-        raise TypeError(f"token ids must be int64, not {ids.dtype}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"token ids must be integers, not {ids.dtype}")
     if ids.numel() and not (0 <= int(ids.min()) and int(ids.max()) < vocab_size):
         raise IndexError(f"token id out of range: ids must be in [0, {vocab_size})")
-    return ids.contiguous()
+    return ids.to(torch.long).contiguous()
 
 
 def _weights(model: Transformer, cache: DecoderCache) -> ctypes.Array:

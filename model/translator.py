@@ -32,12 +32,13 @@ KV_CACHE_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
-    """``"auto"`` / None: the model's dtype; otherwise one of KV_CACHE_DTYPES."""
-    if name is None or name == "auto" or isinstance(name, torch.dtype):
-        return None if name == "auto" else name
-    if name not in KV_CACHE_DTYPES:
+    """``"auto"`` / None: the model's dtype; otherwise one of KV_CACHE_DTYPES (a name or a torch dtype)."""
+    if name is None or name == "auto":
+        return None
+    key = str(name).removeprefix("torch.")
+    if key not in KV_CACHE_DTYPES:
         raise ValueError(f"kv_cache_dtype must be auto or one of {KV_CACHE_DTYPES}, not {name!r}")
-    return getattr(torch, name)
+    return getattr(torch, key)
 
 
 class Translator:

@@ -9,7 +9,6 @@ import torch
 from model import attention_kernels
 from model.search import SearchOptions, generate
 from model.transformer import MultiHeadAttention, Transformer, TransformerConfig
-from model.translator import Translator
 
 pytestmark = pytest.mark.skipif(attention_kernels.kernel() is None, reason="no C compiler for the kernel")
 
@@ -130,21 +129,11 @@ def test_by_reference_only_for_float32_cpu_inference() -> None:
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_translation_by_reference_equals_dense(beam_size: int, set_kernel) -> None:
+def test_translation_by_reference_equals_dense(beam_size: int, set_kernel, shipped_batch) -> None:
     """The shipped translator with the by-reference cache and with the dense one (kernel switched
     off): same hypotheses and scores, through reorders, sentences finishing at different steps
     and n-best lists."""
-    tr = Translator.from_pretrained(device="cpu")
-    texts = [
-        "Utilities for managing disk partitions",
-        "This package contains the documentation.",
-        "A small, fast and secure web server with support for virtual hosts, CGI scripts and access logs",
-        "Python bindings",
-        "The library is used by many programs to read configuration files.",
-    ]
-    src = torch.nn.utils.rnn.pad_sequence(
-        [torch.tensor(ids) for ids in tr.preprocess(texts, "fr")], batch_first=True, padding_value=tr.model.cfg.pad_id
-    )
+    tr, src = shipped_batch
     with torch.no_grad():
         mem, mask = tr.model.encode(src)
         assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is not None

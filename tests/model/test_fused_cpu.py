@@ -11,7 +11,6 @@ import torch
 from model import fused_cpu
 from model.search import SearchOptions, generate
 from model.transformer import Transformer, TransformerConfig
-from model.translator import Translator
 
 pytestmark = pytest.mark.skipif(fused_cpu.kernel() is None, reason="no step kernel (C compiler, MKL sgemm)")
 
@@ -127,7 +126,10 @@ def test_out_of_range_token_ids_raise_like_torch() -> None:
             m.encode(torch.tensor([[5, 50]]))  # vocab_size 50
         with pytest.raises(IndexError):
             m.encode(torch.tensor([[5, -1]]))
-        mem, mask = m.encode(torch.tensor([[5, 6]]))
+        with pytest.raises(TypeError):
+            m.encode(torch.tensor([[5.0, 6.0]]))
+        mem, mask = m.encode(torch.tensor([[5, 6]], dtype=torch.int32))  # (int32 ids work, as with torch)
+        torch.testing.assert_close(mem, m.encode(torch.tensor([[5, 6]]))[0])
         cache = m.init_cache(mem, mask, 4)
         with pytest.raises(IndexError):
             m.decode_step(torch.tensor([50]), cache)
@@ -162,17 +164,8 @@ def test_without_sgemm_the_torch_step_runs(monkeypatch: pytest.MonkeyPatch, set_
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_shipped_translator_same_hypotheses_with_and_without_step_kernel(beam_size: int, set_kernel) -> None:
-    tr = Translator.from_pretrained(device="cpu")
-    texts = [
-        "Utilities for managing disk partitions",
-        "This package contains the documentation.",
-        "A small, fast and secure web server with support for virtual hosts, CGI scripts and access logs",
-        "Python bindings",
-    ]
-    src = torch.nn.utils.rnn.pad_sequence(
-        [torch.tensor(ids) for ids in tr.preprocess(texts, "fr")], batch_first=True, padding_value=tr.model.cfg.pad_id
-    )
+def test_shipped_translator_same_hypotheses_with_and_without_fused_kernels(beam_size: int, set_kernel, shipped_batch) -> None:
+    tr, src = shipped_batch
     opts = dict(beam_size=beam_size, num_hypotheses=beam_size)
     fused = generate(tr.model, src, SearchOptions(**opts))
     set_kernel("RENDITION_FUSED_KERNEL", "0")
