@@ -11,7 +11,8 @@ A single worker task forms batches from the queue in FIFO order under three limi
     wait window    a batch that is not full waits until its oldest sentence is max_wait_ms old
 
 and runs the model in a dedicated worker thread (``run_in_executor``), so the event loop keeps
-answering health checks and metrics while a batch runs.  The queue is bounded (``QueueFull`` at
+answering health checks and metrics while a batch runs.  The app gives all its batchers one such
+thread, the one that also loaded the models (see ``service.app``).  The queue is bounded (``QueueFull`` at
 once, for a 429), a cancelled ``submit`` (client gone, timeout) drops its still-queued sentences,
 and an exception inside a batch fails only the requests that had sentences in that batch.
 """
@@ -81,7 +82,10 @@ class Batcher:
         metrics: Metrics | None = None,
         delay_ms: float = 0.0,
         thread_init: Callable[[], None] | None = None,
+        executor: ThreadPoolExecutor | None = None,
     ):
+        """``executor``: the single-thread executor that runs the model (shared by the app's
+        batchers, which then take turns; default: a thread of this batcher's own)."""
         self.name = name
         self.run_batch = run_batch
         self.max_batch_tokens = max_batch_tokens
@@ -92,7 +96,8 @@ class Batcher:
         self.delay = delay_ms / 1000
         self._queue: deque[_Item] = deque()
         self._wakeup = asyncio.Event()
-        self._executor = ThreadPoolExecutor(
+        self._own_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"batcher-{name}", initializer=thread_init
         )
         self._task: asyncio.Task | None = None
@@ -161,7 +166,8 @@ class Batcher:
         self._wakeup.set()
         if self._task is not None:
             await self._task
-        self._executor.shutdown(wait=True)
+        if self._own_executor:
+            self._executor.shutdown(wait=True)
 
     # -- internals ----------------------------------------------------------------------------------
     def _set_depth(self) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import hmac
 from collections.abc import Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ class AppState:
     load_error: str | None = None
     device: str = "cpu"
     dtype: str = "float32"
+    model_thread: ThreadPoolExecutor | None = None  # runs every model call (service.app)
 
 
 def get_settings(request: Request) -> Settings:
