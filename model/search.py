@@ -171,6 +171,18 @@ def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
     return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
 
 
+def _lse_forbidding(logits: Tensor, C: int, forbid: int | None) -> tuple[Tensor, Tensor]:
+    """``lse_chunk_max`` of logits (N, V); with ``forbid`` (a token id: EOS before min_length) that
+    token's logit is then set to -inf in place and its chunk's maxima recomputed, which is what
+    log_softmax followed by forbidding the token gives (the normaliser still counts it)."""
+    lse, cmax = lse_chunk_max(logits, C)
+    if forbid is not None:
+        logits[:, forbid] = NEG_INF
+        c = forbid // C
+        cmax[:, c] = logits[:, c * C : (c + 1) * C].amax(-1)
+    return lse, cmax
+
+
 def _kv(opts: SearchOptions) -> dict:
     return {} if opts.kv_cache_dtype is None else {"kv_dtype": opts.kv_cache_dtype}
 
@@ -221,17 +233,18 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         kl = scores.shape[1]  # live beams per sentence
         last = (max_lens[alive] - 1 == t).view(-1, 1, 1) if t in end_steps else None  # must end now
         C = _chunk_size(V, 2 * K)
-        if t < opts.min_length or C is None or (last is not None and bool(last.any())):
+        if C is None or (last is not None and bool(last.any())):
             lprobs = torch.log_softmax(logits, dim=-1).view(Nb, kl, V)
+            if last is not None and bool(last.any()):  # (a sentence at its max length ends, min_length or not)
+                eos_only = torch.full_like(lprobs, NEG_INF)
+                eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
             if t < opts.min_length:
                 lprobs[:, :, cfg.eos_id] = NEG_INF
             if last is not None and bool(last.any()):
-                eos_only = torch.full_like(lprobs, NEG_INF)
-                eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
                 lprobs = torch.where(last, eos_only, lprobs)
             cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
-            lse, cmax = lse_chunk_max(logits, C)
+            lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
             cand_scores, cand_tokens, cand_beams = beam_step(
                 logits.view(Nb, kl, V), scores - lse.view(Nb, kl), 2 * K, cmax.view(Nb, kl, -1)
             )
@@ -309,19 +322,18 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
         logits = model.decode_step(tokens, cache).float()
         last = max_lens[alive] - 1 == t if t in end_steps else None
         C = _chunk_size(logits.shape[1], 1)
-        if t < opts.min_length or C is None or (last is not None and bool(last.any())):
+        if C is None or (last is not None and bool(last.any())):
             lprobs = torch.log_softmax(logits, dim=-1)
+            if last is not None:  # (a sentence at its max length ends, min_length or not)
+                eos_only = torch.full_like(lprobs[last], NEG_INF)
+                eos_only[:, cfg.eos_id] = lprobs[last, cfg.eos_id]
             if t < opts.min_length:
                 lprobs[:, cfg.eos_id] = NEG_INF
             if last is not None:
-                lprobs[last] = torch.where(
-                    torch.arange(lprobs.shape[1], device=device) == cfg.eos_id,
-                    lprobs[last],
-                    torch.tensor(NEG_INF, device=device),
-                )
+                lprobs[last] = eos_only
             best, tokens = row_max(lprobs)
         else:  # max of log_softmax(logits) = max(logits) - lse, without the normalised table
-            lse, cmax = lse_chunk_max(logits, C)
+            lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
             best, tokens = row_max(logits, cmax)
             best = best - lse
         scores = scores + best

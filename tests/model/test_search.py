@@ -285,6 +285,43 @@ def test_greedy_equals_manual_argmax(random_translator: Translator) -> None:
         assert got.tokens[:11] == prefix[1:12]
 
 
+def test_lse_forbidding_a_token() -> None:
+    """EOS forbidden on raw logits: the normaliser counts it (as log_softmax then forbidding does),
+    its logit becomes -inf, and its chunk's maximum is that of the other tokens."""
+    from model.search import _lse_forbidding
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(6, 8000, generator=g)
+    x[:, 3] = 50.0  # the forbidden token is its chunk's (and the row's) maximum
+    want_lse = torch.logsumexp(x, -1)
+    lse, cmax = _lse_forbidding(x, 64, 3)
+    torch.testing.assert_close(lse, want_lse)
+    assert torch.isinf(x[:, 3]).all()
+    torch.testing.assert_close(cmax, x.view(6, 125, 64).amax(-1))
+    assert (cmax[:, 0] < 50).all()
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_min_length_fast_path_equals_log_softmax_path(random_translator: Translator, beam: int, monkeypatch) -> None:
+    """Before min_length the search forbids EOS on the raw logits (log-sum-exp pass, EOS's chunk
+    maximum recomputed); with the vocabulary unchunkable it takes the log_softmax path instead.
+    Same hypotheses, same scores, and no hypothesis shorter than min_length."""
+    import model.search as search
+
+    kw = dict(beam_size=beam, num_hypotheses=beam, length_penalty=0.0, max_length=24, min_length=16)
+    fast = random_translator.translate(SENTS, "en", "fr", **kw)
+    monkeypatch.setattr(search, "_chunk_size", lambda V, n: None)
+    slow = random_translator.translate(SENTS, "en", "fr", **kw)
+    caps = [min(24, int(1.5 * len(ids) + 10)) for ids in random_translator.preprocess(SENTS, "fr")]
+    assert min(caps) < 16  # one sentence reaches its max length before min_length: it still ends there
+    for a, b, cap in zip(fast, slow, caps):
+        assert [h for h, _ in a.hypotheses] == [h for h, _ in b.hypotheses]
+        assert [s for _, s in a.hypotheses] == pytest.approx([s for _, s in b.hypotheses], abs=1e-4)
+        assert len(a.tokens) >= min(15, cap - 1)  # EOS (the 16th token at the earliest) is not among the tokens
+    free = random_translator.translate(SENTS, "en", "fr", **(kw | {"min_length": 0}))
+    assert any(len(x.tokens) < 15 for x in free)  # (without it one does end earlier)
+
+
 def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
     with pytest.raises(ValueError, match="en-fr"):
         random_translator.translate(["x"], "en", "xx")
