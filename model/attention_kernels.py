@@ -163,17 +163,26 @@ static inline void step_head(const float* qr, const float* kn, const float* vn, 
    value at (src[r, t], h, t): its own storage row, which no other row reads at position t.
    wk, wv (2k+1, Dh) or NULL; out (N, H, Dh).  Dh in {16, 32, 64, 128}; returns 0, or -1 for
    another Dh. */
+/* Every (row, head) of a step, the rows' q, kn, vn ldq floats apart (a head's features at h Dh)
+   and their outputs ldo apart: shared by rel_step_attention and the fused decoding step. */
+static void step_attention_rows(const float* q, const float* kn, const float* vn, long ldq, void* K, void* V,
+                                int half, const long* src, long ld, const float* wk, const float* wv,
+                                float* out, long ldo, long N, long H, long T, long Dh, long t, long k,
+                                float scale, int threads) {
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
+  for (long rh = 0; rh < N * H; ++rh) {
+    const long r = rh / H, h = rh % H, o = r * ldq + h * Dh;
+    step_head(q + o, kn + o, vn + o, K, V, half, src + r * ld, wk, wv, out + r * ldo + h * Dh, H, h, T, t, k,
+              scale, Dh);
+  }
+}
+
 int rel_step_attention(const float* q, const float* kn, const float* vn, void* K, void* V, int half,
                        const long* src, long ld, const float* wk, const float* wv, float* out,
                        long N, long H, long T, long Dh, long t, long k, float scale, int threads) {
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
-  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
-  for (long rh = 0; rh < N * H; ++rh) {
-    const long r = rh / H, h = rh % H;
-    const float *qr = q + rh * Dh, *knr = kn + rh * Dh, *vnr = vn + rh * Dh;
-    float* orh = out + rh * Dh;
-    step_head(qr, knr, vnr, K, V, half, src + r * ld, wk, wv, orh, H, h, T, t, k, scale, Dh);
-  }
+  step_attention_rows(q, kn, vn, H * Dh, K, V, half, src, ld, wk, wv, out, H * Dh, N, H, T, Dh, t, k, scale,
+                      threads);
   return 0;
 }
 

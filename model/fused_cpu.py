@@ -174,13 +174,8 @@ int decoder_step(const float* const* W, void* const* C, int half, long L, const 
     const float *wk = k ? w[REL_K] : NULL, *wv = k ? w[REL_V] : NULL;
     /* self-attention (relative, by-reference cache); its output goes to h */
     qkv_block(x, h, qkv, w[LN1_G], w[LN1_B], w[W_QKV], w[B_QKV], N, D, eps, threads);
-    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
-    for (long rh = 0; rh < N * H; ++rh) {
-      const long r = rh / H, hd = rh % H;
-      const float* qr = qkv + r * 3 * D + hd * Dh;
-      const long* sr = src + r * ld;
-      step_head(qr, qr + D, qr + 2 * D, K, Vs, half, sr, wk, wv, h + r * D + hd * Dh, H, hd, T, t, k, scale, Dh);
-    }
+    step_attention_rows(qkv, qkv + D, qkv + 2 * D, 3 * D, K, Vs, half, src, ld, wk, wv, h, D, N, H, T, Dh, t, k,
+                        scale, threads);
     mm_wt(h, D, w[W_O], qkv, D, N, D, D);
     add_bias_residual(x, qkv, w[B_O], N, D, threads);
     /* cross-attention: queries in qkv[:, :D], heads' outputs in qkv[:, D:2D] */
