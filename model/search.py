@@ -183,6 +183,29 @@ def _lse_forbidding(logits: Tensor, C: int, forbid: int | None) -> tuple[Tensor,
     return lse, cmax
 
 
+def _log_probs(logits: Tensor, eos: int, forbid_eos: bool, ending: Tensor | None) -> Tensor:
+    """log_softmax of logits (N, V) with EOS forbidden when ``forbid_eos`` (before min_length), and
+    the rows where ``ending`` (N,) holds (a sentence at its max length) EOS only, with its own
+    log-probability: a sentence at its max length ends, min_length or not."""
+    lprobs = torch.log_softmax(logits, dim=-1)
+    if ending is not None:
+        eos_only = torch.full_like(lprobs, NEG_INF)
+        eos_only[:, eos] = lprobs[:, eos]
+    if forbid_eos:
+        lprobs[:, eos] = NEG_INF
+    if ending is not None:
+        lprobs = torch.where(ending.view(-1, 1), eos_only, lprobs)
+    return lprobs
+
+
+def _ending(max_lens: Tensor, t: int, end_steps: set[int]) -> Tensor | None:
+    """(N,) bool: the sentences whose max length ends at step t; None when there are none."""
+    if t not in end_steps:
+        return None
+    ending = max_lens - 1 == t
+    return ending if bool(ending.any()) else None
+
+
 def _kv(opts: SearchOptions) -> dict:
     return {} if opts.kv_cache_dtype is None else {"kv_dtype": opts.kv_cache_dtype}
 
@@ -231,17 +254,11 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         if t <= 1:  # the cache is largest once expanded (it only shrinks afterwards)
             kv_bytes = max(kv_bytes, cache.nbytes())
         kl = scores.shape[1]  # live beams per sentence
-        last = (max_lens[alive] - 1 == t).view(-1, 1, 1) if t in end_steps else None  # must end now
+        ending = _ending(max_lens[alive], t, end_steps)  # (Nb,) sentences that must end now, or None
         C = _chunk_size(V, 2 * K)
-        if C is None or (last is not None and bool(last.any())):
-            lprobs = torch.log_softmax(logits, dim=-1).view(Nb, kl, V)
-            if last is not None and bool(last.any()):  # (a sentence at its max length ends, min_length or not)
-                eos_only = torch.full_like(lprobs, NEG_INF)
-                eos_only[:, :, cfg.eos_id] = lprobs[:, :, cfg.eos_id]
-            if t < opts.min_length:
-                lprobs[:, :, cfg.eos_id] = NEG_INF
-            if last is not None and bool(last.any()):
-                lprobs = torch.where(last, eos_only, lprobs)
+        if C is None or ending is not None:
+            rows = ending.repeat_interleave(kl) if ending is not None else None
+            lprobs = _log_probs(logits, cfg.eos_id, t < opts.min_length, rows).view(Nb, kl, V)
             cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
             lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
@@ -320,18 +337,10 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
     kv_bytes = cache.nbytes()  # (it only shrinks)
     for t in range(T):
         logits = model.decode_step(tokens, cache).float()
-        last = max_lens[alive] - 1 == t if t in end_steps else None
+        ending = _ending(max_lens[alive], t, end_steps)
         C = _chunk_size(logits.shape[1], 1)
-        if C is None or (last is not None and bool(last.any())):
-            lprobs = torch.log_softmax(logits, dim=-1)
-            if last is not None:  # (a sentence at its max length ends, min_length or not)
-                eos_only = torch.full_like(lprobs[last], NEG_INF)
-                eos_only[:, cfg.eos_id] = lprobs[last, cfg.eos_id]
-            if t < opts.min_length:
-                lprobs[:, cfg.eos_id] = NEG_INF
-            if last is not None:
-                lprobs[last] = eos_only
-            best, tokens = row_max(lprobs)
+        if C is None or ending is not None:
+            best, tokens = row_max(_log_probs(logits, cfg.eos_id, t < opts.min_length, ending))
         else:  # max of log_softmax(logits) = max(logits) - lse, without the normalised table
             lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
             best, tokens = row_max(logits, cmax)
