@@ -46,13 +46,13 @@ def version() -> str:
 
 def _set_threads(s: Settings) -> None:
     if s.torch_threads:
-        torch.set_num_threads(s.torch_threads)  # also called in each worker thread (OpenMP settings are per thread)
+        torch.set_num_threads(s.torch_threads)  # also in the model thread (OpenMP settings are per thread)
 
 
 def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
-    """Runs in a worker thread: load (unless given), warm up, record load times."""
+    """Runs in the model thread (its initializer set the torch threads): load (unless given), warm
+    up, record load times."""
     s = state.settings
-    _set_threads(s)
     if "translator" in s.models:
         state.translator = _load_engine(
             state,

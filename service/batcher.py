@@ -81,7 +81,6 @@ class Batcher:
         max_queue: int = 1024,
         metrics: Metrics | None = None,
         delay_ms: float = 0.0,
-        thread_init: Callable[[], None] | None = None,
         executor: ThreadPoolExecutor | None = None,
     ):
         """``executor``: the single-thread executor that runs the model (shared by the app's
@@ -97,9 +96,7 @@ class Batcher:
         self._queue: deque[_Item] = deque()
         self._wakeup = asyncio.Event()
         self._own_executor = executor is None
-        self._executor = executor or ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"batcher-{name}", initializer=thread_init
-        )
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batcher-{name}")
         self._task: asyncio.Task | None = None
         self._closing = False
         self._busy = False
