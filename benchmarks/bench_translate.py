@@ -182,6 +182,11 @@ def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, .
 FORCED = 210
 
 
+def _kv_dtype(mode: str) -> torch.dtype | None:
+    """The KV cache storage of our engine's measurement ``mode`` ("kv16": float16)."""
+    return torch.float16 if mode == "kv16" else None
+
+
 class _Stamped:
     """Passes through to the model; stamps (wall, thread CPU) at every decode_step call."""
 
@@ -203,8 +208,9 @@ def stamp_ours(
     model: Transformer, rows: list[list[int]], kv_dtype: torch.dtype | None = None, beam: int = 1
 ) -> list[tuple[float, float]]:
     shim = _Stamped(model)
-    opts = SearchOptions(beam_size=beam, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1)
-    opts.kv_cache_dtype = kv_dtype
+    opts = SearchOptions(
+        beam_size=beam, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1, kv_cache_dtype=kv_dtype
+    )
     generate(shim, pad(rows), opts)
     return shim.stamps
 
@@ -319,7 +325,7 @@ class EngineBench:
             cap = self.opts["max_length"]
             return [min(len(h[0][0]) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
         m = NoCacheModel(self.model) if mode == "nocache" else self.model
-        opts = SearchOptions(**self.opts, kv_cache_dtype=torch.float16 if mode == "kv16" else None)
+        opts = SearchOptions(**self.opts, kv_cache_dtype=_kv_dtype(mode))
         return [len(h[0].tokens) + 1 for h in generate(m, pad(b), opts)]
 
     def throughput(self, mode: str = "cache") -> tuple[int, float, float]:
@@ -332,11 +338,11 @@ class EngineBench:
         rows = [b0[i % len(b0)] for i in range(n_rows)]
         if self.engine == "ct2":
             return stamp_ct2(self.ct2, rows)
-        return stamp_ours(self.model, rows, torch.float16 if mode == "kv16" else None)
+        return stamp_ours(self.model, rows, _kv_dtype(mode))
 
     def beam_stamps(self, mode: str = "cache") -> list[tuple[float, float]]:
         """Ours: step timestamps inside the benchmark's batch x beam search forced to FORCED steps."""
-        return stamp_ours(self.model, self.batches[0], torch.float16 if mode == "kv16" else None, self.args.beam)
+        return stamp_ours(self.model, self.batches[0], _kv_dtype(mode), self.args.beam)
 
     def beam_forced(
         self, spans: dict[int, tuple[int, int]], repeats: int, mode: str = "cache"
@@ -353,7 +359,7 @@ class EngineBench:
             else:
                 o = SearchOptions(beam_size=self.args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
                 o.min_length = n - 1
-                o.kv_cache_dtype = torch.float16 if mode == "kv16" else None
+                o.kv_cache_dtype = _kv_dtype(mode)
                 generate(self.model, src0, o)
 
         return beam_step_cost(run, spans, repeats)
