@@ -21,7 +21,10 @@ Two ways to keep the self-attention K/V when rows move:
   ``model.attention_kernels``): every live row writes its new K/V into its own storage row
   (``slots``), and ``src[r, j]`` names the storage row that holds row r's position j.  Beam
   search then moves rows by permuting that (N, max_len) index table: no K/V is ever copied, and a
-  finished sentence's storage is simply no longer referenced.
+  finished sentence's storage is simply no longer referenced.  Every ``COMPACT_EVERY`` steps,
+  ``compact`` copies the past that all beams of a sentence share (most of it, soon) into the
+  sentence's first storage row, once per position, so that the step kernel reads it as one
+  contiguous run, and once for all beams.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+COMPACT_EVERY = 8  # by-reference beam search: steps between compactions of the shared past
+
 
 @dataclass
 class RowHistory:
@@ -38,6 +43,8 @@ class RowHistory:
 
     slots: Tensor  # (N,) int64: storage row each live row writes its K/V to (distinct)
     src: Tensor  # (N, max_len) int64: src[r, j] = storage row holding row r's position j
+    compacted: int = 0  # positions below this are in their sentence's first storage row (compact)
+    beams: int = 1  # rows per sentence (adjacent)
 
     @classmethod
     def start(cls, n: int, max_len: int, device: torch.device) -> RowHistory:
@@ -172,6 +179,8 @@ class DecoderCache:
         """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
         if self.history is not None:  # by reference: only the index table moves
             self.history.src = self.history.src.index_select(0, beam_idx)
+            if self.seq_len % COMPACT_EVERY == 0:
+                self.compact()
             return
         moved = (beam_idx != torch.arange(len(beam_idx), device=beam_idx.device)).nonzero().flatten()
         if moved.numel() == 0:
@@ -179,6 +188,38 @@ class DecoderCache:
         sources = beam_idx.index_select(0, moved)
         for layer in self.layers:
             layer.reorder(moved, sources)
+
+    def compact(self) -> None:
+        """By reference, beams > 1: move each sentence's shared past into one storage row.
+
+        The beams of a sentence soon share most of their past (position j's key and value are the
+        same node for all of them), but that node sits in whichever storage row the beams'
+        ancestor at step j wrote to, so a row's past hops between its sentence's storage rows
+        from one position to the next.  Sharing is prefix-closed (beams that share their ancestor
+        at step j share everything before it), so each sentence has a frontier f: its beams
+        share positions j < f.  Those positions' K/V are copied into the sentence group's first
+        storage row, and every beam's ``src`` points there: the shared past becomes one
+        contiguous run per head, read once from memory for all beams.  Overwriting that storage
+        row's own entry at such a position loses nothing, since no live row references any
+        other node there.  Positions move once: the scan starts at the smallest frontier so far."""
+        h, n = self.history, self.beams
+        t = self.layers[0].length if self.layers else 0
+        if h is None or n == 1 or t <= h.compacted:
+            return
+        lo = h.compacted
+        src = h.src[:, lo:t].view(-1, n, t - lo)  # (B, beams, w)
+        lead = src[:, 0]  # (B, w)
+        shared = (src == lead.unsqueeze(1)).all(1).cumprod(1).bool()  # (B, w): j < f
+        base = (h.slots.view(-1, n)[:, 0] // n * n).unsqueeze(1)  # (B, 1): the group's first row
+        move = shared & (lead != base)
+        if move.any():
+            b, j = move.nonzero(as_tuple=True)
+            to, frm, pos = base[b, 0], lead[b, j], j + lo
+            for layer in self.layers:
+                for buf in (layer.self_k, layer.self_v):
+                    buf[to, :, pos] = buf[frm, :, pos]  # (moves, H, Dh)
+            h.src[:, lo:t] = torch.where(shared.unsqueeze(1), base.unsqueeze(-1), src).view(-1, t - lo)
+        h.compacted = lo + int(shared.sum(1).min())
 
     def expand(self, beams: int) -> None:
         """One row per sentence becomes ``beams`` adjacent rows sharing its past (beam search
@@ -190,6 +231,7 @@ class DecoderCache:
             h = self.history
             h.src = (h.src * beams).repeat_interleave(beams, 0)
             h.slots = (h.slots.unsqueeze(1) * beams + torch.arange(beams, device=h.slots.device)).view(-1)
+            h.beams = beams
         self.beams = beams
 
     def select(self, rows: Tensor) -> None:
