@@ -10,7 +10,9 @@ row r's key at position j lives in storage row ``src[r, j]``, and the kernel rea
     z   = sum_j p_j V[src[r, j], j] + sum_c (sum of p_j with clip(j - t, k) = c) w^V[c]
 
 which is the attention of the query at step t exactly as ``MultiHeadAttention.attend`` computes it
-on a dense cache.  ``rel_self_attention``: the encoder's full relative self-attention with a key
+on a dense cache.  The beams of a sentence are taken together, up to four rows per pass over the
+positions: their shared past (``DecoderCache.compact``) is then read from memory once, not once per
+beam, and each row's arithmetic stays that of the row alone.  ``rel_self_attention``: the encoder's full relative self-attention with a key
 mask, straight from the fused Q/K/V projections to the heads-side-by-side layout the output
 projection takes (no split/merge copies, no (B, H, T, T) tensors).
 
@@ -80,109 +82,193 @@ static inline float hsum16(v16 v) {  /* a tree of halves, not a chain of 16 scal
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-/* One (row, head) with NB blocks of 16 features (Dh = 16 NB): scores, softmax, weighted values,
-   relative terms.  Keys and values of position j are read from storage row sr[j]; the storage
-   holds KT (float, or half_t read with loadh16 / written with storeh16). */
-#define ONE_HEAD(NAME, NB, KT, LD, ST)                                                               \
-static void NAME(const float* qr, const float* kn, const float* vn, KT* K, KT* V,                    \
-                 const long* sr, const float* wk, const float* wv, float* orh,                       \
-                 long H, long h, long T, long t, long k, float scale) {                              \
-  const long Dh = 16 * (NB);                                                                         \
-  float e[t + 1], rl[k + 1];                                                                         \
-  v16 q[NB], o[NB];                                                                                  \
-  for (int b = 0; b < (NB); ++b) {                               /* this step's key and value */     \
-    ST(K + ((sr[t] * H + h) * T + t) * Dh + 16 * b, kn + 16 * b);                                    \
-    ST(V + ((sr[t] * H + h) * T + t) * Dh + 16 * b, vn + 16 * b);                                    \
-  }                                                                                                  \
-  for (int b = 0; b < (NB); ++b) { q[b] = scale * load16(qr + 16 * b); o[b] = (v16){0}; }           \
-  for (long c = 0; c <= k && wk; ++c) {  /* relative keys: q . w^K[c] for the k + 1 rows in reach */ \
-    v16 a = q[0] * load16(wk + c * Dh);                                                              \
-    for (int b = 1; b < (NB); ++b) a += q[b] * load16(wk + c * Dh + 16 * b);                         \
-    rl[c] = hsum16(a);                                                                               \
-  }                                                                                                  \
-  float m = -FLT_MAX;                                                                                \
-  for (long j = 0; j <= t; ++j) {                                                                    \
-    const KT* kj = K + ((sr[j] * H + h) * T + j) * Dh;                                               \
-    v16 a = q[0] * LD(kj);                                                                           \
-    for (int b = 1; b < (NB); ++b) a += q[b] * LD(kj + 16 * b);                                      \
-    float x = hsum16(a);                                                                             \
-    if (wk) { long c = j - t + k; x += rl[c > 0 ? c : 0]; }  /* clip(j - t, k) + k */                \
-    e[j] = x;                                                                                        \
-    m = x > m ? x : m;                                                                               \
-  }                                                                                                  \
-  float sum = 0.0f;                                                                                  \
-  _Pragma("omp simd reduction(+:sum)")                                                               \
-  for (long j = 0; j <= t; ++j) { e[j] = expf(e[j] - m); sum += e[j]; }                              \
-  const float inv = 1.0f / sum;                                                                      \
-  for (long j = 0; j <= t; ++j) {                                                                    \
-    const KT* vj = V + ((sr[j] * H + h) * T + j) * Dh;                                               \
-    const float p = e[j] * inv;                                                                      \
-    for (int b = 0; b < (NB); ++b) o[b] += p * LD(vj + 16 * b);                                      \
-  }                                                                                                  \
-  if (wv) {                                                                                          \
-    for (long c = 0; c <= k; ++c) {                                                                  \
-      /* bucket c > 0 holds position t - k + c; bucket 0 every position j <= t - k */                \
-      float w = 0.0f;                                                                                \
-      if (c > 0) { long j = t - k + c; if (j >= 0) w = e[j]; }                                       \
-      else for (long j = 0; j <= t - k; ++j) w += e[j];                                              \
-      w *= inv;                                                                                      \
-      for (int b = 0; b < (NB); ++b) o[b] += w * load16(wv + c * Dh + 16 * b);                       \
-    }                                                                                                \
-  }                                                                                                  \
-  for (int b = 0; b < (NB); ++b) memcpy(orh + 16 * b, &o[b], sizeof(v16));                           \
+/* hsum16 of four vectors, each summed in hsum16's order (so bitwise equal to it), in 13 shuffles
+   and adds where four hsum16 take about 32. */
+static inline void hsum16x4(const v16* v, float* out) {
+#if defined(__AVX512F__)
+  __m512 a, b, c, d;
+  memcpy(&a, v, 64); memcpy(&b, v + 1, 64); memcpy(&c, v + 2, 64); memcpy(&d, v + 3, 64);
+  /* lane i + 8 onto lane i: [a, b] and [c, d], 8 lanes each */
+  const __m512 x = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 y = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  /* lane i + 4 onto lane i: [a, b, c, d], 4 lanes each */
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD));
+  /* (s0 + s2) + (s1 + s3) in each 4 */
+  const __m512 u = _mm512_add_ps(z, _mm512_permute_ps(z, 0x4E));
+  const __m512 w = _mm512_add_ps(u, _mm512_permute_ps(u, 0xB1));
+  float f[16];
+  _mm512_storeu_ps(f, w);
+  out[0] = f[0]; out[1] = f[4]; out[2] = f[8]; out[3] = f[12];
+#else
+  for (int i = 0; i < 4; ++i) out[i] = hsum16(v[i]);
+#endif
 }
-ONE_HEAD(head_16, 1, float, loadf16, storef16)
-ONE_HEAD(head_32, 2, float, loadf16, storef16)
-ONE_HEAD(head_64, 4, float, loadf16, storef16)
-ONE_HEAD(head_128, 8, float, loadf16, storef16)
-ONE_HEAD(headh_16, 1, half_t, loadh16, storeh16)
-ONE_HEAD(headh_32, 2, half_t, loadh16, storeh16)
-ONE_HEAD(headh_64, 4, half_t, loadh16, storeh16)
-ONE_HEAD(headh_128, 8, half_t, loadh16, storeh16)
 
-/* One (row, head) of a step for any supported Dh, float (half = 0) or half storage. */
-static inline void step_head(const float* qr, const float* kn, const float* vn, void* K, void* V, int half,
-                             const long* sr, const float* wk, const float* wv, float* orh,
-                             long H, long h, long T, long t, long k, float scale, long Dh) {
+/* Prefetch distance of the step kernel, in positions: the L2 streamer stops at 4 KB pages (16
+   positions of a head at Dh = 64), so the kernel asks ahead itself. */
+#define AHEAD 8
+static inline void prefetch_position(const void* p, long bytes) {
+  for (long b = 0; b < bytes; b += 64) __builtin_prefetch((const char*)p + b);
+}
+
+/* G rows of one sentence (its beams), one head, with NB blocks of 16 features (Dh = 16 NB): scores,
+   softmax, weighted values, relative terms.  Row g's query, key and value are at q, kn, vn + g ldq
+   and its output at out + g ldo; its past key and value of position j are read from storage row
+   src[g ld + j].  The rows advance together over the positions: beams mostly share their past
+   (the same storage row and position; see ``DecoderCache.compact``), so a shared key or value is
+   read from memory once and then from L1 for the other beams.  Each row's arithmetic is that of a
+   row alone (G = 1), in the same order.  The storage holds KT (float, or half_t read with
+   loadh16 / written with storeh16). */
+#define GROUP_HEAD(NAME, NB, G, KT, LD, ST)                                                          \
+static void NAME(const float* q0, const float* kn0, const float* vn0, long ldq, KT* K, KT* V,        \
+                 const long* src, long ld, const float* wk, const float* wv, float* out, long ldo,  \
+                 long H, long h, long T, long t, long k, float scale) {                            \
+  const long Dh = 16 * (NB);                                                                       \
+  float e[G][t + 1], rl[G][k + 1], m[G], inv[G];                                                   \
+  v16 q[G][NB], o[G][NB];                                                                          \
+  const long* sr[G];                                                                               \
+  for (int g = 0; g < (G); ++g) {                                                                  \
+    const float *qr = q0 + g * ldq, *kn = kn0 + g * ldq, *vn = vn0 + g * ldq;                      \
+    sr[g] = src + g * ld;                                                                          \
+    for (int b = 0; b < (NB); ++b) {                             /* this step's key and value */   \
+      ST(K + ((sr[g][t] * H + h) * T + t) * Dh + 16 * b, kn + 16 * b);                             \
+      ST(V + ((sr[g][t] * H + h) * T + t) * Dh + 16 * b, vn + 16 * b);                             \
+    }                                                                                              \
+    for (int b = 0; b < (NB); ++b) { q[g][b] = scale * load16(qr + 16 * b); o[g][b] = (v16){0}; }  \
+    for (long c = 0; c <= k && wk; ++c) { /* relative keys: q . w^K[c] for the k + 1 rows in reach */ \
+      v16 a = q[g][0] * load16(wk + c * Dh);                                                       \
+      for (int b = 1; b < (NB); ++b) a += q[g][b] * load16(wk + c * Dh + 16 * b);                  \
+      rl[g][c] = hsum16(a);                                                                        \
+    }                                                                                              \
+    m[g] = -FLT_MAX;                                                                               \
+  }                                                                                                \
+  for (long j = 0; j <= t; ++j) {                                                                  \
+    v16 a[G];                                                                                      \
+    float x[G];                                                                                    \
+    for (int g = 0; g < (G); ++g) {                                                                \
+      const long ja = j + AHEAD;             /* (a beam's past shared with row 0: fetched once) */ \
+      if (ja <= t && (g == 0 || sr[g][ja] != sr[0][ja]))                                           \
+        prefetch_position(K + ((sr[g][ja] * H + h) * T + ja) * Dh, Dh * sizeof(KT));               \
+      const KT* kj = K + ((sr[g][j] * H + h) * T + j) * Dh;                                        \
+      a[g] = q[g][0] * LD(kj);                                                                     \
+      for (int b = 1; b < (NB); ++b) a[g] += q[g][b] * LD(kj + 16 * b);                            \
+    }                                                                                              \
+    if ((G) == 4) hsum16x4(a, x); else for (int g = 0; g < (G); ++g) x[g] = hsum16(a[g]);          \
+    for (int g = 0; g < (G); ++g) {                                                                \
+      if (wk) { long c = j - t + k; x[g] += rl[g][c > 0 ? c : 0]; }  /* clip(j - t, k) + k */      \
+      e[g][j] = x[g];                                                                              \
+      m[g] = x[g] > m[g] ? x[g] : m[g];                                                            \
+    }                                                                                              \
+  }                                                                                                \
+  for (int g = 0; g < (G); ++g) {                                                                  \
+    float sum = 0.0f, *eg = e[g];                                                                  \
+    const float mg = m[g];                                                                         \
+    _Pragma("omp simd reduction(+:sum)")                                                           \
+    for (long j = 0; j <= t; ++j) { eg[j] = expf(eg[j] - mg); sum += eg[j]; }                      \
+    inv[g] = 1.0f / sum;                                                                           \
+  }                                                                                                \
+  for (long j = 0; j <= t; ++j)                                                                    \
+    for (int g = 0; g < (G); ++g) {                                                                \
+      const long ja = j + AHEAD;                                                                   \
+      if (ja <= t && (g == 0 || sr[g][ja] != sr[0][ja]))                                           \
+        prefetch_position(V + ((sr[g][ja] * H + h) * T + ja) * Dh, Dh * sizeof(KT));               \
+      const KT* vj = V + ((sr[g][j] * H + h) * T + j) * Dh;                                        \
+      const float p = e[g][j] * inv[g];                                                            \
+      for (int b = 0; b < (NB); ++b) o[g][b] += p * LD(vj + 16 * b);                               \
+    }                                                                                              \
+  for (int g = 0; g < (G); ++g) {                                                                  \
+    for (long c = 0; c <= k && wv; ++c) {                                                          \
+      /* bucket c > 0 holds position t - k + c; bucket 0 every position j <= t - k */              \
+      float w = 0.0f;                                                                              \
+      if (c > 0) { long j = t - k + c; if (j >= 0) w = e[g][j]; }                                  \
+      else for (long j = 0; j <= t - k; ++j) w += e[g][j];                                         \
+      w *= inv[g];                                                                                 \
+      for (int b = 0; b < (NB); ++b) o[g][b] += w * load16(wv + c * Dh + 16 * b);                  \
+    }                                                                                              \
+    for (int b = 0; b < (NB); ++b) memcpy(out + g * ldo + 16 * b, &o[g][b], sizeof(v16));          \
+  }                                                                                                \
+}
+/* Groups of 1, 2 and 4 rows; the queries and accumulators of a group stay in registers with
+   AVX-512's 32 (G NB <= 16), so wider groups are not built, and none without AVX-512. */
+#if defined(__AVX512F__)
+#define GROUP_MAX 4
+#else
+#define GROUP_MAX 1
+#endif
+#define GROUP_SIZES(NB, KT, LD, ST, SFX)                                                            \
+GROUP_HEAD(head1_##SFX, NB, 1, KT, LD, ST)                                                          \
+GROUP_HEAD(head2_##SFX, NB, 2, KT, LD, ST)                                                          \
+GROUP_HEAD(head4_##SFX, NB, 4, KT, LD, ST)
+GROUP_SIZES(1, float, loadf16, storef16, 16)
+GROUP_SIZES(2, float, loadf16, storef16, 32)
+GROUP_SIZES(4, float, loadf16, storef16, 64)
+GROUP_SIZES(8, float, loadf16, storef16, 128)
+GROUP_SIZES(1, half_t, loadh16, storeh16, h16)
+GROUP_SIZES(2, half_t, loadh16, storeh16, h32)
+GROUP_SIZES(4, half_t, loadh16, storeh16, h64)
+GROUP_SIZES(8, half_t, loadh16, storeh16, h128)
+#define GROUP_CALL(G, SFX) head##G##_##SFX(q, kn, vn, ldq, K, V, src, ld, wk, wv, out, ldo, H, h, T, t, k, scale)
+#define GROUP_DISPATCH(SFX, KT)                                                                     \
+  { KT *K = (KT*)Ks, *V = (KT*)Vs;                                                                  \
+    if (G == 4) GROUP_CALL(4, SFX); else if (G == 2) GROUP_CALL(2, SFX); else GROUP_CALL(1, SFX); }
+
+/* G (1, 2 or 4) rows, one head, for any supported Dh, float (half = 0) or half storage. */
+static inline void step_group(const float* q, const float* kn, const float* vn, long ldq, void* Ks, void* Vs,
+                              int half, const long* src, long ld, const float* wk, const float* wv, float* out,
+                              long ldo, long G, long H, long h, long T, long t, long k, float scale, long Dh) {
   if (half) switch (Dh) {
-    case 16: headh_16(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    case 32: headh_32(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    case 64: headh_64(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    default: headh_128(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    case 16: GROUP_DISPATCH(h16, half_t) break;
+    case 32: GROUP_DISPATCH(h32, half_t) break;
+    case 64: GROUP_DISPATCH(h64, half_t) break;
+    default: GROUP_DISPATCH(h128, half_t) break;
   } else switch (Dh) {
-    case 16: head_16(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    case 32: head_32(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    case 64: head_64(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
-    default: head_128(qr, kn, vn, K, V, sr, wk, wv, orh, H, h, T, t, k, scale); break;
+    case 16: GROUP_DISPATCH(16, float) break;
+    case 32: GROUP_DISPATCH(32, float) break;
+    case 64: GROUP_DISPATCH(64, float) break;
+    default: GROUP_DISPATCH(128, float) break;
   }
 }
 
-/* q, kn, vn (N, H, Dh): queries (times scale), keys and values of step t; K, V (S, H, T, Dh) storage
-   of floats, or of halves (half = 1);
-   src (N, ld) storage row of each row's position j <= t.  Each (row, head) first stores its key and
-   value at (src[r, t], h, t): its own storage row, which no other row reads at position t.
-   wk, wv (2k+1, Dh) or NULL; out (N, H, Dh).  Dh in {16, 32, 64, 128}; returns 0, or -1 for
-   another Dh. */
-/* Every (row, head) of a step, the rows' q, kn, vn ldq floats apart (a head's features at h Dh)
-   and their outputs ldo apart: shared by rel_step_attention and the fused decoding step. */
+/* The largest group size (4, 2 or 1) that fits the rows left of a sentence and the registers. */
+static inline long group_size(long left, long Dh) {
+  const long most = 256 / Dh < GROUP_MAX ? 256 / Dh : GROUP_MAX;
+  return left >= 4 && most >= 4 ? 4 : left >= 2 && most >= 2 ? 2 : 1;
+}
+
+/* Every (row, head) of a step: q, kn, vn (N, H, Dh) the queries (times scale in the kernel), keys
+   and values of step t, rows ldq floats apart (a head's features at h Dh); K, V (S, H, T, Dh)
+   storage of floats, or of halves (half = 1); src (N, ld) the storage row of each row's position
+   j <= t; wk, wv (2k+1, Dh) or NULL; out rows ldo apart.  Each (row, head) first stores its key
+   and value at (src[r, t], h, t): its own storage row, which no other row reads at position t.
+   Rows come in sentences of ``beams`` adjacent rows, taken in groups of up to 4 (GROUP_HEAD).
+   Shared by rel_step_attention and the fused decoding step. */
 static void step_attention_rows(const float* q, const float* kn, const float* vn, long ldq, void* K, void* V,
                                 int half, const long* src, long ld, const float* wk, const float* wv,
-                                float* out, long ldo, long N, long H, long T, long Dh, long t, long k,
-                                float scale, int threads) {
-  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
-  for (long rh = 0; rh < N * H; ++rh) {
-    const long r = rh / H, h = rh % H, o = r * ldq + h * Dh;
-    step_head(q + o, kn + o, vn + o, K, V, half, src + r * ld, wk, wv, out + r * ldo + h * Dh, H, h, T, t, k,
-              scale, Dh);
+                                float* out, long ldo, long N, long beams, long H, long T, long Dh, long t,
+                                long k, float scale, int threads) {
+  if (beams < 1 || N % beams) beams = 1;
+  long per = 0;  /* groups per sentence */
+  for (long left = beams; left > 0; left -= group_size(left, Dh)) ++per;
+  const long items = N / beams * per * H;
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && items > 1)
+  for (long it = 0; it < items; ++it) {
+    const long s = it / (per * H), gi = it / H % per, h = it % H;
+    long r = s * beams, left = beams;
+    for (long i = 0; i < gi; ++i) { const long g = group_size(left, Dh); r += g; left -= g; }
+    const long G = group_size(left, Dh), o = r * ldq + h * Dh;
+    step_group(q + o, kn + o, vn + o, ldq, K, V, half, src + r * ld, ld, wk, wv, out + r * ldo + h * Dh, ldo,
+               G, H, h, T, t, k, scale, Dh);
   }
 }
 
+/* rel_step_attention: step_attention_rows for q, kn, vn, out (N, H, Dh) contiguous.  Dh in {16, 32,
+   64, 128}; returns 0, or -1 for another Dh. */
 int rel_step_attention(const float* q, const float* kn, const float* vn, void* K, void* V, int half,
                        const long* src, long ld, const float* wk, const float* wv, float* out,
-                       long N, long H, long T, long Dh, long t, long k, float scale, int threads) {
+                       long N, long beams, long H, long T, long Dh, long t, long k, float scale, int threads) {
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
-  step_attention_rows(q, kn, vn, H * Dh, K, V, half, src, ld, wk, wv, out, H * Dh, N, H, T, Dh, t, k, scale,
-                      threads);
+  step_attention_rows(q, kn, vn, H * Dh, K, V, half, src, ld, wk, wv, out, H * Dh, N, beams, H, T, Dh, t, k,
+                      scale, threads);
   return 0;
 }
 
@@ -277,7 +363,7 @@ def kernel() -> ctypes.CDLL | None:
     so = ckernel.load("attention_kernels", _C_SOURCE, "RENDITION_ATTENTION_KERNEL")
     if so is not None and not so.rel_step_attention.argtypes:
         P, L = ctypes.c_void_p, ctypes.c_long
-        so.rel_step_attention.argtypes = [P, P, P, P, P, ctypes.c_int, P, L, P, P, P, L, L, L, L, L, L, ctypes.c_float, ctypes.c_int]
+        so.rel_step_attention.argtypes = [P, P, P, P, P, ctypes.c_int, P, L, P, P, P, L, L, L, L, L, L, L, ctypes.c_float, ctypes.c_int]
         so.rel_step_attention.restype = ctypes.c_int
         so.rel_self_attention.argtypes = [P] * 5 + [L] * 5 + [ctypes.c_float, P, ctypes.c_int]
         so.rel_self_attention.restype = ctypes.c_int
@@ -336,11 +422,12 @@ def rel_step_attention(
     rel_v: Tensor | None,
     max_rel: int,
     scale: float = 1.0,
+    beams: int = 1,
 ) -> Tensor:
     """q, k, v (N, H, 1, Dh): the step's queries (multiplied by ``scale``, Dh^-0.5, in the kernel), keys and values;
     k_store / v_store (S, H, T, Dh) contiguous storage, into which k and v are written at
     (src[:, t], :, t); src (N, >= t+1) int64 storage rows; rel_k / rel_v (2k+1, Dh) or None,
-    max_rel = k.  Returns (N, H, 1, Dh)."""
+    max_rel = k; beams: rows per sentence (adjacent), read in groups.  Returns (N, H, 1, Dh)."""
     so = kernel()
     assert so is not None, "rel_step_attention needs the C kernel (check usable() first)"
     N, H, _, Dh = q.shape
@@ -349,7 +436,7 @@ def rel_step_attention(
     wk, wv, max_rel = _tables(rel_k, rel_v, max_rel)
     rc = so.rel_step_attention(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), k_store.data_ptr(), v_store.data_ptr(), _half(k_store), src.data_ptr(), src.stride(0),
-        _ptr(wk), _ptr(wv), out.data_ptr(), N, H, v_store.shape[2], Dh, t, max_rel, scale, torch.get_num_threads(),
+        _ptr(wk), _ptr(wv), out.data_ptr(), N, beams, H, v_store.shape[2], Dh, t, max_rel, scale, torch.get_num_threads(),
     )  # fmt: skip
     _check(rc, Dh)
     return out

@@ -235,7 +235,7 @@ class DecoderLayer(nn.Module):
             rk = sa.rel_k if sa.k is not None else None
             rv = sa.rel_v if sa.k is not None else None
             a = attention_kernels.rel_step_attention(
-                q, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0, scale=Dh**-0.5
+                q, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0, Dh**-0.5, cache.history.beams
             )  # (N, H, 1, Dh)
         x = x + sa.out_proj(a.reshape(N, 1, H * Dh))  # (a view unless SDPA returned a strided result)
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)

@@ -73,6 +73,37 @@ def test_kernel_equals_dense_attention_over_gathered_history(head_dim: int, t: i
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("head_dim", [16, 64, 128])
+@pytest.mark.parametrize("beams", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+def test_beams_read_in_groups_equal_rows_read_alone(head_dim: int, beams: int, kv_dtype) -> None:
+    """With ``beams`` > 1 the kernel takes a sentence's rows in groups of up to 4 (4 + 1, 4 + 2,
+    2 + 1 ...) that walk the positions together; each row's arithmetic, the four-way horizontal
+    sum included, must be that of the row alone: bitwise the same outputs and stores.  The
+    sentences' beams share a long past in one storage row and then diverge, as after
+    ``DecoderCache.compact``."""
+    g = torch.Generator().manual_seed(head_dim + beams)
+    H, B, T, t, k = 2, 3, 64, 50, 4
+    N = B * beams
+    k_store = torch.randn(N, H, T, head_dim, generator=g).to(kv_dtype)
+    v_store = torch.randn(N, H, T, head_dim, generator=g).to(kv_dtype)
+    first = torch.arange(B).repeat_interleave(beams) * beams  # each sentence's first storage row
+    own = first + torch.randint(0, beams, (N,), generator=g)  # a diverged past
+    src = torch.where(torch.arange(T) < 30, first.unsqueeze(1), own.unsqueeze(1))
+    src[:, 40::3] = first.unsqueeze(1)
+    src[:, t] = torch.arange(N)
+    q, k_new, v_new = (torch.randn(N, H, 1, head_dim, generator=g) * 2 for _ in range(3))
+    wk, wv = (torch.randn(2 * k + 1, head_dim, generator=g) for _ in range(2))
+    outs, stores = [], []
+    for n in (1, beams):
+        ks, vs = k_store.clone(), v_store.clone()
+        outs.append(attention_kernels.rel_step_attention(q, k_new, v_new, ks, vs, src, t, wk, wv, k, head_dim**-0.5, n))
+        stores.append((ks, vs))
+    assert torch.equal(outs[0], outs[1])
+    assert torch.equal(stores[0][0], stores[1][0]) and torch.equal(stores[0][1], stores[1][1])
+    assert not torch.equal(stores[0][0], k_store)  # (the step's keys were stored)
+
+
 @pytest.mark.parametrize("head_dim", [16, 64])
 @pytest.mark.parametrize("rel", ["kv", "k"])
 def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, set_kernel) -> None:
