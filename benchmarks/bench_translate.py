@@ -22,8 +22,10 @@ with --kv-float16 also (a) with its cached keys/values stored as float16 (``kv_c
 Step cost vs t, three ways: per-step timestamps inside a greedy run on batch x beam rows forced to
 210 steps, for ours and CTranslate2 (its per-token callback); the per-step cost of the benchmark's
 own batch x beam search around t=25 and t=200 for both engines (searches forced to exactly L
-steps, finite differences over L); and one ``decode_step`` of ours at t=20 and t=200 on a filled
-cache (median of repeats), next to the recompute-prefix step whose cost grows with t.
+steps, finite differences over L), and for ours also around t=20 and t=200 from per-step
+timestamps inside such searches; and one ``decode_step`` of ours at t=20 and t=200 on a filled
+cache (median of repeats), next to the recompute-prefix step whose cost grows with t.  Timestamp
+medians pool 11 steps around t over --beam-repeats runs.
 """
 
 from __future__ import annotations
@@ -252,11 +254,12 @@ def beam_step_cost(run, spans: dict[int, tuple[int, int]], repeats: int) -> dict
     return out
 
 
-def step_medians(stamps: list[tuple[float, float]], t: int, half: int = 5) -> tuple[float, float]:
-    """Median wall and CPU interval between consecutive step stamps for steps t-half .. t+half."""
+def step_medians(runs: list[list[tuple[float, float]]], t: int, half: int = 5) -> tuple[float, float]:
+    """Median wall and CPU interval between consecutive step stamps for steps t-half .. t+half,
+    pooled over the runs (each a list of stamps of one search)."""
     span = range(t - half, t + half + 1)
-    wall = statistics.median(stamps[i + 1][0] - stamps[i][0] for i in span)
-    cpu = statistics.median(stamps[i + 1][1] - stamps[i][1] for i in span)
+    wall = statistics.median(s[i + 1][0] - s[i][0] for s in runs for i in span)
+    cpu = statistics.median(s[i + 1][1] - s[i][1] for s in runs for i in span)
     return wall, cpu
 
 
@@ -470,13 +473,17 @@ def main() -> None:
     # batch x beam rows forced to 210 steps (</s> forbidden), a timestamp per step (our decode_step
     # calls; CTranslate2's per-token callback), medians of the step intervals around t=20, t=200.
     n_rows = args.batch * args.beam
-    print(f"per-step time inside a forced 210-step greedy run on {n_rows} rows (median over 11 steps), wall / cpu ms:")
+    print(
+        f"per-step time inside a forced 210-step greedy run on {n_rows} rows (median over 11 steps x"
+        f" {args.beam_repeats} runs), wall / cpu ms:"
+    )
     stepping = [("ours, KV cache", ours, "cache")]
     if args.kv_float16:
         stepping.append(("ours, float16 KV", ours, "kv16"))
     stepping.append(("CTranslate2 float32", ct2, "cache"))
     for name, proc, mode in stepping:
-        (w20, c20), (w200, c200) = (step_medians(proc("stamps", n_rows, mode), t) for t in (20, 200))
+        runs = [proc("stamps", n_rows, mode) for _ in range(args.beam_repeats)]
+        (w20, c20), (w200, c200) = (step_medians(runs, t) for t in (20, 200))
         print(
             f"  {name:<20} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
             f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
@@ -485,7 +492,7 @@ def main() -> None:
     # Small batches (a lone request, a few concurrent ones): fixed per-step costs dominate there.
     print("  the same at t=20 with fewer rows (small batches: per-step overhead), wall ms:")
     for n in (1, 4, 16):
-        w_ours, w_ct2 = (step_medians(proc("stamps", n), 20)[0] for proc in (ours, ct2))
+        w_ours, w_ct2 = (step_medians([proc("stamps", n)], 20)[0] for proc in (ours, ct2))
         print(f"    {n:3d} rows: ours {w_ours * 1e3:6.2f}   CTranslate2 {w_ct2 * 1e3:6.2f}   ours/ct2 time {w_ours / w_ct2:.2f}")
     print()
 
@@ -505,14 +512,18 @@ def main() -> None:
             f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
             f"   ratio t200/t25: wall {w200 / w25:.2f}, cpu {c200 / c25:.2f}"
         )
-    # Ours also from timestamps at every step of one such search forced to 210 steps (less noise than
+    # Ours also from timestamps at every step of such searches forced to 210 steps (less noise than
     # differences of whole searches; CTranslate2 has no per-step callback for beam search).
-    print(f"  the same from per-step timestamps inside one {FORCED}-step search (median over 11 steps), wall / cpu ms:")
+    print(
+        f"  the same from per-step timestamps inside {FORCED}-step searches (median over 11 steps x {reps} searches),"
+        " wall / cpu ms:"
+    )
     for name, proc, mode in stepping[:-1]:
-        (w25, c25), (w200, c200) = (step_medians(proc("beam_stamps", mode), t) for t in (25, 200))
+        runs = [proc("beam_stamps", mode) for _ in range(reps)]
+        (w20, c20), (w200, c200) = (step_medians(runs, t) for t in (20, 200))
         print(
-            f"  {name:<20} t=25 {w25 * 1e3:8.2f} / {c25 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
-            f"   ratio t200/t25: wall {w200 / w25:.2f}, cpu {c200 / c25:.2f}"
+            f"  {name:<20} t=20 {w20 * 1e3:8.2f} / {c20 * 1e3:7.2f}   t=200 {w200 * 1e3:8.2f} / {c200 * 1e3:7.2f}"
+            f"   ratio t200/t20: wall {w200 / w20:.2f}, cpu {c200 / c20:.2f}"
         )
     print()
 
