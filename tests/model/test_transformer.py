@@ -319,53 +319,60 @@ def test_expanded_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
 @pytest.mark.parametrize("every", [1, 8])
 def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: str, every: int, monkeypatch) -> None:
     """Beam search moves rows every step (parents drawn at random within each sentence, with
-    steps where all beams of a sentence take the same parent, so their pasts merge); by
-    reference, ``DecoderCache.compact`` then copies the shared past into each sentence's first
-    storage row.  Every row at every step must still decode as the full decoder does on that
-    row's own history, and the shared positions must end up in the first storage row."""
+    steps where all beams of a sentence take the same parent, so their pasts merge), and a
+    sentence finishes on the way; by reference, ``DecoderCache.compact`` then copies the shared
+    past into each sentence's first storage row.  Every row at every step must still decode as
+    the full decoder does on that row's own history, and the shared positions must end up in the
+    first storage row of the sentence's group."""
     from model import cache as cache_module
 
     monkeypatch.setattr(cache_module, "COMPACT_EVERY", every)
     torch.manual_seed(7)
     cfg = small_cfg()
     m = Transformer(cfg).eval()
-    B, K, T = 2, 4, 20
+    B, K, T = 3, 4, 20
     src = torch.randint(4, cfg.vocab_size, (B, 6))
-    src[1, 4:] = cfg.pad_id
+    src[2, 4:] = cfg.pad_id
     g = torch.Generator().manual_seed(3)
     with torch.no_grad():
         mem, mask = m.encode(src)
-        mem_k, mask_k = mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0)
         cache = m.init_cache(mem, mask, T, beams=K)
+        sents = torch.arange(B)  # the live sentences (their original index)
         hist = torch.empty(B * K, 0, dtype=torch.long)
         anc = torch.empty(B * K, 0, dtype=torch.long)  # anc[r, j]: which row wrote r's position j
         moved, frontier = False, 0
         for t in range(T):
             if t:
-                parent = torch.randint(0, K, (B, K), generator=g)
-                if t in (3, 11):  # sentence 0's beams all continue beam 2 (not the first storage row)
-                    parent[0] = 2
-                if t == 6:
-                    parent[1] = 3
-                beam_idx = (parent + torch.arange(B).unsqueeze(1) * K).view(-1)
-                hist, anc = hist[beam_idx], anc[beam_idx]
-                if cache.history is not None and t % every == 0:
+                b = len(sents)
+                parent = torch.randint(0, K, (b, K), generator=g)
+                parent[sents == 1] = 2 if t in (3, 11) else parent[sents == 1]  # all continue beam 2
+                parent[sents == 2] = 3 if t == 6 else parent[sents == 2]
+                beam_idx = (parent + torch.arange(b).unsqueeze(1) * K).view(-1)
+                if t == 9:  # sentence 0 finishes: select follows the beams and drops it
+                    beam_idx = beam_idx.view(b, K)[1:].reshape(-1)
+                    sents = sents[1:]
+                    cache.select(beam_idx)
+                elif cache.history is not None and t % every == 0:
                     before = cache.history.src[:, :t].index_select(0, beam_idx)
-                cache.reorder(beam_idx)
-                if cache.history is not None and t % every == 0:
+                    cache.reorder(beam_idx)
                     moved |= bool((before != cache.history.src[:, :t]).any())
-                    same = (anc.view(B, K, t) == anc.view(B, K, t)[:, :1]).all(1)  # (B, t)
-                    frontier = int(same.cumprod(1).sum(1).min())  # the beams of every sentence share j < frontier
-            anc = torch.cat([anc, torch.arange(B * K).unsqueeze(1) + t * B * K], 1)
-            tokens = torch.randint(4, cfg.vocab_size, (B * K,), generator=g)
+                else:
+                    cache.reorder(beam_idx)
+                hist, anc = hist[beam_idx], anc[beam_idx]
+                if cache.history is not None and t % every == 0 and t != 9:
+                    same = (anc.view(len(sents), K, t) == anc.view(len(sents), K, t)[:, :1]).all(1)
+                    frontier = int(same.cumprod(1).sum(1).min())  # every live sentence's beams share j < frontier
+            anc = torch.cat([anc, torch.arange(len(hist)).unsqueeze(1) + t * B * K], 1)
+            tokens = torch.randint(4, cfg.vocab_size, (len(hist),), generator=g)
             hist = torch.cat([hist, tokens.unsqueeze(1)], 1)
             step = m.decode_step(tokens, cache)
-            want = m.decode(hist, mem_k, mask_k)[:, -1]
+            rows = sents.repeat_interleave(K)
+            want = m.decode(hist, mem[rows], mask[rows])[:, -1]
             torch.testing.assert_close(step, want, atol=1e-5, rtol=1e-4, msg=f"step {t}")
     h = cache.history
     if h is None:
         return
     assert moved, "the scripted merges must make compact() move some of the shared past"
-    assert h.compacted == frontier >= 6  # (sentence 1 shares positions < 6 at least)
-    base = torch.arange(B).repeat_interleave(K).unsqueeze(1) * K
+    assert h.compacted == frontier >= 6  # (sentence 2 shares positions < 6 at least)
+    base = sents.repeat_interleave(K).unsqueeze(1) * K  # the first storage row of each sentence's group
     assert torch.equal(h.src[:, : h.compacted], base.expand(-1, h.compacted))
