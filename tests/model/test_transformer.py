@@ -61,6 +61,15 @@ def small_cfg(**kw) -> TransformerConfig:
     return TransformerConfig(**base)
 
 
+def small_model_and_sources(seed: int, n: int, pad_from: int) -> tuple[TransformerConfig, Transformer, torch.Tensor]:
+    """A random small model and n random 6-token sources, the last padded from ``pad_from`` on."""
+    torch.manual_seed(seed)
+    cfg = small_cfg()
+    src = torch.randint(4, cfg.vocab_size, (n, 6))
+    src[n - 1, pad_from:] = cfg.pad_id
+    return cfg, Transformer(cfg).eval(), src
+
+
 @pytest.mark.parametrize("values", [True, False])
 @pytest.mark.parametrize("case", ["encoder", "decoder"])
 def test_relative_attention_matches_paper_formulas(case: str, values: bool) -> None:
@@ -285,12 +294,8 @@ def test_expanded_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
     """expand(K) after two steps on one row per sentence (as beam search does after its first
     step): each of the K rows then decodes as the full decoder does on the shared prefix followed
     by that row's own tokens, through a reorder and a finished sentence; by-reference and dense."""
-    torch.manual_seed(6)
-    cfg = small_cfg()
-    m = Transformer(cfg).eval()
     B, K, T = 3, 3, 8
-    src = torch.randint(4, cfg.vocab_size, (B, 6))
-    src[2, 3:] = cfg.pad_id
+    cfg, m, src = small_model_and_sources(6, B, pad_from=3)
     shared = torch.randint(4, cfg.vocab_size, (B, 2))
     own = torch.randint(4, cfg.vocab_size, (B * K, T - 2))
     tgt = torch.cat([shared.repeat_interleave(K, 0), own], 1)  # (B*K, T)
@@ -327,12 +332,8 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
     from model import cache as cache_module
 
     monkeypatch.setattr(cache_module, "COMPACT_EVERY", every)
-    torch.manual_seed(7)
-    cfg = small_cfg()
-    m = Transformer(cfg).eval()
     B, K, T = 3, 4, 20
-    src = torch.randint(4, cfg.vocab_size, (B, 6))
-    src[2, 4:] = cfg.pad_id
+    cfg, m, src = small_model_and_sources(7, B, pad_from=4)
     g = torch.Generator().manual_seed(3)
     with torch.no_grad():
         mem, mask = m.encode(src)
