@@ -12,9 +12,11 @@ row r's key at position j lives in storage row ``src[r, j]``, and the kernel rea
 which is the attention of the query at step t exactly as ``MultiHeadAttention.attend`` computes it
 on a dense cache.  The beams of a sentence are taken together, up to four rows per pass over the
 positions: their shared past (``DecoderCache.compact``) is then read from memory once, not once per
-beam, and each row's arithmetic stays that of the row alone.  ``rel_self_attention``: the encoder's full relative self-attention with a key
-mask, straight from the fused Q/K/V projections to the heads-side-by-side layout the output
-projection takes (no split/merge copies, no (B, H, T, T) tensors).
+beam, and each row's arithmetic stays that of the row alone.
+
+``rel_self_attention``: the encoder's full relative self-attention with a key mask, straight from
+the fused Q/K/V projections to the heads-side-by-side layout the output projection takes (no
+split/merge copies, no (B, H, T, T) tensors).
 
 Built once with the system C compiler (``model.ckernel``; ``RENDITION_ATTENTION_KERNEL=0`` turns it
 off); where it cannot be built, or off CPU / float32, or with gradients, the torch path runs.

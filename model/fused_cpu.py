@@ -174,8 +174,8 @@ int decoder_step(const float* const* W, void* const* C, int half, long L, const 
     const float *wk = k ? w[REL_K] : NULL, *wv = k ? w[REL_V] : NULL;
     /* self-attention (relative, by-reference cache); its output goes to h */
     qkv_block(x, h, qkv, w[LN1_G], w[LN1_B], w[W_QKV], w[B_QKV], N, D, eps, threads);
-    step_attention_rows(qkv, qkv + D, qkv + 2 * D, 3 * D, K, Vs, half, src, ld, wk, wv, h, D, N, beams, H, T, Dh, t, k,
-                        scale, threads);
+    step_attention_rows(qkv, qkv + D, qkv + 2 * D, 3 * D, K, Vs, half, src, ld, wk, wv, h, D, N, beams, H, T,
+                        Dh, t, k, scale, threads);
     mm_wt(h, D, w[W_O], qkv, D, N, D, D);
     add_bias_residual(x, qkv, w[B_O], N, D, threads);
     /* cross-attention: queries in qkv[:, :D], heads' outputs in qkv[:, D:2D] */
