@@ -47,8 +47,8 @@ class RowHistory:
     beams: int = 1  # rows per sentence (adjacent)
 
     @classmethod
-    def start(cls, n: int, max_len: int, device: torch.device) -> RowHistory:
-        return cls(torch.arange(n, device=device), torch.empty(n, max_len, dtype=torch.long, device=device))
+    def start(cls, n: int, max_len: int, device: torch.device, beams: int = 1) -> RowHistory:
+        return cls(torch.arange(n, device=device), torch.empty(n, max_len, dtype=torch.long, device=device), beams=beams)
 
 
 @dataclass
@@ -163,7 +163,7 @@ class DecoderCache:
             # clip(d, k) + k for d = -(max_len-1) .. 0; step t uses the last t+1 entries.
             d = torch.arange(-(max_len - 1), 1, device=mem_mask.device)
             self._rel_row = (d.clamp(-k, k) + k).unsqueeze(0)  # (1, max_len)
-        self.history = RowHistory.start(self.batch_size, max_len, mem_mask.device) if by_reference else None
+        self.history = RowHistory.start(self.batch_size, max_len, mem_mask.device, beams) if by_reference else None
         for layer in layers:
             layer.history = self.history
 

@@ -274,6 +274,7 @@ def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> Non
         full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
         cache = m.init_cache(mem, mask, T, beams=K)
         assert cache.layers[0].cross_k.shape[0] == B and cache.batch_size == B * K
+        assert cache.history is None or cache.history.beams == K  # (the step kernel reads beams in groups)
         steps = [m.decode_step(tgt[:, t], cache) for t in range(3)]
         torch.testing.assert_close(torch.stack(steps, 1), full[:, :3], atol=1e-5, rtol=1e-4)
         # beams swap within each sentence, then sentence 1 finishes and drops out
