@@ -519,7 +519,8 @@ def main() -> None:
     reps = args.beam_repeats
     print(
         f"per-step time of a {args.batch} x beam {args.beam} search forced to L steps, (cost(hi) - cost(lo)) / (hi - lo),"
-        f" median of {reps}, wall / cpu ms (ours: every search's cache allocated for 220 positions):"
+        f" median of {reps}, wall / cpu ms (ours: every search's cache allocated for"
+        f" {max(hi for _, hi in spans.values())} positions):"
     )
     for name, proc, mode in stepping:
         c = proc("beam_forced", spans, reps, mode)
