@@ -317,10 +317,16 @@ def _weights(model: Transformer, cache: DecoderCache) -> ctypes.Array:
                 ca.q_proj.weight, ca.q_proj.bias, ca.out_proj.weight, ca.out_proj.bias,
                 layer.ffn_norm.weight, layer.ffn_norm.bias, ffn.fc1.weight, ffn.fc1.bias, ffn.fc2.weight, ffn.fc2.bias,
             ]  # fmt: skip
-        keep = [w.detach().contiguous() if w is not None else None for w in keep]
-        table = (ctypes.c_void_p * len(keep))(*(w.data_ptr() if w is not None else None for w in keep))
-        table._keep = keep  # the tensors stay alive as long as the table
-        cache.__dict__["_step_weights"] = table
+        table = cache.__dict__["_step_weights"] = _pointer_table(keep)
+    return table
+
+
+def _pointer_table(tensors: list[Tensor | None]) -> ctypes.Array:
+    """A C array of the tensors' data pointers (detached, contiguous; None: NULL), which keeps
+    them alive as long as it lives."""
+    keep = [w.detach().contiguous() if w is not None else None for w in tensors]
+    table = (ctypes.c_void_p * len(keep))(*(w.data_ptr() if w is not None else None for w in keep))
+    table._keep = keep
     return table
 
 
@@ -337,7 +343,7 @@ def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tens
         lc.next_position()  # (every layer records the same storage rows for position t)
     N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
     bias = cache.memory_bias(torch.float32)  # (B, 1, 1, S)
-    B, S = bias.shape[0], bias.shape[-1]
+    S = bias.shape[-1]
     per_step = []
     for lc in cache.layers:
         per_step += [lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr()]
@@ -347,8 +353,8 @@ def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tens
     pos = model.positions[t].contiguous() if model.positions is not None else None
     rc = so.decoder_step(
         _weights(model, cache), (ctypes.c_void_p * len(per_step))(*per_step),
-        int(cache.layers[0].self_k.dtype == torch.float16), len(cache.layers), tokens.data_ptr(), N,
-        N // B, D, cfg.n_heads, F, V, S, cache.layers[0].self_k.shape[2], t, cfg.max_relative_position if cache.k is not None else 0,
+        attention_kernels._half(cache.layers[0].self_k), len(cache.layers), tokens.data_ptr(), N,
+        cache.beams, D, cfg.n_heads, F, V, S, cache.layers[0].self_k.shape[2], t, cfg.max_relative_position if cache.k is not None else 0,
         src.data_ptr(), src.stride(0), bias.data_ptr(), pos.data_ptr() if pos is not None else None, model.emb_scale,
         cfg.layer_norm_eps, x.data_ptr(), h.data_ptr(), qkv.data_ptr(), ff.data_ptr(), logits.data_ptr(),
         torch.get_num_threads(),
@@ -378,10 +384,7 @@ def _encoder_weights(model: Transformer) -> ctypes.Array:
                 sa.out_proj.weight, sa.out_proj.bias, layer.ffn_norm.weight, layer.ffn_norm.bias,
                 ffn.fc1.weight, ffn.fc1.bias, ffn.fc2.weight, ffn.fc2.bias,
             ]  # fmt: skip
-        keep = [w.detach().contiguous() if w is not None else None for w in keep]
-        table = (ctypes.c_void_p * len(keep))(*(w.data_ptr() if w is not None else None for w in keep))
-        table._keep = keep
-        return table
+        return _pointer_table(keep)
 
     from model.transformer import inference_copy  # (model.transformer imports this module)
 
