@@ -14,7 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("service.main:main", "start the HTTP service (uvicorn) on the shipped models"),
     "translate": ("model.translate_cli:main", "translate lines from stdin to stdout"),
     "embed": ("model.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
-    "data": ("model.data:main", "rebuild the DDTP train/valid/test splits (or fetch them with apt)"),
+    "data": ("model.data:main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),
     "train": ("model.train:main", "train the translator"),
     "evaluate": ("model.evaluate:main", "BLEU/chrF of a translator on the test split"),
     "train-encoder": ("model.distill:main", "train the DiSAN sentence encoder by distillation"),

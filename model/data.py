@@ -20,6 +20,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -247,7 +248,12 @@ def build(src_dir: Path = DEFAULT_SHARED, out_dir: Path = SPLITS_DIR, langs: Ite
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="rendition data", description="Rebuild the DDTP parallel splits.")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--corpus"]:  # the broad corpus from Debian packages: model.corpus.build
+        from model.corpus.build import main as corpus_main
+
+        return corpus_main(argv[1:])
+    ap = argparse.ArgumentParser(prog="rendition data", description="Rebuild the DDTP parallel splits (--corpus: the broad corpus).")
     ap.add_argument("--source", type=Path, default=DEFAULT_SHARED, help="folder with Translation-{en,fr,de}.xz")
     ap.add_argument("--out", type=Path, default=SPLITS_DIR)
     ap.add_argument("--langs", nargs="+", default=list(LANGS))

@@ -53,7 +53,11 @@ class Tokenizer:
         return [self.sp.decode_pieces(list(p)) for p in pieces]
 
 
-def train_tokenizer(texts: Iterable[str], prefix: Path, vocab_size: int, langs: Sequence[str]) -> Tokenizer:
+def train_tokenizer(
+    texts: Iterable[str], prefix: Path, vocab_size: int, langs: Sequence[str], byte_fallback: bool = False, input_sentences: int = 400_000
+) -> Tokenizer:
+    """A unigram SentencePiece model; with ``byte_fallback``, characters outside the vocabulary
+    become byte pieces (``<0xE2>``...) instead of ``<unk>``, so text in any script gets distinct ids."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts),
@@ -66,7 +70,8 @@ def train_tokenizer(texts: Iterable[str], prefix: Path, vocab_size: int, langs: 
         bos_id=BOS_ID,
         eos_id=EOS_ID,
         user_defined_symbols=[lang_tag(x) for x in langs],
-        input_sentence_size=400_000,
+        byte_fallback=byte_fallback,
+        input_sentence_size=input_sentences,
         shuffle_input_sentence=True,
         num_threads=2,
         minloglevel=2,

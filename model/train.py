@@ -49,6 +49,13 @@ class TrainConfig:
     bleu_sentences: int = 200  # per direction, greedy, for validation BLEU
     threads: int = 2
     seed: int = 1
+    corpus: str = ""  # source<TAB>English<TAB>French rows (model.corpus.build); empty: the DDTP train split
+    upsample: str = "dialogue=3"  # corpus sources repeated n times per epoch, "name=n,name=n"
+    valid_sets: str = "en-fr"  # validation loss on data/splits/valid.<name>.tsv, comma-separated (first 500 pairs each)
+    byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
+    init_from: str = ""  # start from an exported model directory's weights (fresh optimizer)
+    device: str = "cpu"
+    amp: str = "none"  # "bf16": autocast to bfloat16 on CUDA (master weights stay float32)
 
 
 def load_examples(tok: Tokenizer, pairs: Sequence[Pair], src_lang: str, tgt_lang: str, max_len: int) -> list[Example]:
@@ -90,10 +97,29 @@ def collate(examples: list[Example], idx: list[int]) -> tuple[torch.Tensor, torc
     tin = torch.full((len(idx), T), PAD_ID, dtype=torch.long)
     tout = torch.full((len(idx), T), PAD_ID, dtype=torch.long)
     for r, (s, t) in enumerate(zip(srcs, tgts)):
-        src[r, : len(s)] = torch.tensor(s)
-        tin[r, : len(t) + 1] = torch.tensor([BOS_ID, *t])
-        tout[r, : len(t) + 1] = torch.tensor([*t, EOS_ID])
+        src[r, : len(s)] = torch.as_tensor(s)
+        tin[r, 0] = BOS_ID
+        tin[r, 1 : len(t) + 1] = torch.as_tensor(t)
+        tout[r, : len(t)] = torch.as_tensor(t)
+        tout[r, len(t)] = EOS_ID
     return src, tin, tout
+
+
+def read_corpus_pairs(path: Path, upsample: str) -> list[Pair]:
+    """The corpus rows (source, English, French) as pairs, each source repeated as ``upsample`` says."""
+    times = {k: int(v) for k, v in (x.split("=") for x in upsample.split(",") if x)}
+    out: list[Pair] = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            src, en, fr = line.rstrip("\n").split("\t", 2)
+            out += [Pair(en, fr)] * times.get(src, 1)
+    return out
+
+
+def autocast(device: torch.device, amp: str):
+    """bfloat16 autocast on CUDA when asked; a no-op context otherwise."""
+    enabled = amp == "bf16" and device.type == "cuda"
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -103,14 +129,14 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 # -- checkpoints without pickle ---------------------------------------------------------------
 def save_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam, state: dict) -> None:
-    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     names = {id(p): n for n, p in model.named_parameters()}
     for group in opt.param_groups:
         for p in group["params"]:
             st = opt.state.get(p)
             if st:
-                tensors[f"opt.{names[id(p)]}.exp_avg"] = st["exp_avg"].contiguous()
-                tensors[f"opt.{names[id(p)]}.exp_avg_sq"] = st["exp_avg_sq"].contiguous()
+                tensors[f"opt.{names[id(p)]}.exp_avg"] = st["exp_avg"].cpu().contiguous()
+                tensors[f"opt.{names[id(p)]}.exp_avg_sq"] = st["exp_avg_sq"].cpu().contiguous()
                 state["adam_step"] = float(st["step"])
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata={"state": json.dumps(state)})
@@ -127,10 +153,11 @@ def load_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam | None
     if opt is not None:
         for n, p in model.named_parameters():
             if f"opt.{n}.exp_avg" in tensors:
+                fused = any(g.get("fused") for g in opt.param_groups)
                 opt.state[p] = {
-                    "step": torch.tensor(state["adam_step"]),
-                    "exp_avg": tensors[f"opt.{n}.exp_avg"],
-                    "exp_avg_sq": tensors[f"opt.{n}.exp_avg_sq"],
+                    "step": torch.tensor(state["adam_step"], device=p.device if fused else "cpu"),
+                    "exp_avg": tensors[f"opt.{n}.exp_avg"].to(p.device),
+                    "exp_avg_sq": tensors[f"opt.{n}.exp_avg_sq"].to(p.device),
                 }
     return state
 
@@ -150,9 +177,10 @@ def valid_loss(model: Transformer, examples: list[Example], max_tokens: int) -> 
     model.eval()
     total, count = 0.0, 0
     for idx in make_batches(examples, max_tokens, random.Random(0)):
-        src, tin, tout = collate(examples, idx)
+        device = next(model.parameters()).device
+        src, tin, tout = (t.to(device) for t in collate(examples, idx))
         logits = model(src, tin)
-        total += float(F.cross_entropy(logits.flatten(0, 1), tout.flatten(), ignore_index=PAD_ID, reduction="sum"))
+        total += float(F.cross_entropy(logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, reduction="sum"))
         count += int((tout != PAD_ID).sum())
     model.train()
     return total / count
@@ -206,12 +234,13 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     run.mkdir(parents=True, exist_ok=True)
     (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
     sp_prefix = run / "sentencepiece"
+    corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample) if cfg.corpus else None
     if not Path(f"{sp_prefix}.model").exists():
         texts: list[str] = []
         for lp in sorted({f"en-{x}" for x in cfg.tokenizer_langs if x != "en"}):
-            ps = read_tsv(splits_dir / f"train.{lp}.tsv")
+            ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != "en-fr" else corpus
             texts += [p.src for p in ps] + [p.tgt for p in ps]
-        train_tokenizer(texts, sp_prefix, cfg.vocab_size, cfg.tokenizer_langs)
+        train_tokenizer(texts, sp_prefix, cfg.vocab_size, cfg.tokenizer_langs, cfg.byte_fallback, 2_000_000)
     tok = Tokenizer(f"{sp_prefix}.model")
     langs = tuple(sorted({x for p in cfg.pairs for x in p.split("-")}))
     model_cfg = replace(model_cfg, vocab_size=tok.vocab_size, languages=langs)
@@ -225,22 +254,32 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     valid_ex: list[Example] = []
     bleu_sets: list[tuple[str, str, list[Pair]]] = []
     for lp in cfg.pairs:
-        tr_pairs = read_tsv(splits_dir / f"train.{lp}.tsv")
+        tr_pairs = corpus if corpus is not None and lp == "en-fr" else read_tsv(splits_dir / f"train.{lp}.tsv")
         va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
         for s, t in directions([lp]):
             train_ex += load_examples(tok, tr_pairs, s, t, cfg.max_len)
-            valid_ex += load_examples(tok, va_pairs[:500], s, t, 10_000)
-            bleu_sets.append((s, t, va_pairs[: cfg.bleu_sentences]))
+            for name in cfg.valid_sets.split(","):
+                if name.endswith(lp):
+                    valid_ex += load_examples(tok, read_tsv(splits_dir / f"valid.{name}.tsv")[:500], s, t, 10_000)
+            if cfg.bleu_sentences:
+                bleu_sets.append((s, t, va_pairs[: cfg.bleu_sentences]))
     print(f"{len(train_ex)} training examples, {len(valid_ex)} validation examples", flush=True)
 
     torch.manual_seed(cfg.seed)
-    model = Transformer(model_cfg)
+    device = torch.device(cfg.device)
+    model = Transformer(model_cfg).to(device)
+    # not fused=True: the fused kernel does not bump the parameters' version counters, which the inference
+    # copies of model.transformer (output projection, fused Q/K/V) use to notice a change (validation went stale)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
     print(f"model: {model.num_parameters() / 1e6:.2f}M parameters", flush=True)
     state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0, "checkpoints": []}
     if last.exists():
         state = load_checkpoint(last, model, opt)
         print(f"resumed from step {state['step']}", flush=True)
+    elif cfg.init_from:
+        weights = load_file(str(Path(cfg.init_from) / "model.safetensors"))
+        model.load_state_dict({k: v.float() for k, v in weights.items()})
+        print(f"initialised from {cfg.init_from}", flush=True)
     log = (run / "log.jsonl").open("a")
     model.train()
     t0 = time.time() - state["elapsed"]
@@ -250,20 +289,22 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     while not stop:
         batches = make_batches(train_ex, cfg.max_tokens, random.Random(cfg.seed + state["epoch"]))
         for bi in range(state["batch_in_epoch"], len(batches)):
-            src, tin, tout = collate(train_ex, batches[bi])
+            batch = collate(train_ex, batches[bi])
+            tokens_seen += int((batch[2] != PAD_ID).sum()) + int((batch[0] != PAD_ID).sum())
+            src, tin, tout = (t.to(device, non_blocking=True) for t in batch)
             step = state["step"] + 1
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, cfg)
-            logits = model(src, tin)
+            with autocast(device, cfg.amp):
+                logits = model(src, tin)
             loss = F.cross_entropy(
-                logits.flatten(0, 1), tout.flatten(), ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing
+                logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing
             )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
             opt.step()
             state.update(step=step, batch_in_epoch=bi + 1, elapsed=time.time() - t0)
-            tokens_seen += int((tout != PAD_ID).sum()) + int((src != PAD_ID).sum())
             bar.update(1)
             if step % 50 == 0:
                 tps = tokens_seen / (time.time() - tick)
@@ -273,7 +314,9 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
                 log.flush()
             out_of_time = state["elapsed"] > cfg.max_minutes * 60 or step >= cfg.max_steps
             if step % cfg.eval_every == 0 or out_of_time:
-                row = {"kind": "valid", "step": step, "t": state["elapsed"], "valid_loss": valid_loss(model, valid_ex, cfg.max_tokens)}
+                with autocast(device, cfg.amp):
+                    vl = valid_loss(model, valid_ex, cfg.max_tokens)
+                row = {"kind": "valid", "step": step, "t": state["elapsed"], "valid_loss": vl}
                 for s, t, ps in bleu_sets:
                     row[f"bleu_{s}-{t}"] = valid_bleu(model, tok, ps, s, t)
                 tqdm.write(json.dumps(row))
@@ -321,6 +364,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if f.type in ("int", "float", "str"):
             ap.add_argument(f"--{f.name.replace('_', '-')}", type=eval(f.type), default=f.default)
     ap.add_argument("--pairs", nargs="+", default=list(TrainConfig.pairs))
+    ap.add_argument("--byte-fallback", action="store_true", help="tokenizer: unknown characters as byte pieces")
     for f in TransformerConfig.__dataclass_fields__.values():
         if f.name in ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "max_relative_position"):
             ap.add_argument(f"--{f.name.replace('_', '-')}", type=int, default=f.default)
@@ -329,7 +373,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--keys-only", action="store_true", help="relative keys only (no w^V)")
     ap.add_argument("--export", type=Path, help="after training, average checkpoints and export here")
     a = ap.parse_args(argv)
-    cfg = TrainConfig(**{k: getattr(a, k) for k in TrainConfig.__dataclass_fields__ if hasattr(a, k) and k != "pairs"}, pairs=tuple(a.pairs))
+    cfg = TrainConfig(
+        **{k: getattr(a, k) for k in TrainConfig.__dataclass_fields__ if hasattr(a, k) and k not in ("pairs", "byte_fallback")},
+        pairs=tuple(a.pairs),
+        byte_fallback=a.byte_fallback,
+    )
     mcfg = TransformerConfig(
         vocab_size=cfg.vocab_size,
         d_model=a.d_model,
