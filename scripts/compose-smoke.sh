@@ -145,7 +145,7 @@ docker run --rm -v "$ROOT/deploy/prometheus:/etc/prometheus:ro" --entrypoint pro
 log "promtool: $(grep -c SUCCESS "$WORK/promtool.log") files SUCCESS (config + rules)"
 
 # -- 4. models + stack ----------------------------------------------------------------------------
-COMPOSE_FILES=(-f "$ROOT/docker-compose.yml" -f "$SMOKE_DIR/docker-compose.smoke.yml")
+COMPOSE_FILES=(-f "$ROOT/docker-compose.yml" -f "$ROOT/deploy/compose/prometheus-port.yml" -f "$SMOKE_DIR/docker-compose.smoke.yml")
 if [ -f "$ROOT/model/pretrained/translator/model.safetensors" ] && [ -f "$ROOT/model/pretrained/encoder/model.safetensors" ]; then
     log "shipped weights present: the image runs as built, on its default models"
 else
@@ -165,8 +165,9 @@ services:
 EOF
     COMPOSE_FILES+=(-f "$WORK/docker-compose.models.yml")
 fi
+# Grafana is not started, but the compose file requires its password (the stack refuses to start without one).
 export RENDITION_IMAGE="$IMAGE_TAG" SMOKE_PROMETHEUS_IMAGE="$PROM_TAG" \
-    RENDITION_PUBLISHED_PORT="$PORT" PROMETHEUS_PUBLISHED_PORT="$PROM_PORT"
+    RENDITION_PUBLISHED_PORT="$PORT" PROMETHEUS_PUBLISHED_PORT="$PROM_PORT" GRAFANA_ADMIN_PASSWORD=smoke-not-started
 "${COMPOSE[@]}" "${COMPOSE_FILES[@]}" config -q || fail "compose files do not validate"
 "${COMPOSE[@]}" "${COMPOSE_FILES[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
 log "starting rendition + prometheus (grafana is not available offline; its files are checked below)"
@@ -192,7 +193,9 @@ uid="$(docker exec "$CID" id -u)"
 mem="$(docker inspect --format '{{.HostConfig.Memory}}' "$CID")"
 [ "${mem:-0}" -gt 0 ] || fail "no memory limit on the container"
 restart="$(docker inspect --format '{{.HostConfig.RestartPolicy.Name}}' "$CID")"
-log "container: uid $uid, memory limit $((mem / 1024 / 1024)) MiB, restart policy $restart"
+[ "$(docker inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$CID")" = true ] || fail "root filesystem is writable"
+docker exec "$CID" sh -c 'touch /home/rendition/x' 2>/dev/null && fail "could write to the root filesystem"
+log "container: uid $uid, memory limit $((mem / 1024 / 1024)) MiB, restart policy $restart, read-only root fs"
 
 BASE_URL="http://127.0.0.1:$PORT"
 curl -fsS "$BASE_URL/health/live" >/dev/null || fail "/health/live"
@@ -219,7 +222,10 @@ assert len(vecs) == 2 and len(vecs[0]) == len(vecs[1]) > 0, r
 assert all(math.isfinite(x) for v in vecs for x in v)
 print(f"[compose-smoke] embeddings ok: {len(vecs)} vectors of dim {len(vecs[0])}, object={r.get('object')}")
 EOF
-curl -fsS "$BASE_URL/metrics" | grep -q '^rendition_requests_total' || fail "/metrics lacks rendition_requests_total"
+# /metrics lives on the internal metrics port (RENDITION_METRICS_PORT=9100), not on the published API port.
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE_URL/metrics")" = 404 ] || fail "/metrics is served on the published API port"
+docker exec "$CID" python -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:9100/metrics', timeout=5).read().decode())" \
+    | grep -q '^rendition_requests_total' || fail "metrics port 9100 lacks rendition_requests_total"
 
 PROM="http://127.0.0.1:$PROM_PORT"
 log "waiting for Prometheus to scrape the service"
