@@ -10,6 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from service.app import create_app
+from service.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -43,3 +46,21 @@ def test_metrics_on_the_internal_port_that_prometheus_scrapes_and_read_only_root
     assert svc["read_only"] is True
     assert env["RENDITION_KERNEL_DIR"].startswith("/tmp/") and any(t.startswith("/tmp:exec") for t in svc["tmpfs"])
     assert env["RENDITION_CORS_ORIGINS"] == "${RENDITION_CORS_ORIGINS:-}"  # CORS off unless set
+
+
+def test_replicas_stack_load_balances_with_health_checks_and_safe_retries():
+    files = [load("docker-compose.yml"), load("deploy/compose/replicas.yml")]
+    lb = files[1]["services"]["lb"]
+    assert "./deploy/compose/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in lb["volumes"]
+    assert files[1]["services"]["rendition"]["deploy"]["replicas"] == "${RENDITION_REPLICAS:-3}"
+    cfg = (ROOT / "deploy/compose/haproxy.cfg").read_text()
+    assert "option httpchk GET /health/ready" in cfg and "http-check expect status 200" in cfg
+    assert re.search(r"server-template rendition \d+ rendition:8000", cfg)  # DNS discovery of every replica
+    retry_on = re.search(r"^\s+retry-on (.+)$", cfg, re.M).group(1).split()
+    assert {"conn-failure", "empty-response"} <= set(retry_on)
+    # L7 retries only for the idempotent routes (all of them today) and GET/HEAD
+    assert re.search(r"acl idempotent_post path /v1/translate /translate /v1/embeddings /v1/similarity", cfg)
+    assert "http-request disable-l7-retry if METH_POST !idempotent_post" in cfg
+    paths = create_app(Settings(models=[])).openapi()["paths"]
+    posts = {path for path, ops in paths.items() if set(ops) - {"get", "head"}}  # POST, PUT, ... routes
+    assert posts == {"/v1/translate", "/translate", "/v1/embeddings", "/v1/similarity"}, "a new POST route: is it idempotent?"
