@@ -26,7 +26,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from model.encoder import SentenceEncoder
 from model.translator import Translator
 from model.weights import resolve_device
-from service import errors
+from service import errors, tracing
 from service.batcher import Batcher
 from service.deps import AppState
 from service.engines import EmbeddingEngine, TranslationEngine, dtype_name, load_encoder, load_translator, resolve_dtype
@@ -191,4 +191,5 @@ def create_app(
             max_age=600,
         )
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes, known_paths=paths)
+    tracing.setup(app)  # OpenTelemetry, only when OTEL_EXPORTER_OTLP_ENDPOINT is set
     return app
