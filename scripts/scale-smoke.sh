@@ -129,7 +129,9 @@ done
 [ "$served" = "$REPLICAS" ] || fail "only ${served:-0} replicas have served translations, expected $REPLICAS"
 log "prometheus: $up targets up; translations served per replica: $(curl -fsS "http://127.0.0.1:$PROM_PORT/api/v1/query" \
     --data-urlencode 'query=sum by (instance) (rendition_requests_total{route="/v1/translate"})' \
-    | "$PY" -c 'import json, sys; print(" ".join(f"{r["metric"]["instance"]}={r["value"][1]}" for r in json.load(sys.stdin)["data"]["result"]))')"
+    | "$PY" -c 'import json, sys; print(" ".join(r["metric"]["instance"] + "=" + r["value"][1] for r in json.load(sys.stdin)["data"]["result"]))')"
+log "memory per replica: $(docker stats --no-stream --format '{{.Name}}={{.MemUsage}}' "${CIDS[@]}" | tr '\n' ' ')"
+log "C kernels built into the tmpfs (read-only root fs): $(docker exec "${CIDS[0]}" sh -c 'ls /tmp/rendition-kernels/*.so 2>/dev/null | wc -l')"
 
 # -- 5. kill one replica mid-load ---------------------------------------------------------------------
 VICTIM="${CIDS[1]}"
