@@ -15,6 +15,7 @@
 #   TORCH_VARIANT    cpu | cu126 | cu128 | ... : picks https://download.pytorch.org/whl/<variant>
 #   TORCH_INDEX_URL  overrides the index derived from TORCH_VARIANT
 #   WITH_CC          1 (default): gcc in the runtime image for the DiSAN CPU kernel; 0: none
+#   EXTRAS           optional dependency groups of pyproject.toml to add, e.g. "otel" (tracing)
 #   deploy/wheels/   optional local wheels: a torch-*.whl found there is installed instead of
 #                    downloading one (empty by default; used by offline builds and the smoke test)
 # Written for both BuildKit and the classic builder (no RUN --mount), so it builds anywhere.
@@ -46,11 +47,12 @@ RUN set -eux; \
     fi; \
     python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
 
-# The runtime dependencies listed in pyproject.toml ([project] dependencies).
+# The runtime dependencies listed in pyproject.toml ([project] dependencies, plus the EXTRAS groups).
+ARG EXTRAS=""
 WORKDIR /src
 COPY pyproject.toml ./
 RUN set -eux; \
-    python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /tmp/requirements.txt; \
+    python -c "import sys, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print(*p['dependencies'], *(d for e in sys.argv[1].split(',') if e for d in p['optional-dependencies'][e]), sep='\n')" "${EXTRAS}" > /tmp/requirements.txt; \
     cat /tmp/requirements.txt; \
     pip install -r /tmp/requirements.txt; \
     rm -f /tmp/requirements.txt pyproject.toml

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 . .venv/bin/activate
 pip install -q --upgrade pip
-pip install -q torch==2.13.0            # CPU build; GPU users: install their CUDA build of torch first
+. scripts/install-torch.sh               # CPU build (PyTorch CPU index, else the default index); GPU users: install their CUDA build of torch first
 pip install -q -e '.[test,train]'
 ruff check .
 pytest -q "$@"

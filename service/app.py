@@ -21,11 +21,12 @@ from importlib import metadata
 
 import torch
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 
 from model.encoder import SentenceEncoder
 from model.translator import Translator
 from model.weights import resolve_device
-from service import errors
+from service import errors, tracing
 from service.batcher import Batcher
 from service.deps import AppState
 from service.engines import EmbeddingEngine, TranslationEngine, dtype_name, load_encoder, load_translator, resolve_dtype
@@ -180,5 +181,15 @@ def create_app(
     paths = frozenset(
         getattr(route, "path", "") for routes in (app.routes, *(r.routes for r in routers)) for route in routes
     ) - {""}
+    if settings.cors_origins:  # off by default: browsers on other origins get no CORS headers
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+            expose_headers=["X-Request-ID", "Retry-After"],
+            max_age=600,
+        )
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes, known_paths=paths)
+    tracing.setup(app)  # OpenTelemetry, only when OTEL_EXPORTER_OTLP_ENDPOINT is set
     return app

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from service import tracing
 from service.metrics import Metrics
 
 log = logging.getLogger("rendition.batcher")
@@ -56,6 +57,7 @@ class _Job:
     results: list[Any]
     remaining: int
     cancelled: bool = False
+    trace: Any = field(default_factory=tracing.capture)  # the request's trace context (service.tracing)
 
 
 @dataclass(eq=False)
@@ -255,6 +257,7 @@ class Batcher:
             self._avg_batch_s = 0.8 * self._avg_batch_s + 0.2 * elapsed
             if m:
                 m.batch_seconds.labels(self.name).observe(elapsed)
+            tracing.record_batch(self.name, batch, start, start + elapsed)
         for it, r in zip(batch, results):
             job = it.job
             if job.future.done():

@@ -3,49 +3,81 @@
 SIGTERM (or Ctrl-C): readiness turns 503 at once; after ``RENDITION_DRAIN_SECONDS`` (time for a
 load balancer to notice) uvicorn stops accepting connections, lets every accepted request
 finish (queued and running batches included), runs the lifespan shutdown and exits 0.  A second
-signal skips the remaining drain delay; a third Ctrl-C forces the exit.
+signal skips the remaining drain delay; a third forces the exit.
+
+The signals are handled here, on the event loop, not by uvicorn: ``Server.capture_signals`` (a
+public method) is a no-op, and the drain ends by setting the public ``should_exit`` /
+``force_exit`` flags.  With ``RENDITION_METRICS_PORT`` a second, small uvicorn server in the same
+event loop serves ``/metrics`` (``service.exposition``); it stays up until the API has drained.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Sequence
-from types import FrameType
+from collections.abc import Generator, Sequence
 
 import uvicorn
 
 from service.app import create_app
+from service.deps import AppState
+from service.exposition import metrics_app
 from service.logs import setup_logging
 from service.settings import Settings
 
 log = logging.getLogger("rendition.main")
 
 
-class DrainingServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app_state, drain_seconds: float):
-        super().__init__(config)
-        self.app_state = app_state
-        self.drain_seconds = drain_seconds
-        self._timer: threading.Timer | None = None
+class Server(uvicorn.Server):
+    """A uvicorn server that leaves SIGINT/SIGTERM to its caller (``Drain``)."""
 
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if self.app_state.draining or self.drain_seconds <= 0:
-            self.app_state.draining = True
-            super().handle_exit(sig, frame)
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class Drain:
+    """The signal handler: first signal -> not ready, close after the drain delay; second -> close
+    now (still finishing accepted requests); third -> force the exit."""
+
+    def __init__(self, state: AppState, server: uvicorn.Server, drain_seconds: float):
+        self.state, self.server, self.drain_seconds = state, server, drain_seconds
+        self.signals = 0
+
+    def __call__(self, sig: signal.Signals) -> None:
+        self.signals += 1
+        self.state.draining = True
+        if self.signals == 1 and self.drain_seconds > 0:
+            log.info("draining", extra={"signal": sig.name, "drain_seconds": self.drain_seconds})
+            asyncio.get_running_loop().call_later(self.drain_seconds, self.close)
+        elif self.signals <= 2:
+            self.close()
         else:
-            self.app_state.draining = True
-            log.info("draining", extra={"signal": signal.Signals(sig).name, "drain_seconds": self.drain_seconds})
-            self._timer = threading.Timer(self.drain_seconds, lambda: setattr(self, "should_exit", True))
-            self._timer.daemon = True
-            self._timer.start()
-        self._captured_signals.clear()  # a drained shutdown is a clean exit (status 0), not death by signal
+            self.server.force_exit = True
 
-    def exit_now(self) -> None:
-        self.should_exit = True
+    def close(self) -> None:
+        self.server.should_exit = True
+
+
+async def serve(api: uvicorn.Server, metrics: uvicorn.Server | None, state: AppState, drain_seconds: float) -> None:
+    loop = asyncio.get_running_loop()
+    drain = Drain(state, api, drain_seconds)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, drain, sig)
+    metrics_task = asyncio.create_task(metrics.serve()) if metrics is not None else None
+    try:
+        await api.serve()
+    finally:
+        if metrics_task is not None:
+            metrics.should_exit = True  # scrapes keep working through the whole drain
+            await metrics_task
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -61,12 +93,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     setup_logging(settings.log_level)
 
     failed = threading.Event()
-    server: DrainingServer | None = None
+    server: Server | None = None
 
     def on_load_failure() -> None:
         failed.set()
         if server is not None:
-            server.exit_now()
+            server.should_exit = True
 
     app = create_app(settings, on_load_failure=on_load_failure)
     config = uvicorn.Config(
@@ -79,8 +111,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         timeout_graceful_shutdown=None,
         lifespan="on",
     )
-    server = DrainingServer(config, app.state.rendition, settings.drain_seconds)
-    server.run()
+    server = Server(config)
+    metrics = None
+    if settings.metrics_port is not None:
+        metrics_config = uvicorn.Config(
+            metrics_app(app.state.metrics.registry, settings),
+            host=settings.host,
+            port=settings.metrics_port,
+            log_config=None,
+            access_log=False,
+            log_level="warning",
+            lifespan="off",
+        )
+        metrics = Server(metrics_config)
+    coroutine = serve(server, metrics, app.state.rendition, settings.drain_seconds)
+    if sys.version_info >= (3, 11):  # uvicorn's event loop choice (uvloop when installed), as uvicorn.run
+        with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+            runner.run(coroutine)
+    else:
+        asyncio.run(coroutine)
     if failed.is_set():
         sys.exit(1)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 ModelName = Literal["translator", "encoder"]
@@ -54,15 +54,23 @@ class Settings(BaseSettings):
     default_beam_size: int = Field(4, ge=1)
     default_max_length: int = Field(256, ge=1)
 
-    # -- auth -----------------------------------------------------------------------------------
+    # -- auth and exposure ------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = []  # comma separated; empty: no auth
+    metrics_port: int | None = Field(None, ge=1, le=65535)  # set: /metrics only on this port (same host), not the API's
+    metrics_token: SecretStr | None = None  # set: /metrics requires "Authorization: Bearer <token>" (either port)
+    cors_origins: Annotated[list[str], NoDecode] = []  # comma separated origins ("*" for any); empty: no CORS
 
-    @field_validator("api_keys", "models", mode="before")
+    @field_validator("api_keys", "models", "cors_origins", mode="before")
     @classmethod
     def _split_commas(cls, v: object) -> object:
         if isinstance(v, str):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
+
+    @field_validator("metrics_port", "metrics_token", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, v: object) -> object:
+        return None if isinstance(v, str) and not v.strip() else v  # e.g. RENDITION_METRICS_TOKEN= from compose
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -72,4 +80,6 @@ class Settings(BaseSettings):
             raise ValueError("default_beam_size must not exceed max_beam_size")
         if self.default_max_length > self.max_length_limit:
             raise ValueError("default_max_length must not exceed max_length_limit")
+        if self.metrics_port is not None and self.metrics_port == self.port:
+            raise ValueError(f"metrics_port ({self.metrics_port}) must differ from port")
         return self

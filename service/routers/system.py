@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from service.deps import AppState, get_state, require_api_key
+from service.errors import APIError
+from service.exposition import UNAUTHORIZED, metrics_token_ok
 
 router = APIRouter()
 
@@ -33,11 +35,16 @@ async def ready(state: AppState = Depends(get_state)) -> JSONResponse:
 @router.get(
     "/metrics",
     tags=["health"],
-    summary="Prometheus metrics",
+    summary="Prometheus metrics (401 without RENDITION_METRICS_TOKEN when set; 404 when on RENDITION_METRICS_PORT)",
     response_class=Response,
     responses={200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}},
 )
-async def metrics(state: AppState = Depends(get_state)) -> Response:
+async def metrics(request: Request, state: AppState = Depends(get_state)) -> Response:
+    s = state.settings
+    if s.metrics_port is not None:
+        raise APIError(404, f"metrics are served on port {s.metrics_port} (RENDITION_METRICS_PORT)", kind="not_found")
+    if not metrics_token_ok(s, request.headers.get("authorization")):
+        raise APIError(401, UNAUTHORIZED, kind="auth", headers={"WWW-Authenticate": "Bearer"})
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
