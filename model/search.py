@@ -215,6 +215,12 @@ def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
     return rel.clamp(max=opts.max_length).clamp(min=1)
 
 
+def max_output_lengths(src_lens: list[int], opts: SearchOptions) -> list[int]:
+    """Per source length (tokens with the target tag and </s>), the most tokens a search may
+    generate, EOS included; a hypothesis this long was ended by the limit, not by the model."""
+    return _max_lengths(torch.tensor(src_lens, dtype=torch.long), opts).tolist()
+
+
 @torch.inference_mode()
 def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
     """src (B, S) padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""

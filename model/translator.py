@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from model.search import SearchOptions, generate
+from model.segment import InputTooLong
 from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from model.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained
@@ -87,9 +88,16 @@ class Translator:
 
     # -- pre / core / post ----------------------------------------------------------------------
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
+        """Raises ``InputTooLong`` for a text over the encoder's limit (max_positions - 2 tokens):
+        an input is never cut silently."""
         tag = self.tokenizer.lang_id(target)
         limit = self.model.cfg.max_positions - 2
-        return [[tag, *ids[:limit], EOS_ID] for ids in self.tokenizer.encode(texts)]
+        out = []
+        for i, ids in enumerate(self.tokenizer.encode(texts)):
+            if len(ids) > limit:
+                raise InputTooLong(i, len(ids), limit, "sentence")
+            out.append([tag, *ids, EOS_ID])
+        return out
 
     def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
         """Batches sorted by length under a token budget; results in input order."""

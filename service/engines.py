@@ -171,9 +171,9 @@ class EmbeddingEngine:
     def dim(self) -> int:
         return self.encoder.dim
 
-    # pre: texts -> token ids (truncated to the encoder's max_length)
-    def pre(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.encoder.tokenize(texts)
+    # pre: texts -> token ids; over the encoder's max_length: InputTooLong, or cut with truncate
+    def pre(self, texts: Sequence[str], truncate: bool = False) -> list[list[int]]:
+        return self.encoder.tokenize(texts, truncate)
 
     @staticmethod
     def cost(ids: list[int]) -> int:

@@ -24,6 +24,11 @@ class TranslateRequest(BaseModel):
         None, ge=1, description="cap on generated tokens (default RENDITION_DEFAULT_MAX_LENGTH)"
     )
     return_scores: bool = Field(False, description="add the score (and n-best hypotheses) to every result")
+    truncate: bool | None = Field(
+        None,
+        description="a sentence whose translation reaches max_length without ending: false -> 422, "
+        "true -> returned cut with truncated: true (default RENDITION_TRUNCATE_TRANSLATIONS)",
+    )
 
 
 class Hypothesis(BaseModel):
@@ -35,6 +40,7 @@ class TranslationResult(BaseModel):
     text: str
     score: float | None = None
     hypotheses: list[Hypothesis] | None = None
+    truncated: bool | None = Field(None, description="true when a sentence was cut at its length limit (truncate)")
 
 
 class TranslateUsage(BaseModel):
@@ -79,6 +85,7 @@ class EmbeddingsRequest(BaseModel):
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1)
     user: str | None = None
+    truncate: bool = Field(False, description="cut inputs over the encoder's max_length (listed in X-Rendition-Truncated) instead of 413")
 
 
 class Embedding(BaseModel):

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     max_length_limit: int = Field(512, ge=1)  # upper bound for a request's max_length
     default_beam_size: int = Field(4, ge=1)
     default_max_length: int = Field(256, ge=1)
+    # a translation that reaches its length limit without ending: False -> 422 naming the limit;
+    # True -> returned cut, marked "truncated" (a request's own "truncate" overrides this)
+    truncate_translations: bool = False
 
     # -- auth -----------------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = []  # comma separated; empty: no auth

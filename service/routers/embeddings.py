@@ -10,10 +10,11 @@ from __future__ import annotations
 import base64
 
 import numpy as np
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
+from model.segment import InputTooLong
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
-from service.errors import invalid
+from service.errors import APIError, invalid
 from service.schemas import (
     Embedding,
     EmbeddingsRequest,
@@ -27,22 +28,52 @@ from service.settings import Settings
 router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 
 
+TRUNCATED_HEADER = "X-Rendition-Truncated"  # indices of the inputs cut at the encoder's limit (truncate=true)
+
+
 async def embed(
-    request: Request, state: AppState, settings: Settings, texts: list[str], dimensions: int | None = None
+    request: Request,
+    state: AppState,
+    settings: Settings,
+    texts: list[str],
+    dimensions: int | None = None,
+    *,
+    normalize: bool = True,
+    truncate: bool = False,
+    field: str = "input",
+    response: Response | None = None,
 ) -> tuple[np.ndarray, int]:
-    """pre (tokenize) -> batched core -> post; returns ((N, dim) normalised vectors, token count)."""
+    """pre (tokenize) -> batched core -> post; returns ((N, dim) vectors, token count).
+
+    An input over the encoder's max_length is a 413 naming the limit; with ``truncate`` it is cut
+    and its index listed in the X-Rendition-Truncated header of ``response``."""
     engine, batcher = engine_or_503(state, "encoder")
-    ids = engine.pre(texts)
+    try:
+        ids = engine.pre(texts, truncate)
+    except InputTooLong as e:
+        raise APIError(
+            413,
+            f"{field}[{e.index}] is {e.length} tokens long; the encoder reads at most {e.limit} tokens "
+            "(send truncate=true to cut it)",
+            kind="input_too_long",
+            param=field,
+        ) from None
+    if truncate and response is not None:
+        limit = engine.encoder.max_length
+        cut = [i for i, x in enumerate(engine.encoder.tokenizer.encode(texts)) if len(x) > limit]
+        if cut:
+            response.headers[TRUNCATED_HEADER] = ",".join(map(str, cut))
     raw = await run_batched(
         request, settings, batcher, ids, [engine.cost(x) for x in ids], key=None, tokens=[len(x) for x in ids]
     )
-    return engine.post(raw, dimensions), sum(len(x) for x in ids)
+    return engine.post(raw, dimensions, normalize), sum(len(x) for x in ids)
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, summary="Sentence embeddings (OpenAI-compatible)")
 async def embeddings(
     body: EmbeddingsRequest,
     request: Request,
+    response: Response,
     state: AppState = Depends(get_state),
     settings: Settings = Depends(get_settings),
 ) -> EmbeddingsResponse:
@@ -54,7 +85,9 @@ async def embeddings(
             f"{body.dimensions} is larger than the model's embedding size {engine.dim}",
             "dimensions_out_of_range",
         )
-    vecs, tokens = await embed(request, state, settings, texts, body.dimensions)
+    vecs, tokens = await embed(
+        request, state, settings, texts, body.dimensions, truncate=body.truncate, response=response
+    )
     if body.encoding_format == "base64":
         data = [
             Embedding(embedding=base64.b64encode(v.astype("<f4").tobytes()).decode("ascii"), index=i)

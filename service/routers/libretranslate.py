@@ -121,7 +121,7 @@ async def translate(
             "too_many_alternatives",
         )
     opts = decode_options(settings, beam, n, 1.0, None)
-    translations, _ = await translate_texts(request, state, settings, texts, body.source, body.target, opts)
+    translations, _, _ = await translate_texts(request, state, settings, texts, body.source, body.target, opts, field="q")
     single = isinstance(body.q, str)
     out: dict = {"translatedText": translations[0].text if single else [t.text for t in translations]}
     if body.alternatives:
