@@ -61,11 +61,23 @@ class LibreTranslateRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     q: str | list[str]
-    source: str = Field(min_length=1, max_length=16)
+    source: str = Field(min_length=1, max_length=16, description='a language code, or "auto" (detected per text)')
     target: str = Field(min_length=1, max_length=16)
     format: Literal["text", "html"] = "text"
     alternatives: int = Field(0, ge=0)
     api_key: str | None = None
+
+
+class DetectRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    q: str | list[str]
+    api_key: str | None = None
+
+
+class DetectedLanguage(BaseModel):
+    confidence: float = Field(description="percent, 0-100")
+    language: str
 
 
 class Language(BaseModel):
@@ -80,7 +92,9 @@ class Language(BaseModel):
 class EmbeddingsRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    input: str | list[str]
+    input: str | list[str] | list[int] | list[list[int]] = Field(
+        description="text(s); token arrays (what tiktoken-based clients send) are refused with a 400"
+    )
     model: str | None = None
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1)

@@ -48,6 +48,7 @@ class Settings(BaseSettings):
     # -- request limits ---------------------------------------------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1)  # 413 beyond
     max_items: int = Field(64, ge=1)  # texts per request
+    max_embedding_items: int = Field(2048, ge=1)  # inputs per embedding request (OpenAI's limit; run in chunks)
     max_text_chars: int = Field(4000, ge=1)  # characters per text
     max_beam_size: int = Field(8, ge=1)
     max_length_limit: int = Field(512, ge=1)  # upper bound for a request's max_length

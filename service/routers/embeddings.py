@@ -28,6 +28,18 @@ from service.settings import Settings
 router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 
 
+def check_model(engine, model: str | None) -> None:
+    """``model`` may be left out or name the loaded encoder; anything else is OpenAI's 404."""
+    if model is not None and model != engine.name:
+        raise APIError(
+            404,
+            f"The model '{model}' does not exist; this server embeds with '{engine.name}'",
+            kind="model_not_found",
+            param="model",
+            code="model_not_found",
+        )
+
+
 TRUNCATED_HEADER = "X-Rendition-Truncated"  # indices of the inputs cut at the encoder's limit (truncate=true)
 
 
@@ -77,8 +89,17 @@ async def embeddings(
     state: AppState = Depends(get_state),
     settings: Settings = Depends(get_settings),
 ) -> EmbeddingsResponse:
-    texts = as_list(body.input, "input", settings)
+    if not isinstance(body.input, str) and any(not isinstance(x, str) for x in body.input):
+        raise APIError(
+            400,
+            "input holds token ids; this server embeds text only (its tokenizer is not tiktoken's). "
+            "Send the texts themselves; in LangChain's OpenAIEmbeddings set check_embedding_ctx_length=False",
+            kind="token_input",
+            param="input",
+        )
     engine, _ = engine_or_503(state, "encoder")
+    check_model(engine, body.model)
+    texts = as_list(body.input, "input", settings, (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS"))
     if body.dimensions is not None and body.dimensions > engine.dim:
         raise invalid(
             "dimensions",
