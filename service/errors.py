@@ -2,6 +2,7 @@
 
 /v1/embeddings            OpenAI:          {"error": {"message", "type", "param", "code"}}
 /translate, /languages    LibreTranslate:  {"error": "message"}
+/embed, /rerank, /info... TEI:             {"error": "message", "error_type": "Validation"}
 everything else           FastAPI:         {"detail": "message"} or {"detail": [{loc, msg, type}]}
 """
 
@@ -100,11 +101,18 @@ LIBRETRANSLATE_PATHS = ("/translate", "/languages", "/detect", "/frontend/settin
 LIBRETRANSLATE_STATUS = {401: 403, 413: 400, 415: 400, 422: 400}
 
 
+TEI_PATHS = ("/", "/embed", "/similarity", "/rerank", "/tokenize", "/decode", "/info", "/health")
+# text-embeddings-inference's error_type per status (its router maps them the other way round)
+TEI_TYPES = {400: "Empty", 413: "Validation", 422: "Validation", 429: "Overloaded", 503: "Unhealthy"}
+
+
 def family(path: str) -> str:
     if path.startswith(("/v1/embeddings", "/v1/models")):
         return "openai"
     if path in LIBRETRANSLATE_PATHS:
         return "libretranslate"
+    if path in TEI_PATHS:
+        return "tei"
     return "fastapi"
 
 
@@ -128,6 +136,8 @@ def error_response(
                 "code": code,
             }
         }
+    elif fam == "tei":
+        body = {"error": message, "error_type": TEI_TYPES.get(status, "Backend" if status >= 500 else "Validation")}
     elif fam == "libretranslate":
         body = {"error": message}
         status = LIBRETRANSLATE_STATUS.get(status, status)

@@ -12,7 +12,6 @@ import base64
 import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 
-from model.segment import InputTooLong
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
 from service.errors import APIError, invalid
 from service.schemas import (
@@ -47,34 +46,36 @@ async def embed(
     request: Request,
     state: AppState,
     settings: Settings,
-    texts: list[str],
+    texts: list[str] | None,
     dimensions: int | None = None,
     *,
     normalize: bool = True,
     truncate: bool = False,
+    left: bool = False,
     field: str = "input",
     response: Response | None = None,
+    ids: list[list[int]] | None = None,
 ) -> tuple[np.ndarray, int]:
     """pre (tokenize) -> batched core -> post; returns ((N, dim) vectors, token count).
 
     An input over the encoder's max_length is a 413 naming the limit; with ``truncate`` it is cut
-    and its index listed in the X-Rendition-Truncated header of ``response``."""
+    (its end, or with ``left`` its start) and its index listed in the X-Rendition-Truncated header
+    of ``response``.  ``ids``: token ids given instead of texts (TEI's /embed takes them)."""
     engine, batcher = engine_or_503(state, "encoder")
-    try:
-        ids = engine.pre(texts, truncate)
-    except InputTooLong as e:
+    limit = engine.encoder.max_length
+    full = engine.encoder.tokenizer.encode(texts) if ids is None else ids
+    over = [i for i, x in enumerate(full) if len(x) > limit]
+    if over and not truncate:
         raise APIError(
             413,
-            f"{field}[{e.index}] is {e.length} tokens long; the encoder reads at most {e.limit} tokens "
+            f"{field}[{over[0]}] is {len(full[over[0]])} tokens long; the encoder reads at most {limit} tokens "
             "(send truncate=true to cut it)",
             kind="input_too_long",
             param=field,
-        ) from None
-    if truncate and response is not None:
-        limit = engine.encoder.max_length
-        cut = [i for i, x in enumerate(engine.encoder.tokenizer.encode(texts)) if len(x) > limit]
-        if cut:
-            response.headers[TRUNCATED_HEADER] = ",".join(map(str, cut))
+        )
+    ids = [x[-limit:] if left else x[:limit] for x in full]
+    if over and response is not None:
+        response.headers[TRUNCATED_HEADER] = ",".join(map(str, over))
     raw = await run_batched(
         request, settings, batcher, ids, [engine.cost(x) for x in ids], key=None, tokens=[len(x) for x in ids]
     )
