@@ -239,6 +239,11 @@ class CT2Engine:
             min_decoding_length=opts.min_length,
             max_input_length=0,
             return_scores=True,
+            repetition_penalty=opts.repetition_penalty,
+            no_repeat_ngram_size=opts.no_repeat_ngram_size,
+            target_prefix=[self.to_pieces(opts.target_prefix)] * len(sources) if opts.target_prefix else None,
+            sampling_topk=opts.sampling_topk,
+            sampling_temperature=opts.sampling_temperature,
         )
         out = []
         for r in results:

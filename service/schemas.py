@@ -24,6 +24,16 @@ class TranslateRequest(BaseModel):
         None, ge=1, description="cap on generated tokens (default RENDITION_DEFAULT_MAX_LENGTH)"
     )
     return_scores: bool = Field(False, description="add the score (and n-best hypotheses) to every result")
+    min_length: int = Field(0, ge=0, description="</s> is not allowed before this many tokens (per sentence)")
+    repetition_penalty: float = Field(
+        1.0, gt=0, le=10, description="CTranslate2's: > 1 divides the logit of every token already generated"
+    )
+    no_repeat_ngram_size: int = Field(0, ge=0, le=64, description="> 0: no n-gram of this size twice in a sentence")
+    target_prefix: str | None = Field(
+        None, min_length=1, max_length=1000, description="forced start of the translation (a one-sentence text)"
+    )
+    sampling_topk: int = Field(1, ge=0, description="1: search; k > 1: sample among the k most likely; 0: among all")
+    sampling_temperature: float = Field(1.0, gt=0, le=100, description="sampling: logits / temperature")
     truncate: bool | None = Field(
         None,
         description="a sentence whose translation reaches max_length without ending: false -> 422, "

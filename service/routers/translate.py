@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fastapi import APIRouter, Depends, Request
 
 from model import segment
@@ -39,6 +41,42 @@ def decode_options(
             "max_length_out_of_range",
         )
     return DecodeOptions(beam, num_hypotheses, float(length_penalty), length)
+
+
+def search_options(settings: Settings, body: TranslateRequest, engine: TranslationEngine) -> DecodeOptions:
+    """decode_options plus CTranslate2's decoding options, each checked against the others."""
+    sampling = body.sampling_topk != 1
+    beam = 1 if sampling and body.beam_size is None else body.beam_size
+    if sampling and beam != 1:
+        raise invalid("beam_size", f"sampling (sampling_topk {body.sampling_topk}) needs beam_size 1, not {beam}", "sampling_needs_greedy")
+    opts = decode_options(settings, beam, 1 if sampling else body.num_hypotheses, body.length_penalty, body.max_length)
+    if sampling and body.num_hypotheses > settings.max_beam_size:
+        raise invalid(
+            "num_hypotheses",
+            f"{body.num_hypotheses} draws; the limit is {settings.max_beam_size} (RENDITION_MAX_BEAM_SIZE)",
+            "num_hypotheses_out_of_range",
+        )
+    if body.min_length >= opts.max_length:
+        raise invalid("min_length", f"{body.min_length} must be below max_length {opts.max_length}", "min_length_out_of_range")
+    prefix: tuple[int, ...] = ()
+    if body.target_prefix is not None:
+        prefix = tuple(engine.translator.tokenizer.encode([body.target_prefix])[0])
+        if not prefix or len(prefix) + 1 >= opts.max_length:
+            raise invalid(
+                "target_prefix",
+                f"{len(prefix)} tokens; it must be 1 to {opts.max_length - 2} tokens (below max_length)",
+                "target_prefix_out_of_range",
+            )
+    return replace(
+        opts,
+        num_hypotheses=body.num_hypotheses if sampling else opts.num_hypotheses,
+        min_length=body.min_length,
+        repetition_penalty=body.repetition_penalty,
+        no_repeat_ngram_size=body.no_repeat_ngram_size,
+        target_prefix=prefix,
+        sampling_topk=body.sampling_topk,
+        sampling_temperature=body.sampling_temperature,
+    )
 
 
 def check_pair(engine: TranslationEngine, source: str, target: str) -> None:
@@ -79,6 +117,9 @@ async def translate_texts(
     engine, batcher = engine_or_503(state, "translator")
     check_pair(engine, source, target)
     docs = [segment.split(t, source) for t in texts]
+    if opts.target_prefix and any(len(doc.sentences) > 1 for doc in docs):
+        i = next(i for i, doc in enumerate(docs) if len(doc.sentences) > 1)
+        raise invalid([field, i], "target_prefix needs texts of one sentence each (this one has several)", "target_prefix_text")
     owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]  # sentence -> (text, index)
     try:
         ids = engine.pre([s for doc in docs for s in doc.sentences], target)
@@ -134,7 +175,7 @@ async def translate(
     settings: Settings = Depends(get_settings),
 ) -> TranslateResponse:
     texts = as_list(body.text, "text", settings)
-    opts = decode_options(settings, body.beam_size, body.num_hypotheses, body.length_penalty, body.max_length)
+    opts = search_options(settings, body, engine_or_503(state, "translator")[0])
     translations, source_tokens, cut = await translate_texts(
         request, state, settings, texts, body.source, body.target, opts, body.truncate
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from model.data import SPLITS_DIR, read_tsv
+from model.search import SearchOptions
 from model.segment import split
 from model.translator import DEFAULT_TRANSLATOR, Translator
 
@@ -83,3 +84,66 @@ def test_embeddings_over_the_encoder_limit_are_refused_or_cut_on_request(server)
     cut = server.http.post("/v1/embeddings", json={"input": " ".join(["word"] * 64)}).json()["data"][0]["embedding"]
     assert r.json()["data"][1]["embedding"] == pytest.approx(cut, abs=1e-6)
     assert r.json()["usage"]["prompt_tokens"] == 1 + 64
+
+
+# -- CTranslate2-style decoding options (parity with CTranslate2 itself: tests/model/test_ct2.py) ----
+
+SRC = "This package contains the development files of the library. "
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"repetition_penalty": 1.5},  # "de" is not repeated: "... de développement pour la bibliothèque"
+        {"no_repeat_ngram_size": 1},
+        {"min_length": 14},
+        {"target_prefix": "Le paquet"},
+    ],
+)
+def test_decoding_options_match_the_model_called_directly(server, shipped, options):
+    body = {"text": SRC, "source": "en", "target": "fr", "return_scores": True, "beam_size": 2} | options
+    r = server.http.post("/v1/translate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()["results"][0]
+    search = {k: v for k, v in options.items() if k != "target_prefix"}
+    if "target_prefix" in options:
+        search["target_prefix"] = tuple(shipped.tokenizer.encode([options["target_prefix"]])[0])
+    ids = shipped.preprocess([SRC.strip()], "fr")
+    (hyps,) = shipped.core(ids, SearchOptions(beam_size=2, max_length=256, **search))
+    assert got["text"].strip() == shipped.tokenizer.decode([hyps[0][0]])[0]
+    assert got["score"] == pytest.approx(hyps[0][1], abs=1e-4)
+    plain = server.http.post("/v1/translate", json={"text": SRC, "source": "en", "target": "fr", "beam_size": 2})
+    assert plain.json()["results"][0]["text"] != got["text"]  # the option changed the translation
+    if "target_prefix" in options:
+        assert got["text"].startswith("Le paquet")
+
+
+def test_sampling_gives_diverse_drawn_hypotheses(server):
+    body = {"text": SRC, "source": "en", "target": "fr", "return_scores": True}
+    greedy = server.http.post("/v1/translate", json=body | {"beam_size": 1}).json()["results"][0]
+    top1 = server.http.post("/v1/translate", json=body | {"sampling_topk": 1, "beam_size": 1}).json()["results"][0]
+    assert top1["text"] == greedy["text"]
+    r = server.http.post("/v1/translate", json=body | {"sampling_topk": 20, "sampling_temperature": 1.5, "num_hypotheses": 4})
+    assert r.status_code == 200, r.text
+    hyps = r.json()["results"][0]["hypotheses"]
+    assert len(hyps) == 4 and [h["score"] for h in hyps] == sorted((h["score"] for h in hyps), reverse=True)
+    assert len({h["text"] for h in hyps}) > 1
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"sampling_topk": 5, "beam_size": 4}, "needs beam_size 1"),
+        ({"sampling_topk": -1}, "sampling_topk"),
+        ({"sampling_temperature": 0}, "sampling_temperature"),
+        ({"repetition_penalty": 0}, "repetition_penalty"),
+        ({"no_repeat_ngram_size": -1}, "no_repeat_ngram_size"),
+        ({"min_length": 300}, "below max_length 256"),
+        ({"target_prefix": ""}, "target_prefix"),
+        ({"target_prefix": "Le", "text": "One. Two."}, "one sentence"),
+        ({"sampling_topk": 3, "num_hypotheses": 9}, "RENDITION_MAX_BEAM_SIZE"),
+    ],
+)
+def test_decoding_options_are_validated(server, options, needle):
+    r = server.http.post("/v1/translate", json={"text": SRC, "source": "en", "target": "fr"} | options)
+    assert r.status_code == 422 and needle in r.text, r.text
