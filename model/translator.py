@@ -42,6 +42,18 @@ def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
     return getattr(torch, key)
 
 
+def source_ids(tokenizer: Tokenizer, texts: Sequence[str], target: str, limit: int) -> list[list[int]]:
+    """[target tag, ids..., </s>] per text; ``InputTooLong`` for a text over ``limit`` tokens (the
+    encoder's max_positions - 2): an input is never cut silently."""
+    tag = tokenizer.lang_id(target)
+    out = []
+    for i, ids in enumerate(tokenizer.encode(texts)):
+        if len(ids) > limit:
+            raise InputTooLong(i, len(ids), limit, "sentence")
+        out.append([tag, *ids, EOS_ID])
+    return out
+
+
 class Translator:
     """``kv_cache_dtype``: how the decoder's self-attention keys and values are stored during a
     search (None: the model's dtype).  float16 halves the memory each step reads, which keeps the
@@ -88,16 +100,7 @@ class Translator:
 
     # -- pre / core / post ----------------------------------------------------------------------
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        """Raises ``InputTooLong`` for a text over the encoder's limit (max_positions - 2 tokens):
-        an input is never cut silently."""
-        tag = self.tokenizer.lang_id(target)
-        limit = self.model.cfg.max_positions - 2
-        out = []
-        for i, ids in enumerate(self.tokenizer.encode(texts)):
-            if len(ids) > limit:
-                raise InputTooLong(i, len(ids), limit, "sentence")
-            out.append([tag, *ids, EOS_ID])
-        return out
+        return source_ids(self.tokenizer, texts, target, self.model.cfg.max_positions - 2)
 
     def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
         """Batches sorted by length under a token budget; results in input order."""

@@ -303,3 +303,13 @@ def test_sampling_options(engines):
             top5 = logits.topk(5, -1).indices
             targets = [*toks, tr.model.cfg.eos_id][: len(top5)]
             assert all(tok in top5[i].tolist() for i, tok in enumerate(targets[:-1]))
+
+
+def test_over_long_sources_are_refused_not_cut(engines):
+    """Both engines refuse a text over the encoder's positions (126 tokens here) instead of cutting it."""
+    from model.segment import InputTooLong
+
+    for engine in engines:
+        assert len(engine.preprocess(["ab " * 20], "fr")[0]) <= 128
+        with pytest.raises(InputTooLong, match="sentence 1 is .* tokens long; the limit is 126 tokens"):
+            engine.preprocess(["ab", "abc dnop " * 200], "fr")
