@@ -141,7 +141,7 @@ async def translate_texts(
             k = cut.index(True)
             i, j = owner[k]
             why = f"max_length {limit}" if (limit := limits[k]) == opts.max_length else (
-                f"{limit} tokens, 1.5 x its {len(ids[k]) - 2} source tokens + 10"
+                f"{limit} tokens: 1.5 x its {len(ids[k])} source tokens with the language tag and </s>, + 10"
             )
             raise APIError(
                 422,
