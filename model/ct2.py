@@ -50,7 +50,7 @@ from torch import Tensor
 from model.search import SearchOptions, _max_lengths
 from model.tokenizer import EOS_ID, UNK_ID, Tokenizer
 from model.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
-from model.translator import DEFAULT_TRANSLATOR, Translator
+from model.translator import DEFAULT_TRANSLATOR, Translator, source_ids
 from model.weights import ModelLoadError, load_weights
 
 RENDITION_CONFIG = "rendition_config.json"  # our TransformerConfig (ct2 owns config.json)
@@ -239,6 +239,11 @@ class CT2Engine:
             min_decoding_length=opts.min_length,
             max_input_length=0,
             return_scores=True,
+            repetition_penalty=opts.repetition_penalty,
+            no_repeat_ngram_size=opts.no_repeat_ngram_size,
+            target_prefix=[self.to_pieces(opts.target_prefix)] * len(sources) if opts.target_prefix else None,
+            sampling_topk=opts.sampling_topk,
+            sampling_temperature=opts.sampling_temperature,
         )
         out = []
         for r in results:
@@ -299,9 +304,7 @@ class CT2Translator(Translator):
         return self.cfg.languages
 
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        tag = self.tokenizer.lang_id(target)
-        limit = self.cfg.max_positions - 2
-        return [[tag, *ids[:limit], EOS_ID] for ids in self.tokenizer.encode(texts)]
+        return source_ids(self.tokenizer, texts, target, self.cfg.max_positions - 2)
 
     def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
         return self.engine.core(sources, opts, self.max_batch_tokens)

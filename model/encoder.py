@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from model.disan import DiSAN, DiSANConfig
+from model.segment import InputTooLong
 from model.tokenizer import PAD_ID, Tokenizer
 from model.weights import load_pretrained
 
@@ -63,11 +64,18 @@ class SentenceEncoder:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
-    def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
-        return [ids[: self.max_length] for ids in self.tokenizer.encode(sentences)]
+    def tokenize(self, sentences: Sequence[str], truncate: bool = False) -> list[list[int]]:
+        """Token ids per sentence.  A sentence over ``max_length`` tokens raises ``InputTooLong``,
+        or with ``truncate`` is cut to its first ``max_length`` tokens (TEI's ``truncate``)."""
+        out = self.tokenizer.encode(sentences)
+        for i, ids in enumerate(out):
+            if len(ids) > self.max_length and not truncate:
+                raise InputTooLong(i, len(ids), self.max_length)
+        return [ids[: self.max_length] for ids in out]
 
     def count_tokens(self, sentences: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self.tokenize(sentences)]
+        """Tokens the model reads per sentence (at most max_length)."""
+        return [len(ids) for ids in self.tokenize(sentences, truncate=True)]
 
     @staticmethod
     def pad(seqs: Sequence[Sequence[int]], device: torch.device | None = None) -> torch.Tensor:
@@ -92,7 +100,9 @@ class SentenceEncoder:
         return out
 
     @torch.inference_mode()
-    def encode(self, sentences: Sequence[str], batch_size: int = 64, normalize: bool = True) -> np.ndarray:
+    def encode(
+        self, sentences: Sequence[str], batch_size: int = 64, normalize: bool = True, truncate: bool = False
+    ) -> np.ndarray:
         if isinstance(sentences, str):
             raise TypeError("encode takes a sequence of sentences, not a single string")
         if batch_size < 1:
@@ -100,7 +110,7 @@ class SentenceEncoder:
         out = np.zeros((len(sentences), self.dim), dtype=np.float32)
         if not sentences:
             return out
-        seqs = self.tokenize(sentences)
+        seqs = self.tokenize(sentences, truncate)
         dev = self.device
         for idx in self.buckets([len(s) for s in seqs], batch_size):
             ids = self.pad([seqs[i] for i in idx], dev)  # (b, n)
@@ -117,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--output", "-o", default=None, help="write an (N, dim) float32 .npy here instead of JSON lines")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--no-normalize", action="store_true", help="do not L2-normalise the vectors")
+    ap.add_argument("--truncate", action="store_true", help="cut lines over the model's max_length (default: refuse)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(list(argv) if argv is not None else None)
@@ -124,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     lines = [line.rstrip("\n") for line in sys.stdin]
     enc = SentenceEncoder.from_pretrained(args.model, device=args.device)
-    vecs = enc.encode(lines, batch_size=args.batch_size, normalize=not args.no_normalize)
+    vecs = enc.encode(lines, batch_size=args.batch_size, normalize=not args.no_normalize, truncate=args.truncate)
     if args.output:
         np.save(args.output, vecs)
         print(f"wrote {vecs.shape[0]} x {vecs.shape[1]} embeddings to {args.output}", file=sys.stderr)

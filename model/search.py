@@ -45,14 +45,38 @@ class SearchOptions:
     stats: dict[str, int] = field(default_factory=dict)  # filled: decode_steps, kv_cache_bytes
     should_stop: Callable[[], bool] | None = None  # checked once per step; True ends the search (returns what finished)
     kv_cache_dtype: torch.dtype | None = None  # self-attention K/V storage; None: the model's dtype
+    # CTranslate2's decoding options (at their defaults the search above runs unchanged)
+    repetition_penalty: float = 1.0  # > 1: a generated token's logit is divided by it (multiplied if < 0)
+    no_repeat_ngram_size: int = 0  # > 0: no n-gram of this size occurs twice in a hypothesis
+    target_prefix: tuple[int, ...] = ()  # forced first tokens of every hypothesis (counted in its score)
+    sampling_topk: int = 1  # 1: argmax; k > 1: sample from the k most likely tokens; 0: from all (beam_size 1)
+    sampling_temperature: float = 1.0  # sampling: logits / temperature
+    sampling_seed: int | None = None  # sampling: a seed for reproducible draws (None: random)
+
+    @property
+    def sampling(self) -> bool:
+        return self.sampling_topk != 1
+
+    @property
+    def processed(self) -> bool:
+        """Whether any option changes the logits (then the generic, unfused step runs)."""
+        return self.repetition_penalty != 1.0 or self.no_repeat_ngram_size > 0 or bool(self.target_prefix)
 
     def validate(self) -> None:
         if self.beam_size < 1:
             raise ValueError("beam_size must be >= 1")
-        if not 1 <= self.num_hypotheses <= self.beam_size:
-            raise ValueError("num_hypotheses must be between 1 and beam_size")
+        if self.num_hypotheses < 1 or (self.num_hypotheses > self.beam_size and not self.sampling):
+            raise ValueError("num_hypotheses must be between 1 and beam_size (any number when sampling)")
         if self.max_length < 1:
             raise ValueError("max_length must be >= 1")
+        if self.repetition_penalty <= 0 or self.no_repeat_ngram_size < 0:
+            raise ValueError("repetition_penalty must be > 0 and no_repeat_ngram_size >= 0")
+        if self.sampling_topk < 0 or self.sampling_temperature <= 0:
+            raise ValueError("sampling_topk must be >= 0 and sampling_temperature > 0")
+        if self.sampling and self.beam_size != 1:
+            raise ValueError("sampling (sampling_topk != 1) needs beam_size 1")
+        if len(self.target_prefix) >= self.max_length:
+            raise ValueError("target_prefix must be shorter than max_length")
 
 
 def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -198,6 +222,54 @@ def _log_probs(logits: Tensor, eos: int, forbid_eos: bool, ending: Tensor | None
     return lprobs
 
 
+def _process_logits(logits: Tensor, prev: Tensor, opts: SearchOptions) -> Tensor:
+    """CTranslate2's logits processors on logits (N, V) given each row's tokens so far (N, t):
+    the repetition penalty on the tokens already generated, then no repeated n-gram (a token that
+    would complete an n-gram the row holds already is disabled)."""
+    if opts.repetition_penalty != 1.0 and prev.shape[1]:
+        seen = logits.gather(1, prev)
+        p = opts.repetition_penalty
+        logits = logits.scatter(1, prev, torch.where(seen < 0, seen * p, seen / p))
+    n = opts.no_repeat_ngram_size
+    if n and prev.shape[1] >= n:
+        grams = prev.unfold(1, n, 1)  # (N, t - n + 1, n): every n-gram so far
+        match = (grams[:, :, : n - 1] == prev[:, prev.shape[1] - (n - 1) :].unsqueeze(1)).all(-1)
+        rows, cols = match.nonzero(as_tuple=True)
+        logits = logits.clone()
+        logits[rows, grams[rows, cols, n - 1]] = NEG_INF
+    return logits
+
+
+def _force(logits: Tensor, token: int) -> Tensor:
+    """Only ``token`` stays possible: a target prefix step (as in CTranslate2, the forced token's
+    log-probability is then 0, so a hypothesis' score is that of what follows the prefix)."""
+    forced = torch.full_like(logits, NEG_INF)
+    forced[:, token] = logits[:, token]
+    return forced
+
+
+def _step_log_probs(
+    logits: Tensor, prev: Tensor, t: int, eos: int, ending: Tensor | None, opts: SearchOptions
+) -> Tensor:
+    """The unfused step: processors, log_softmax, min length, max length, target prefix."""
+    if opts.processed:
+        logits = _process_logits(logits, prev, opts)
+    if t < len(opts.target_prefix):
+        logits = _force(logits, opts.target_prefix[t])
+    return _log_probs(logits, eos, t < opts.min_length, ending)
+
+
+def _sample(lprobs: Tensor, opts: SearchOptions, gen: torch.Generator | None) -> tuple[Tensor, Tensor]:
+    """One token per row of log-probabilities (N, V) from the top-k at the temperature; returns
+    (their log-probabilities, the tokens)."""
+    scaled = lprobs / opts.sampling_temperature
+    if opts.sampling_topk > 0 and opts.sampling_topk < scaled.shape[1]:
+        kth = scaled.topk(opts.sampling_topk, dim=-1).values[:, -1:]
+        scaled = scaled.masked_fill(scaled < kth, NEG_INF)
+    tokens = torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen).squeeze(1)
+    return lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens
+
+
 def _ending(max_lens: Tensor, t: int, end_steps: set[int]) -> Tensor | None:
     """(N,) bool: the sentences whose max length ends at step t; None when there are none."""
     if t not in end_steps:
@@ -215,10 +287,20 @@ def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
     return rel.clamp(max=opts.max_length).clamp(min=1)
 
 
+def max_output_lengths(src_lens: list[int], opts: SearchOptions) -> list[int]:
+    """Per source length (tokens with the target tag and </s>), the most tokens a search may
+    generate, EOS included; a hypothesis this long was ended by the limit, not by the model."""
+    return _max_lengths(torch.tensor(src_lens, dtype=torch.long), opts).tolist()
+
+
 @torch.inference_mode()
 def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
     """src (B, S) padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
     opts.validate()
+    if opts.beam_size == 1 and opts.num_hypotheses > 1:  # sampling: n independent draws per sentence
+        n = opts.num_hypotheses
+        draws = greedy(model, src.repeat_interleave(n, 0), opts)
+        return [sorted(draws[i * n : (i + 1) * n], key=lambda h: -h.score) for i in range(src.shape[0])]
     if opts.beam_size == 1:
         return [[h] for h in greedy(model, src, opts)]
     cfg = model.cfg
@@ -256,9 +338,10 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
         kl = scores.shape[1]  # live beams per sentence
         ending = _ending(max_lens[alive], t, end_steps)  # (Nb,) sentences that must end now, or None
         C = _chunk_size(V, 2 * K)
-        if C is None or ending is not None:
+        if C is None or ending is not None or opts.processed:
             rows = ending.repeat_interleave(kl) if ending is not None else None
-            lprobs = _log_probs(logits, cfg.eos_id, t < opts.min_length, rows).view(Nb, kl, V)
+            prev = history[:, :kl].reshape(Nb * kl, t)
+            lprobs = _step_log_probs(logits, prev, t, cfg.eos_id, rows, opts).view(Nb, kl, V)
             cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
             lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
@@ -335,11 +418,18 @@ def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothe
     final: list[float] = [0.0] * B
     end_steps = {n - 1 for n in max_lens.tolist()}  # steps at which some sentence must end
     kv_bytes = cache.nbytes()  # (it only shrinks)
+    gen = None
+    if opts.sampling and opts.sampling_seed is not None:
+        gen = torch.Generator(device=device).manual_seed(opts.sampling_seed)
     for t in range(T):
         logits = model.decode_step(tokens, cache).float()
         ending = _ending(max_lens[alive], t, end_steps)
         C = _chunk_size(logits.shape[1], 1)
-        if C is None or ending is not None:
+        if opts.processed or opts.sampling:
+            prev = torch.tensor([out[b] for b in alive.tolist()], dtype=torch.long, device=device).view(len(alive), t)
+            lprobs = _step_log_probs(logits, prev, t, cfg.eos_id, ending, opts)
+            best, tokens = _sample(lprobs, opts, gen) if opts.sampling else row_max(lprobs)
+        elif C is None or ending is not None:
             best, tokens = row_max(_log_probs(logits, cfg.eos_id, t < opts.min_length, ending))
         else:  # max of log_softmax(logits) = max(logits) - lse, without the normalised table
             lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from model.segment import InputTooLong
 from model.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from model.weights import ModelLoadError
 
@@ -58,7 +59,10 @@ def translate_lines(
     bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
     for start in range(0, len(todo), batch_size):
         idx = todo[start : start + batch_size]
-        results = translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options)
+        try:
+            results = translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options)
+        except InputTooLong as e:  # name the line (1-based), not its place in the batch
+            raise InputTooLong(idx[e.index] + 1, e.length, e.limit, "line") from None
         for i, r in zip(idx, results):
             out[i] = r.text
         bar.update(len(idx))

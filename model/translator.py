@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from model.search import SearchOptions, generate
+from model.segment import InputTooLong
 from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from model.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained
@@ -39,6 +40,18 @@ def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
     if key not in KV_CACHE_DTYPES:
         raise ValueError(f"kv_cache_dtype must be auto or one of {KV_CACHE_DTYPES}, not {name!r}")
     return getattr(torch, key)
+
+
+def source_ids(tokenizer: Tokenizer, texts: Sequence[str], target: str, limit: int) -> list[list[int]]:
+    """[target tag, ids..., </s>] per text; ``InputTooLong`` for a text over ``limit`` tokens (the
+    encoder's max_positions - 2): an input is never cut silently."""
+    tag = tokenizer.lang_id(target)
+    out = []
+    for i, ids in enumerate(tokenizer.encode(texts)):
+        if len(ids) > limit:
+            raise InputTooLong(i, len(ids), limit, "sentence")
+        out.append([tag, *ids, EOS_ID])
+    return out
 
 
 class Translator:
@@ -87,9 +100,7 @@ class Translator:
 
     # -- pre / core / post ----------------------------------------------------------------------
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        tag = self.tokenizer.lang_id(target)
-        limit = self.model.cfg.max_positions - 2
-        return [[tag, *ids[:limit], EOS_ID] for ids in self.tokenizer.encode(texts)]
+        return source_ids(self.tokenizer, texts, target, self.model.cfg.max_positions - 2)
 
     def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
         """Batches sorted by length under a token budget; results in input order."""

@@ -32,7 +32,7 @@ from service.deps import AppState
 from service.engines import EmbeddingEngine, TranslationEngine, dtype_name, load_encoder, load_translator, resolve_dtype
 from service.metrics import Metrics
 from service.middleware import ServiceMiddleware
-from service.routers import embeddings, libretranslate, system, translate
+from service.routers import embeddings, libretranslate, system, tei, translate
 from service.settings import Settings
 
 log = logging.getLogger("rendition.app")
@@ -174,7 +174,7 @@ def create_app(
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rendition = state
-    routers = (translate.router, libretranslate.router, embeddings.router, system.router)
+    routers = (translate.router, libretranslate.router, embeddings.router, tei.router, tei.health_router, system.router)
     for r in routers:
         app.include_router(r)
     errors.install(app)

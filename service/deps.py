@@ -82,16 +82,18 @@ async def require_api_key(request: Request, settings: Settings = Depends(get_set
 # -- input limits -----------------------------------------------------------------------------------
 
 
-def as_list(value: str | list[str], field_name: str, settings: Settings) -> list[str]:
-    """One text or a list -> a list, checked against RENDITION_MAX_ITEMS / RENDITION_MAX_TEXT_CHARS."""
+def as_list(
+    value: str | list[str], field_name: str, settings: Settings, max_items: tuple[int, str] | None = None
+) -> list[str]:
+    """One text or a list -> a list, checked against RENDITION_MAX_ITEMS (or ``max_items``: the
+    limit and its setting's name) and RENDITION_MAX_TEXT_CHARS."""
     texts = [value] if isinstance(value, str) else list(value)
+    limit, limit_name = max_items or (settings.max_items, "RENDITION_MAX_ITEMS")
     if not texts:
         raise invalid(field_name, "must not be an empty list", "empty_input")
-    if len(texts) > settings.max_items:
+    if len(texts) > limit:
         raise invalid(
-            field_name,
-            f"{len(texts)} items; the limit is {settings.max_items} per request (RENDITION_MAX_ITEMS)",
-            "too_many_items",
+            field_name, f"{len(texts)} items; the limit is {limit} per request ({limit_name})", "too_many_items"
         )
     for i, t in enumerate(texts):
         where = field_name if isinstance(value, str) else [field_name, i]
@@ -140,6 +142,23 @@ async def _wait_disconnect(request: Request) -> None:
             return
 
 
+async def _submit_in_chunks(
+    batcher: Batcher,
+    max_queue: int,
+    payloads: Sequence[Any],
+    costs: Sequence[int],
+    key: Hashable,
+    tokens: Sequence[int] | None,
+) -> list[Any]:
+    if len(payloads) <= max_queue:
+        return await batcher.submit(payloads, costs, key, tokens)
+    step, out = max(1, max_queue // 2), []
+    for i in range(0, len(payloads), step):
+        part = slice(i, i + step)
+        out += await batcher.submit(payloads[part], costs[part], key, None if tokens is None else tokens[part])
+    return out
+
+
 async def run_batched(
     request: Request,
     settings: Settings,
@@ -150,8 +169,10 @@ async def run_batched(
     tokens: Sequence[int] | None = None,
 ) -> list[Any]:
     """Queue a request's sentences, wait for their results; map overload/timeout/disconnect/model
-    errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued."""
-    work = asyncio.ensure_future(batcher.submit(payloads, costs, key, tokens))
+    errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
+    request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
+    half the queue, each after the one before has finished."""
+    work = asyncio.ensure_future(_submit_in_chunks(batcher, settings.max_queue, payloads, costs, key, tokens))
     gone = asyncio.ensure_future(_wait_disconnect(request))
     done: set = set()
     waited = False

@@ -71,6 +71,11 @@ class DecodeOptions:
     length_penalty: float = 1.0
     max_length: int = 256
     min_length: int = 0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    target_prefix: tuple[int, ...] = ()  # token ids
+    sampling_topk: int = 1
+    sampling_temperature: float = 1.0
 
 
 class TranslationEngine:
@@ -95,7 +100,7 @@ class TranslationEngine:
 
     @staticmethod
     def cost(ids: list[int], opts: DecodeOptions) -> int:
-        return len(ids) * opts.beam_size  # rows of the beam search x source length
+        return len(ids) * max(opts.beam_size, opts.num_hypotheses)  # search rows x source length (sampling: n draws)
 
     # core: one mixed batch -> n-best (tokens, score) per sentence
     def core(
@@ -112,6 +117,11 @@ class TranslationEngine:
             min_length=opts.min_length,
             stats=stats,
             should_stop=should_stop,
+            repetition_penalty=opts.repetition_penalty,
+            no_repeat_ngram_size=opts.no_repeat_ngram_size,
+            target_prefix=opts.target_prefix,
+            sampling_topk=opts.sampling_topk,
+            sampling_temperature=opts.sampling_temperature,
         )
         out = _split_on_oom(self.translator.core, batch, search)
         if self.metrics:
@@ -171,9 +181,9 @@ class EmbeddingEngine:
     def dim(self) -> int:
         return self.encoder.dim
 
-    # pre: texts -> token ids (truncated to the encoder's max_length)
-    def pre(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.encoder.tokenize(texts)
+    # pre: texts -> token ids; over the encoder's max_length: InputTooLong, or cut with truncate
+    def pre(self, texts: Sequence[str], truncate: bool = False) -> list[list[int]]:
+        return self.encoder.tokenize(texts, truncate)
 
     @staticmethod
     def cost(ids: list[int]) -> int:

@@ -2,6 +2,7 @@
 
 /v1/embeddings            OpenAI:          {"error": {"message", "type", "param", "code"}}
 /translate, /languages    LibreTranslate:  {"error": "message"}
+/embed, /rerank, /info... TEI:             {"error": "message", "error_type": "Validation"}
 everything else           FastAPI:         {"detail": "message"} or {"detail": [{loc, msg, type}]}
 """
 
@@ -48,6 +49,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for code, text in (
         (400, "unsupported language pair or unparsable body"),
         (401, "missing or invalid API key"),
+        (403, "invalid API key (LibreTranslate routes)"),
         (404, "model not enabled"),
         (413, "request body too large"),
         (415, "unsupported content type"),
@@ -70,6 +72,7 @@ class APIError(Exception):
         param: str | None = None,
         headers: dict[str, str] | None = None,
         detail: Any = None,
+        code: str | None = None,
     ):
         super().__init__(message)
         self.status = status
@@ -78,6 +81,7 @@ class APIError(Exception):
         self.param = param
         self.headers = headers or {}
         self.detail = detail  # FastAPI-style detail (e.g. a list of {loc, msg, type}); default: message
+        self.code = code  # OpenAI's error code (e.g. model_not_found)
 
 
 def invalid(field: str | list, message: str, kind: str = "validation") -> APIError:
@@ -92,11 +96,23 @@ def invalid(field: str | list, message: str, kind: str = "validation") -> APIErr
     )
 
 
+LIBRETRANSLATE_PATHS = ("/translate", "/languages", "/detect", "/frontend/settings")
+# LibreTranslate answers bad input with 400 and a bad key with 403 (its clients test for them)
+LIBRETRANSLATE_STATUS = {401: 403, 413: 400, 415: 400, 422: 400}
+
+
+TEI_PATHS = ("/", "/embed", "/similarity", "/rerank", "/tokenize", "/decode", "/info", "/health")
+# text-embeddings-inference's error_type per status (its router maps them the other way round)
+TEI_TYPES = {400: "Empty", 413: "Validation", 422: "Validation", 429: "Overloaded", 503: "Unhealthy"}
+
+
 def family(path: str) -> str:
-    if path.startswith("/v1/embeddings"):
+    if path.startswith(("/v1/embeddings", "/v1/models")):
         return "openai"
-    if path in ("/translate", "/languages", "/detect"):
+    if path in LIBRETRANSLATE_PATHS:
         return "libretranslate"
+    if path in TEI_PATHS:
+        return "tei"
     return "fastapi"
 
 
@@ -108,19 +124,23 @@ def error_response(
     param: str | None = None,
     detail: Any = None,
     headers: dict[str, str] | None = None,
+    code: str | None = None,
 ) -> JSONResponse:
     fam = family(path)
     if fam == "openai":
         body: Any = {
             "error": {
                 "message": message,
-                "type": OPENAI_TYPES.get(status, "invalid_request_error"),
+                "type": "invalid_request_error" if code else OPENAI_TYPES.get(status, "invalid_request_error"),
                 "param": param,
-                "code": None,
+                "code": code,
             }
         }
+    elif fam == "tei":
+        body = {"error": message, "error_type": TEI_TYPES.get(status, "Backend" if status >= 500 else "Validation")}
     elif fam == "libretranslate":
         body = {"error": message}
+        status = LIBRETRANSLATE_STATUS.get(status, status)
     else:
         body = {"detail": detail if detail is not None else message}
     return JSONResponse(body, status_code=status, headers=headers)
@@ -149,7 +169,13 @@ def install(app: FastAPI) -> None:
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
         _count(request, exc.kind)
         return error_response(
-            request.url.path, exc.status, exc.message, param=exc.param, detail=exc.detail, headers=exc.headers
+            request.url.path,
+            exc.status,
+            exc.message,
+            param=exc.param,
+            detail=exc.detail,
+            headers=exc.headers,
+            code=exc.code,
         )
 
     @app.exception_handler(RequestValidationError)

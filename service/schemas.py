@@ -24,6 +24,21 @@ class TranslateRequest(BaseModel):
         None, ge=1, description="cap on generated tokens (default RENDITION_DEFAULT_MAX_LENGTH)"
     )
     return_scores: bool = Field(False, description="add the score (and n-best hypotheses) to every result")
+    min_length: int = Field(0, ge=0, description="</s> is not allowed before this many tokens (per sentence)")
+    repetition_penalty: float = Field(
+        1.0, gt=0, le=10, description="CTranslate2's: > 1 divides the logit of every token already generated"
+    )
+    no_repeat_ngram_size: int = Field(0, ge=0, le=64, description="> 0: no n-gram of this size twice in a sentence")
+    target_prefix: str | None = Field(
+        None, min_length=1, max_length=1000, description="forced start of the translation (a one-sentence text)"
+    )
+    sampling_topk: int = Field(1, ge=0, description="1: search; k > 1: sample among the k most likely; 0: among all")
+    sampling_temperature: float = Field(1.0, gt=0, le=100, description="sampling: logits / temperature")
+    truncate: bool | None = Field(
+        None,
+        description="a sentence whose translation reaches max_length without ending: false -> 422, "
+        "true -> returned cut with truncated: true (default RENDITION_TRUNCATE_TRANSLATIONS)",
+    )
 
 
 class Hypothesis(BaseModel):
@@ -35,6 +50,7 @@ class TranslationResult(BaseModel):
     text: str
     score: float | None = None
     hypotheses: list[Hypothesis] | None = None
+    truncated: bool | None = Field(None, description="true when a sentence was cut at its length limit (truncate)")
 
 
 class TranslateUsage(BaseModel):
@@ -55,11 +71,23 @@ class LibreTranslateRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     q: str | list[str]
-    source: str = Field(min_length=1, max_length=16)
+    source: str = Field(min_length=1, max_length=16, description='a language code, or "auto" (detected per text)')
     target: str = Field(min_length=1, max_length=16)
     format: Literal["text", "html"] = "text"
     alternatives: int = Field(0, ge=0)
     api_key: str | None = None
+
+
+class DetectRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    q: str | list[str]
+    api_key: str | None = None
+
+
+class DetectedLanguage(BaseModel):
+    confidence: float = Field(description="percent, 0-100")
+    language: str
 
 
 class Language(BaseModel):
@@ -74,11 +102,14 @@ class Language(BaseModel):
 class EmbeddingsRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    input: str | list[str]
+    input: str | list[str] | list[int] | list[list[int]] = Field(
+        description="text(s); token arrays (what tiktoken-based clients send) are refused with a 400"
+    )
     model: str | None = None
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1)
     user: str | None = None
+    truncate: bool = Field(False, description="cut inputs over the encoder's max_length (listed in X-Rendition-Truncated) instead of 413")
 
 
 class Embedding(BaseModel):

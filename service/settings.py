@@ -48,11 +48,15 @@ class Settings(BaseSettings):
     # -- request limits ---------------------------------------------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1)  # 413 beyond
     max_items: int = Field(64, ge=1)  # texts per request
+    max_embedding_items: int = Field(2048, ge=1)  # inputs per embedding request (OpenAI's limit; run in chunks)
     max_text_chars: int = Field(4000, ge=1)  # characters per text
     max_beam_size: int = Field(8, ge=1)
     max_length_limit: int = Field(512, ge=1)  # upper bound for a request's max_length
     default_beam_size: int = Field(4, ge=1)
     default_max_length: int = Field(256, ge=1)
+    # a translation that reaches its length limit without ending: False -> 422 naming the limit;
+    # True -> returned cut, marked "truncated" (a request's own "truncate" overrides this)
+    truncate_translations: bool = False
 
     # -- auth and exposure ------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = []  # comma separated; empty: no auth

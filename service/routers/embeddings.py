@@ -10,10 +10,10 @@ from __future__ import annotations
 import base64
 
 import numpy as np
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
-from service.errors import invalid
+from service.errors import APIError, invalid
 from service.schemas import (
     Embedding,
     EmbeddingsRequest,
@@ -27,34 +27,89 @@ from service.settings import Settings
 router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 
 
+def check_model(engine, model: str | None) -> None:
+    """``model`` may be left out or name the loaded encoder; anything else is OpenAI's 404."""
+    if model is not None and model != engine.name:
+        raise APIError(
+            404,
+            f"The model '{model}' does not exist; this server embeds with '{engine.name}'",
+            kind="model_not_found",
+            param="model",
+            code="model_not_found",
+        )
+
+
+TRUNCATED_HEADER = "X-Rendition-Truncated"  # indices of the inputs cut at the encoder's limit (truncate=true)
+
+
 async def embed(
-    request: Request, state: AppState, settings: Settings, texts: list[str], dimensions: int | None = None
+    request: Request,
+    state: AppState,
+    settings: Settings,
+    texts: list[str] | None,
+    dimensions: int | None = None,
+    *,
+    normalize: bool = True,
+    truncate: bool = False,
+    left: bool = False,
+    field: str = "input",
+    response: Response | None = None,
+    ids: list[list[int]] | None = None,
 ) -> tuple[np.ndarray, int]:
-    """pre (tokenize) -> batched core -> post; returns ((N, dim) normalised vectors, token count)."""
+    """pre (tokenize) -> batched core -> post; returns ((N, dim) vectors, token count).
+
+    An input over the encoder's max_length is a 413 naming the limit; with ``truncate`` it is cut
+    (its end, or with ``left`` its start) and its index listed in the X-Rendition-Truncated header
+    of ``response``.  ``ids``: token ids given instead of texts (TEI's /embed takes them)."""
     engine, batcher = engine_or_503(state, "encoder")
-    ids = engine.pre(texts)
+    limit = engine.encoder.max_length
+    full = engine.encoder.tokenizer.encode(texts) if ids is None else ids
+    over = [i for i, x in enumerate(full) if len(x) > limit]
+    if over and not truncate:
+        raise APIError(
+            413,
+            f"{field}[{over[0]}] is {len(full[over[0]])} tokens long; the encoder reads at most {limit} tokens "
+            "(send truncate=true to cut it)",
+            kind="input_too_long",
+            param=field,
+        )
+    ids = [x[-limit:] if left else x[:limit] for x in full]
+    if over and response is not None:
+        response.headers[TRUNCATED_HEADER] = ",".join(map(str, over))
     raw = await run_batched(
         request, settings, batcher, ids, [engine.cost(x) for x in ids], key=None, tokens=[len(x) for x in ids]
     )
-    return engine.post(raw, dimensions), sum(len(x) for x in ids)
+    return engine.post(raw, dimensions, normalize), sum(len(x) for x in ids)
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, summary="Sentence embeddings (OpenAI-compatible)")
 async def embeddings(
     body: EmbeddingsRequest,
     request: Request,
+    response: Response,
     state: AppState = Depends(get_state),
     settings: Settings = Depends(get_settings),
 ) -> EmbeddingsResponse:
-    texts = as_list(body.input, "input", settings)
+    if not isinstance(body.input, str) and any(not isinstance(x, str) for x in body.input):
+        raise APIError(
+            400,
+            "input holds token ids; this server embeds text only (its tokenizer is not tiktoken's). "
+            "Send the texts themselves; in LangChain's OpenAIEmbeddings set check_embedding_ctx_length=False",
+            kind="token_input",
+            param="input",
+        )
     engine, _ = engine_or_503(state, "encoder")
+    check_model(engine, body.model)
+    texts = as_list(body.input, "input", settings, (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS"))
     if body.dimensions is not None and body.dimensions > engine.dim:
         raise invalid(
             "dimensions",
             f"{body.dimensions} is larger than the model's embedding size {engine.dim}",
             "dimensions_out_of_range",
         )
-    vecs, tokens = await embed(request, state, settings, texts, body.dimensions)
+    vecs, tokens = await embed(
+        request, state, settings, texts, body.dimensions, truncate=body.truncate, response=response
+    )
     if body.encoding_format == "base64":
         data = [
             Embedding(embedding=base64.b64encode(v.astype("<f4").tobytes()).decode("ascii"), index=i)

@@ -1,19 +1,30 @@
-"""LibreTranslate-compatible ``POST /translate`` and ``GET /languages``.
+"""LibreTranslate-compatible ``POST /translate``, ``POST /detect``, ``GET /languages`` and
+``GET /frontend/settings``.
 
-LibreTranslate accepts JSON and form-encoded bodies; ``libretranslatepy`` posts
-``application/x-www-form-urlencoded`` (``q``, ``source``, ``target``, ``api_key``), so both are
-parsed here.  Errors use LibreTranslate's ``{"error": "..."}`` shape.
+LibreTranslate accepts JSON, form-encoded and multipart bodies: ``libretranslatepy`` posts
+``application/x-www-form-urlencoded``, LibreTranslate's own web UI posts ``multipart/form-data``
+(a browser ``FormData``), other integrations JSON; all three are parsed here.  ``source: "auto"``
+detects the language of every text (``model.language_id``) and answers with
+``detectedLanguage``; ``format: "html"`` translates the text nodes of the document and keeps its
+markup.  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
+input, 403 bad key, 429 overload; ``service.errors``).
 """
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
+from typing import Any
 from urllib.parse import parse_qs
 
+from bs4 import BeautifulSoup, NavigableString
 from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.datastructures import UploadFile
 
+from model.language_id import LanguageDetector
+from model.translator import Translation
 from service.deps import (
     AppState,
     as_list,
@@ -25,8 +36,8 @@ from service.deps import (
     key_is_valid,
 )
 from service.errors import APIError, invalid
-from service.routers.translate import decode_options, translate_texts
-from service.schemas import Language, LibreTranslateRequest
+from service.routers.translate import check_pair, decode_options, translate_texts
+from service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
 from service.settings import Settings
 
 router = APIRouter(tags=["libretranslate"])
@@ -56,18 +67,23 @@ LANGUAGE_NAMES = {
     "zh": "Chinese",
 }
 
-_BODY_DOC = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {"schema": LibreTranslateRequest.model_json_schema()},
-            "application/x-www-form-urlencoded": {"schema": LibreTranslateRequest.model_json_schema()},
-        },
-    }
-}
+def _body_doc(model: type[BaseModel]) -> dict:
+    schema = model.model_json_schema()
+    kinds = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
+    return {"requestBody": {"required": True, "content": {k: {"schema": schema} for k in kinds}}}
 
 
-async def _parse_body(request: Request) -> LibreTranslateRequest:
+def _form_fields(pairs: list[tuple[str, Any]]) -> dict:
+    """A form's fields; ``q`` sent several times is a list (a batch), any other field keeps its last value."""
+    fields: dict[str, list] = {}
+    for k, v in pairs:
+        if isinstance(v, UploadFile):
+            raise APIError(400, f"field {k!r} is a file; file translation is not supported", kind="validation")
+        fields.setdefault(k, []).append(v)
+    return {k: (v if k == "q" and len(v) > 1 else v[-1]) for k, v in fields.items()}
+
+
+async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     raw = await request.body()
     if ctype == "application/json" or (not ctype and raw[:1] in (b"{", b"[")):
@@ -80,38 +96,86 @@ async def _parse_body(request: Request) -> LibreTranslateRequest:
             form = parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
         except UnicodeDecodeError:
             raise APIError(422, "form body is not valid UTF-8", kind="validation") from None
-        data = {k: (v if k == "q" and len(v) > 1 else v[-1]) for k, v in form.items()}
+        data = _form_fields([(k, v) for k, vs in form.items() for v in vs])
+    elif ctype == "multipart/form-data":
+        try:
+            async with request.form(max_files=0, max_fields=1000) as form:
+                data = _form_fields(list(form.multi_items()))
+        except APIError:
+            raise
+        except Exception as e:  # multipart's parse errors (bad boundary, too many fields, a file)
+            raise APIError(422, f"invalid multipart body: {str(e)[:200]}", kind="validation") from None
     else:
         raise APIError(
             415,
-            f"unsupported content type {ctype!r}; send application/json or application/x-www-form-urlencoded",
+            f"unsupported content type {ctype!r}; send application/json, application/x-www-form-urlencoded "
+            "or multipart/form-data",
             kind="unsupported_media_type",
         )
     if not isinstance(data, dict):
         raise APIError(422, "the body must be a JSON object", kind="validation")
     try:
-        return LibreTranslateRequest.model_validate(data)
+        body = model.model_validate(data)
     except ValidationError as e:
         raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+    if not key_is_valid(request.app.state.settings, body.api_key or bearer_token(request)):  # "" is no key
+        raise auth_error()
+    return body
 
 
-@router.post("/translate", summary="Translate (LibreTranslate-compatible)", openapi_extra=_BODY_DOC)
+@lru_cache(maxsize=4)
+def detector(languages: tuple[str, ...]) -> LanguageDetector:
+    return LanguageDetector(languages)
+
+
+def detected(candidates: list[tuple[str, float]]) -> DetectedLanguage:
+    language, p = candidates[0]
+    return DetectedLanguage(confidence=round(100 * p, 1), language=language)
+
+
+# -- HTML: translate the text nodes, keep the markup ---------------------------------------------
+
+_SKIP_TAGS = frozenset({"script", "style", "template", "noscript"})
+
+
+def _text_nodes(soup: BeautifulSoup) -> list[NavigableString]:
+    """The document's visible text, one node at a time (not comments, doctypes, scripts or styles)."""
+    return [
+        n
+        for n in soup.find_all(string=True)
+        if type(n) is NavigableString and n.strip() and not (n.parent and n.parent.name in _SKIP_TAGS)
+    ]
+
+
+class HtmlDoc:
+    """An HTML fragment or document parsed with Python's HTML parser (through BeautifulSoup)."""
+
+    def __init__(self, html: str):
+        self.html = html
+        self.texts = [str(n) for n in _text_nodes(BeautifulSoup(html, "html.parser"))]
+
+    def render(self, pieces: list[str]) -> str:
+        soup = BeautifulSoup(self.html, "html.parser")
+        for node, piece in zip(_text_nodes(soup), pieces, strict=True):
+            node.replace_with(NavigableString(piece))
+        return str(soup)
+
+
+def _unique_alternatives(main: str, candidates: list[str], n: int) -> list[str]:
+    out: list[str] = []
+    for c in candidates:
+        if c != main and c not in out:
+            out.append(c)
+    return out[:n]
+
+
+@router.post("/translate", summary="Translate (LibreTranslate-compatible)", openapi_extra=_body_doc(LibreTranslateRequest))
 async def translate(
     request: Request, state: AppState = Depends(get_state), settings: Settings = Depends(get_settings)
 ) -> dict:
-    body = await _parse_body(request)
-    if not key_is_valid(settings, body.api_key or bearer_token(request)):
-        raise auth_error()
-    if body.format != "text":
-        raise invalid("format", f"format {body.format!r} is not supported; only 'text'", "unsupported_format")
+    body: LibreTranslateRequest = await _parse_body(request, LibreTranslateRequest)
     texts = as_list(body.q, "q", settings)
     engine, _ = engine_or_503(state, "translator")
-    if body.source == "auto":
-        raise APIError(
-            400,
-            f"language auto-detection is not supported; pass a source language, one of: {', '.join(engine.languages)}",
-            kind="unsupported_language_pair",
-        )
     n = body.alternatives + 1
     beam = max(settings.default_beam_size, n)
     if beam > settings.max_beam_size:
@@ -121,13 +185,71 @@ async def translate(
             "too_many_alternatives",
         )
     opts = decode_options(settings, beam, n, 1.0, None)
-    translations, _ = await translate_texts(request, state, settings, texts, body.source, body.target, opts)
+    html = [HtmlDoc(t) for t in texts] if body.format == "html" else None
+    pieces = [d.texts for d in html] if html else [[t] for t in texts]  # what gets translated, per text
+    found = None
+    if body.source == "auto":
+        det = detector(engine.languages)
+        found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
+        sources = [f[0][0] for f in found]
+    else:
+        check_pair(engine, body.source, body.target)
+        sources = [body.source] * len(texts)
+
+    # one batch per source language; a text detected in the target language is its own translation
+    results: list[list[Translation]] = [[] for _ in texts]
+    cut = [False] * len(texts)
+    for source in dict.fromkeys(sources):
+        idx = [i for i, s in enumerate(sources) if s == source and pieces[i]]
+        flat = [p for i in idx for p in pieces[i]]
+        if not flat:
+            continue
+        if source == body.target:
+            done, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
+        else:
+            done, _, flat_cut = await translate_texts(request, state, settings, flat, source, body.target, opts, field="q")
+        k = 0
+        for i in idx:
+            results[i] = done[k : k + len(pieces[i])]
+            cut[i] = any(flat_cut[k : k + len(pieces[i])])
+            k += len(pieces[i])
+
+    def render(i: int, k: int) -> str:
+        """Text i with every piece's k-th hypothesis (or its last)."""
+        chosen = [t.hypotheses[min(k, len(t.hypotheses) - 1)][0] for t in results[i]]
+        if html:
+            return html[i].render(chosen)
+        return chosen[0] if chosen else texts[i]
+
     single = isinstance(body.q, str)
-    out: dict = {"translatedText": translations[0].text if single else [t.text for t in translations]}
+    translated = [render(i, 0) for i in range(len(texts))]
+    out: dict = {"translatedText": translated[0] if single else translated}
     if body.alternatives:
-        alts = [[text for text, _ in t.hypotheses[1:]] for t in translations]
+        alts = [
+            _unique_alternatives(translated[i], [render(i, k) for k in range(1, n)], body.alternatives)
+            for i in range(len(texts))
+        ]
         out["alternatives"] = alts[0] if single else alts
+    if found is not None:
+        langs = [detected(f).model_dump() for f in found]
+        out["detectedLanguage"] = langs[0] if single else langs
+    if any(cut):
+        out["truncated"] = cut[0] if single else cut
     return out
+
+
+@router.post("/detect", summary="Detect the language (LibreTranslate-compatible)", openapi_extra=_body_doc(DetectRequest))
+async def detect(
+    request: Request, state: AppState = Depends(get_state), settings: Settings = Depends(get_settings)
+) -> list:
+    """Every served language with its confidence (percent), most likely first; a list per text when
+    ``q`` is a list."""
+    body: DetectRequest = await _parse_body(request, DetectRequest)
+    texts = as_list(body.q, "q", settings)
+    engine, _ = engine_or_503(state, "translator")
+    det = detector(engine.languages)
+    out = [[DetectedLanguage(confidence=round(100 * p, 1), language=lang) for lang, p in det.detect(t)] for t in texts]
+    return out[0] if isinstance(body.q, str) else out
 
 
 @router.get("/languages", response_model=list[Language], summary="Supported languages (LibreTranslate-compatible)")
@@ -135,3 +257,25 @@ async def languages(state: AppState = Depends(get_state)) -> list[Language]:
     engine, _ = engine_or_503(state, "translator")
     langs = engine.languages
     return [Language(code=c, name=LANGUAGE_NAMES.get(c, c), targets=[t for t in langs if t != c]) for c in langs]
+
+
+@router.get("/frontend/settings", summary="Settings for LibreTranslate's web UI")
+async def frontend_settings(
+    state: AppState = Depends(get_state), settings: Settings = Depends(get_settings)
+) -> dict:
+    engine, _ = engine_or_503(state, "translator")
+    langs = engine.languages
+    target = next((c for c in langs if c != "en"), langs[0])
+    return {
+        "charLimit": settings.max_text_chars,
+        "frontendTimeout": 500,
+        "apiKeys": bool(settings.api_keys),
+        "keyRequired": bool(settings.api_keys),
+        "suggestions": False,
+        "filesTranslation": False,
+        "supportedFilesFormat": [],
+        "language": {
+            "source": {"code": "auto", "name": "Auto Detect"},
+            "target": {"code": target, "name": LANGUAGE_NAMES.get(target, target)},
+        },
+    }

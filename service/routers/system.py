@@ -48,10 +48,24 @@ async def metrics(request: Request, state: AppState = Depends(get_state)) -> Res
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
+def _model_objects(state: AppState) -> list[dict]:
+    return [
+        {"object": "model", "owned_by": "rendition", "created": 0, **engine.info()}
+        for engine in (state.translator, state.encoder)
+        if engine is not None
+    ]
+
+
 @router.get("/v1/models", tags=["models"], dependencies=[Depends(require_api_key)], summary="What is loaded")
 async def models(state: AppState = Depends(get_state)) -> dict:
-    data = []
-    for engine in (state.translator, state.encoder):
-        if engine is not None:
-            data.append({"object": "model", "owned_by": "rendition", "created": 0, **engine.info()})
-    return {"object": "list", "data": data}
+    return {"object": "list", "data": _model_objects(state)}
+
+
+@router.get("/v1/models/{model_id}", tags=["models"], dependencies=[Depends(require_api_key)], summary="One model")
+async def model(model_id: str, state: AppState = Depends(get_state)) -> dict:
+    for m in _model_objects(state):
+        if m["id"] == model_id:
+            return m
+    raise APIError(
+        404, f"The model '{model_id}' does not exist", kind="model_not_found", param="model", code="model_not_found"
+    )

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fastapi import APIRouter, Depends, Request
 
+from model import segment
+from model.search import SearchOptions, max_output_lengths
+from model.segment import InputTooLong, Segmented
+from model.translator import Translation
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
 from service.engines import DecodeOptions, TranslationEngine
 from service.errors import APIError, invalid
@@ -37,11 +43,57 @@ def decode_options(
     return DecodeOptions(beam, num_hypotheses, float(length_penalty), length)
 
 
+def search_options(settings: Settings, body: TranslateRequest, engine: TranslationEngine) -> DecodeOptions:
+    """decode_options plus CTranslate2's decoding options, each checked against the others."""
+    sampling = body.sampling_topk != 1
+    beam = 1 if sampling and body.beam_size is None else body.beam_size
+    if sampling and beam != 1:
+        raise invalid("beam_size", f"sampling (sampling_topk {body.sampling_topk}) needs beam_size 1, not {beam}", "sampling_needs_greedy")
+    opts = decode_options(settings, beam, 1 if sampling else body.num_hypotheses, body.length_penalty, body.max_length)
+    if sampling and body.num_hypotheses > settings.max_beam_size:
+        raise invalid(
+            "num_hypotheses",
+            f"{body.num_hypotheses} draws; the limit is {settings.max_beam_size} (RENDITION_MAX_BEAM_SIZE)",
+            "num_hypotheses_out_of_range",
+        )
+    if body.min_length >= opts.max_length:
+        raise invalid("min_length", f"{body.min_length} must be below max_length {opts.max_length}", "min_length_out_of_range")
+    prefix: tuple[int, ...] = ()
+    if body.target_prefix is not None:
+        prefix = tuple(engine.translator.tokenizer.encode([body.target_prefix])[0])
+        if not prefix or len(prefix) + 1 >= opts.max_length:
+            raise invalid(
+                "target_prefix",
+                f"{len(prefix)} tokens; it must be 1 to {opts.max_length - 2} tokens (below max_length)",
+                "target_prefix_out_of_range",
+            )
+    return replace(
+        opts,
+        num_hypotheses=body.num_hypotheses if sampling else opts.num_hypotheses,
+        min_length=body.min_length,
+        repetition_penalty=body.repetition_penalty,
+        no_repeat_ngram_size=body.no_repeat_ngram_size,
+        target_prefix=prefix,
+        sampling_topk=body.sampling_topk,
+        sampling_temperature=body.sampling_temperature,
+    )
+
+
 def check_pair(engine: TranslationEngine, source: str, target: str) -> None:
     try:
         engine.check_pair(source, target)
     except ValueError as e:
         raise APIError(400, str(e), kind="unsupported_language_pair", param="target") from None
+
+
+def _merge(doc: Segmented, parts: list[Translation]) -> Translation:
+    """One text's sentence translations -> one Translation: the k-th hypothesis joins every
+    sentence's k-th (or its last) with the text's own gaps; scores add up."""
+    nbest = []
+    for k in range(max(len(p.hypotheses) for p in parts)):
+        picks = [p.hypotheses[min(k, len(p.hypotheses) - 1)] for p in parts]
+        nbest.append((doc.join([text for text, _ in picks]), sum(score for _, score in picks)))
+    return Translation(nbest[0][0], nbest[0][1], [tok for p in parts for tok in p.tokens], nbest)
 
 
 async def translate_texts(
@@ -52,14 +104,62 @@ async def translate_texts(
     source: str,
     target: str,
     opts: DecodeOptions,
-):
-    """pre (tokenize) -> batched core -> post; returns (translations, source token count)."""
+    truncate: bool | None = None,
+    field: str = "text",
+) -> tuple[list[Translation], int, list[bool]]:
+    """Split every text into sentences, translate all of them as one batch (pre -> batched core ->
+    post) and put each text back together with its own spacing and line breaks.
+
+    Nothing is cut silently: a sentence over the translator's input limit is a 413, and one whose
+    translation reaches its length limit without ending is a 422 unless ``truncate`` (default
+    RENDITION_TRUNCATE_TRANSLATIONS) allows it.  Returns (translations, source token count, per
+    text whether a sentence of it was cut)."""
     engine, batcher = engine_or_503(state, "translator")
     check_pair(engine, source, target)
-    ids = engine.pre(texts, target)
+    docs = [segment.split(t, source) for t in texts]
+    if opts.target_prefix and any(len(doc.sentences) > 1 for doc in docs):
+        i = next(i for i, doc in enumerate(docs) if len(doc.sentences) > 1)
+        raise invalid([field, i], "target_prefix needs texts of one sentence each (this one has several)", "target_prefix_text")
+    owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]  # sentence -> (text, index)
+    try:
+        ids = engine.pre([s for doc in docs for s in doc.sentences], target)
+    except InputTooLong as e:
+        i, j = owner[e.index]
+        raise APIError(
+            413,
+            f"{field}[{i}]: sentence {j + 1} is {e.length} tokens long; the translator reads at most {e.limit} "
+            "tokens per sentence (nothing is cut: split it into shorter sentences)",
+            kind="sentence_too_long",
+            param=field,
+        ) from None
     costs = [engine.cost(x, opts) for x in ids]
     results = await run_batched(request, settings, batcher, ids, costs, key=opts, tokens=[len(x) for x in ids])
-    return engine.post(results), sum(len(x) - 2 for x in ids)  # minus the target tag and </s>
+    limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=opts.max_length))
+    cut = [len(hyps[0][0]) + 1 >= limit for hyps, limit in zip(results, limits)]  # ended by the limit, not by EOS
+    if not (settings.truncate_translations if truncate is None else truncate):
+        if any(cut):
+            k = cut.index(True)
+            i, j = owner[k]
+            why = f"max_length {limit}" if (limit := limits[k]) == opts.max_length else (
+                f"{limit} tokens: 1.5 x its {len(ids[k])} source tokens with the language tag and </s>, + 10"
+            )
+            raise APIError(
+                422,
+                f"{field}[{i}]: the translation of sentence {j + 1} reached its length limit ({why}) without "
+                f"ending; nothing is cut: raise max_length (at most {settings.max_length_limit}, "
+                "RENDITION_MAX_LENGTH_LIMIT) or shorten the sentence",
+                kind="translation_too_long",
+                param=field,
+            )
+        results = [[h for h in hyps if len(h[0]) + 1 < limit] for hyps, limit in zip(results, limits)]  # no cut n-best
+    sentences = engine.post(results)
+    out, truncated, start = [], [], 0
+    for doc in docs:
+        end = start + len(doc.sentences)
+        out.append(_merge(doc, sentences[start:end]))
+        truncated.append(any(cut[start:end]))
+        start = end
+    return out, sum(len(x) - 2 for x in ids), truncated  # minus the target tag and </s>
 
 
 @router.post(
@@ -75,11 +175,13 @@ async def translate(
     settings: Settings = Depends(get_settings),
 ) -> TranslateResponse:
     texts = as_list(body.text, "text", settings)
-    opts = decode_options(settings, body.beam_size, body.num_hypotheses, body.length_penalty, body.max_length)
-    translations, source_tokens = await translate_texts(request, state, settings, texts, body.source, body.target, opts)
+    opts = search_options(settings, body, engine_or_503(state, "translator")[0])
+    translations, source_tokens, cut = await translate_texts(
+        request, state, settings, texts, body.source, body.target, opts, body.truncate
+    )
     results = []
-    for t in translations:
-        r = TranslationResult(text=t.text)
+    for t, was_cut in zip(translations, cut):
+        r = TranslationResult(text=t.text, truncated=True if was_cut else None)
         if body.return_scores:
             r.score = t.score
             r.hypotheses = [Hypothesis(text=x, score=s) for x, s in t.hypotheses]

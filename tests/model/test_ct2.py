@@ -244,3 +244,72 @@ def test_relative_plus_sinusoidal_is_refused(dirs, tmp_path):
     src_dir = save_model(model, model_dir / "sentencepiece.model", tmp_path / "m")
     with pytest.raises(SystemExit, match="cannot combine"):
         export_main([str(src_dir), str(tmp_path / "ct2")])
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"repetition_penalty": 1.5},
+        {"repetition_penalty": 0.7},
+        {"no_repeat_ngram_size": 1},
+        {"no_repeat_ngram_size": 2},
+        {"target_prefix": "from_first"},
+    ],
+)
+@pytest.mark.parametrize("beam", [4, 1])
+def test_decoding_options_parity(engines, beam, options):
+    """CTranslate2's decoding options give the same best hypotheses (scores within 1e-3) as ours
+    on the toy model, and change what the search finds (so the comparison is not vacuous).
+
+    (min_length is not compared: CTranslate2 removes </s> before normalising the step's
+    probabilities, ours after, so scores differ under it by design; tests/model/test_search.py
+    checks it.)"""
+    tr, ct = engines
+    cap = 30
+    srcs = random_sources(40, seed=13)
+    base = SearchOptions(beam_size=beam, length_penalty=0.0, max_length=cap, max_length_a=0.0, max_length_b=cap)
+    plain = tr.core(srcs, base)
+    if options.get("target_prefix") == "from_first":  # a prefix the model would not choose by itself
+        options = {"target_prefix": (plain[0][0][0][1], plain[0][0][0][0])}
+    opts = SearchOptions(**{**base.__dict__, "stats": {}, **options})
+    ours, theirs = tr.core(srcs, opts), ct.core(srcs, opts)
+    natural = [i for i, (b,) in enumerate(theirs) if len(b[0]) < cap]
+    assert len(natural) >= 36
+    same = [i for i in natural if ours[i][0][0] == theirs[i][0][0]]
+    assert len(same) >= 0.95 * len(natural), (len(same), len(natural))
+    for i in same:
+        assert ours[i][0][1] == pytest.approx(theirs[i][0][1], abs=1e-3)
+    assert sum(ours[i][0][0] != plain[i][0][0] for i in range(len(srcs))) >= 10  # the option changed outputs
+
+
+def test_sampling_options(engines):
+    """top-1 sampling is greedy search; top-k draws only among the k most likely tokens, are
+    reproducible with a seed, and give n different hypotheses per sentence."""
+    tr, _ = engines
+    srcs = random_sources(20, seed=17)
+    base = dict(beam_size=1, length_penalty=0.0, max_length=30, max_length_a=0.0, max_length_b=30)
+    greedy = tr.core(srcs, SearchOptions(**base))
+    assert tr.core(srcs, SearchOptions(**base, sampling_topk=1, sampling_temperature=3.0)) == greedy
+    hot = SearchOptions(**base, sampling_topk=5, sampling_temperature=2.0, sampling_seed=1, num_hypotheses=4)
+    a, b = tr.core(srcs, hot), tr.core(srcs, hot)
+    assert a == b and all(len(h) == 4 for h in a)
+    assert sum(len({tuple(t) for t, _ in h}) > 1 for h in a) >= 15  # diverse
+    for src, hyps in zip(srcs, a):  # every sampled token was among the 5 most likely at its step
+        for toks, score in hyps:
+            lp = teacher_forced(tr.model, src, toks)
+            assert float(lp.sum()) == pytest.approx(score, abs=1e-3)
+            with torch.no_grad():
+                logits = tr.model(torch.tensor([src]), torch.tensor([[tr.model.cfg.bos_id, *toks]]))[0]
+            top5 = logits.topk(5, -1).indices
+            targets = [*toks, tr.model.cfg.eos_id][: len(top5)]
+            assert all(tok in top5[i].tolist() for i, tok in enumerate(targets[:-1]))
+
+
+def test_over_long_sources_are_refused_not_cut(engines):
+    """Both engines refuse a text over the encoder's positions (126 tokens here) instead of cutting it."""
+    from model.segment import InputTooLong
+
+    for engine in engines:
+        assert len(engine.preprocess(["ab " * 20], "fr")[0]) <= 128
+        with pytest.raises(InputTooLong, match="sentence 1 is .* tokens long; the limit is 126 tokens"):
+            engine.preprocess(["ab", "abc dnop " * 200], "fr")

@@ -14,6 +14,7 @@ import torch
 from model.disan import DiSAN, DiSANConfig
 from model.distill import distill_loss, length_batches, pair_cosines, retrieval_accuracy
 from model.encoder import DEFAULT_ENCODER, SentenceEncoder
+from model.segment import InputTooLong
 from model.tokenizer import Tokenizer
 from model.weights import ModelLoadError
 
@@ -33,7 +34,7 @@ SENTS = [
 def encoder() -> SentenceEncoder:
     tok = Tokenizer(SPM)
     torch.manual_seed(0)
-    cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=16, d_model=12, d_out=10, max_length=12, dropout=0.0)
+    cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=16, d_model=12, d_out=10, max_length=24, dropout=0.0)
     return SentenceEncoder(DiSAN(cfg), tok)
 
 
@@ -53,10 +54,15 @@ def test_encode_shape_norm_and_order(encoder):
 def test_truncation_and_token_counts(encoder):
     long = " ".join(["word"] * 100)
     counts = encoder.count_tokens(["hello world", long, ""])
-    assert counts[1] == encoder.max_length == 12 and counts[2] == 0
+    assert counts[1] == encoder.max_length == 24 and counts[2] == 0
     assert counts[0] == len(encoder.tokenizer.encode(["hello world"])[0])
-    # text beyond max_length does not change the vector
-    np.testing.assert_allclose(encoder.encode([long]), encoder.encode([long + " and much more text"]), atol=1e-6)
+    # over max_length: refused by default, naming the limit; with truncate=True text beyond it does not count
+    with pytest.raises(InputTooLong, match="input 1 is 100 tokens long; the limit is 24 tokens") as e:
+        encoder.encode(["hello world", long])
+    assert (e.value.index, e.value.length, e.value.limit) == (1, 100, 24)
+    cut = encoder.encode([long], truncate=True)
+    np.testing.assert_allclose(cut, encoder.encode([long + " and much more text"], truncate=True), atol=1e-6)
+    np.testing.assert_array_equal(cut, encoder.encode([" ".join(["word"] * 24)]))
 
 
 def test_buckets_sorted_and_bounded(encoder):

@@ -3,6 +3,7 @@ both engines, progress bar and errors."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -141,3 +142,11 @@ def test_errors_are_clear(model_dir, tmp_path):
     assert res.returncode == 2 and "error" in res.stderr.decode() and "Traceback" not in res.stderr.decode()
     res = run(["-s", "en", "-t", "fr", "--model-dir", str(model_dir), "--beam-size", "0"], "hello\n")
     assert res.returncode == 2
+
+
+def test_an_over_long_line_is_refused_naming_it(model_dir):
+    limit = json.loads((model_dir / "config.json").read_text())["max_positions"] - 2
+    res = run(["-s", "en", "-t", "fr", "--model-dir", str(model_dir)], "short one\n" + "ab qp " * limit + "\n")
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "line 2 is" in err and f"the limit is {limit} tokens" in err, err
+    assert "Traceback" not in err and not res.stdout  # nothing cut, nothing half-written

@@ -120,7 +120,7 @@ def test_an_exception_in_one_batch_fails_only_that_batchs_requests(model_dirs):
     base = Translator.from_pretrained(model_dirs["translator"], device="cpu")
     tr = PoisonTranslator(base.model, base.tokenizer)
     tr.poison_ids = tuple(tr.preprocess([POISON], "fr")[0])
-    settings = Settings(models=["translator"], default_max_length=4, default_beam_size=1, max_wait_ms=30,
+    settings = Settings(models=["translator"], default_max_length=4, default_beam_size=1, max_wait_ms=30, truncate_translations=True,
                         batch_delay_ms=30, max_batch_size=4, warmup=False)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings, translator=tr), host="127.0.0.1", port=port,

@@ -27,13 +27,21 @@ from service import deps
 from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-OPEN = {"/health/live", "/health/ready", "/metrics", "/languages"}
+OPEN = {"/health/live", "/health/ready", "/metrics", "/languages", "/frontend/settings", "/health"}
+LIBRETRANSLATE = {"/translate", "/detect"}  # a bad key is LibreTranslate's 403 there
 KEY = "s3cret-key-0123456789"
 BODIES = {
     "/v1/translate": {"text": "Hello", "source": "en", "target": "fr"},
     "/translate": {"q": "Hello", "source": "en", "target": "fr"},
+    "/detect": {"q": "Hello"},
     "/v1/embeddings": {"input": "Hello"},
     "/v1/similarity": {"source_sentence": "Hello", "sentences": ["Hi"]},
+    "/": {"inputs": "Hello"},
+    "/embed": {"inputs": "Hello"},
+    "/similarity": {"inputs": {"source_sentence": "Hello", "sentences": ["Hi"]}},
+    "/rerank": {"query": "Hello", "texts": ["Hi"]},
+    "/tokenize": {"inputs": "Hello"},
+    "/decode": {"ids": [5, 6]},
 }
 
 
@@ -43,6 +51,7 @@ def server(start_server):
 
 
 def call(server, method: str, path: str, headers: dict | None = None):
+    path = path.replace("{model_id}", "rendition-disan")
     if method == "get":
         return server.http.get(path, headers=headers, timeout=30)
     return server.http.post(path, json=BODIES[path], headers=headers, timeout=30)
@@ -57,11 +66,12 @@ def test_every_non_health_operation_needs_the_key(server):
         if path in OPEN:
             assert anonymous.status_code == 200, path
             continue
-        assert anonymous.status_code == 401, (method, path, anonymous.status_code)
+        refused = 403 if path in LIBRETRANSLATE else 401
+        assert anonymous.status_code == refused, (method, path, anonymous.status_code)
         for bad in (KEY[:-1], KEY + "x", KEY.upper(), "x", "Bearer", KEY + " " + KEY):
             r = call(server, method, path, {"Authorization": f"Bearer {bad}"})
-            assert r.status_code == 401, (path, bad)
-        assert call(server, method, path, {"Authorization": f"Basic {KEY}"}).status_code == 401
+            assert r.status_code == refused, (path, bad)
+        assert call(server, method, path, {"Authorization": f"Basic {KEY}"}).status_code == refused
         good = call(server, method, path, {"Authorization": f"Bearer {KEY}"})
         assert good.status_code == 200, (method, path, good.text[:300])
 
@@ -144,10 +154,13 @@ def test_requests_cannot_choose_model_paths(server):
     spec = server.http.get("/openapi.json").json()
     names = {p.lower() for schema in spec["components"]["schemas"].values() for p in schema.get("properties", {})}
     assert not names & {"path", "model_path", "file", "dir", "directory", "checkpoint", "weights"}
-    # OpenAI's `model` field is accepted but never used to open anything
+    # OpenAI's `model` field only names the loaded model (anything else is a 404); it never opens anything
     auth = {"Authorization": f"Bearer {KEY}"}
     r = server.http.post("/v1/embeddings", json={"input": "Hello", "model": "../../../../etc/passwd"}, headers=auth)
-    assert r.status_code == 200 and r.json()["model"] == "rendition-disan"
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
+    assert server.http.get("/v1/models/..%2F..%2Fetc%2Fpasswd", headers=auth).status_code == 404
+    r = server.http.get("/v1/models/..passwd", headers=auth)
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
 
 
 def dockerfile_final_user(text: str) -> tuple[str | None, str]:

@@ -116,7 +116,8 @@ def server_env(model_dirs: dict[str, Path], **overrides: object) -> dict[str, st
         RENDITION_DISAN_COMPILE="0",  # eager DiSAN: no compile time in tests
         RENDITION_TRANSLATOR_PATH=str(model_dirs["translator"]),
         RENDITION_ENCODER_PATH=str(model_dirs["encoder"]),
-        RENDITION_DEFAULT_MAX_LENGTH="8",  # random models run to max_length
+        RENDITION_DEFAULT_MAX_LENGTH="8",  # random models run to max_length ...
+        RENDITION_TRUNCATE_TRANSLATIONS="1",  # ... so their cut outputs are returned (flagged), not refused
         RENDITION_DEFAULT_BEAM_SIZE="2",
     )
     env.update({f"RENDITION_{k.upper()}": str(v) for k, v in overrides.items()})

@@ -27,7 +27,7 @@ class PoisonedTranslator(Translator):
 def client(model_dirs):
     tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
     poisoned = PoisonedTranslator(tr.model, tr.tokenizer)
-    settings = Settings(models=["translator"], default_max_length=8, default_beam_size=2, max_wait_ms=0)
+    settings = Settings(models=["translator"], default_max_length=8, default_beam_size=2, max_wait_ms=0, truncate_translations=True)
     app = create_app(settings, translator=poisoned)
     with TestClient(app) as c:
         deadline = time.monotonic() + 60

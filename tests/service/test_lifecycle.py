@@ -132,13 +132,13 @@ def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
     assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
     assert srv.http.post("/v1/translate", json=body, headers={"Authorization": "Bearer key-two"}).status_code == 200
     assert srv.http.get("/v1/models").status_code == 401
-    for open_path in ("/health/live", "/health/ready", "/metrics", "/languages"):
+    for open_path in ("/health/live", "/health/ready", "/metrics", "/languages", "/frontend/settings"):
         assert srv.http.get(open_path).status_code == 200, open_path
     # LibreTranslate: api_key in the (form) body
     assert isinstance(LibreTranslateAPI(srv.url, api_key="key-one").translate("Hello", "en", "fr", timeout=60), str)
     with pytest.raises(urllib.error.HTTPError) as exc:
         LibreTranslateAPI(srv.url, api_key="nope").translate("Hello", "en", "fr", timeout=60)
-    assert exc.value.code == 401
+    assert exc.value.code == 403  # LibreTranslate answers a bad key with 403
     # OpenAI SDK: its api_key is the bearer token
     models = OpenAI(base_url=srv.url + "/v1", api_key="key-one", timeout=60, max_retries=0).models.list()
     assert [m.id for m in models.data] == ["rendition-translator"]

@@ -1,0 +1,107 @@
+"""LibreTranslate clients against a real server with the shipped translator: ``libretranslatepy``,
+and raw requests shaped like LibreTranslate's own web UI (``multipart/form-data`` from a browser
+``FormData``, JSON), with ``source: "auto"``, ``/detect``, HTML and alternatives.  Translations are
+checked against the same model called directly in this process."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from bs4 import BeautifulSoup
+from libretranslatepy import LibreTranslateAPI
+
+from model.language_id import LanguageDetector
+from model.translator import DEFAULT_TRANSLATOR, Translator
+
+EN = "This package contains the development files of the library."
+FR = "Ce paquet contient les fichiers de développement de la bibliothèque."
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server(translator_path=DEFAULT_TRANSLATOR, default_beam_size=2, default_max_length=256,
+                        truncate_translations=0, models="translator")
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Translator:
+    return Translator.from_pretrained(device="cpu")
+
+
+def direct(tr: Translator, text: str, source: str, target: str, n: int = 1) -> list[str]:
+    return [h for h, _ in tr.translate([text], source, target, beam_size=max(2, n), num_hypotheses=n)[0].hypotheses]
+
+
+def test_libretranslatepy_auto_detect_and_languages(server, shipped):
+    lt = LibreTranslateAPI(server.url)
+    assert lt.translate(EN, "auto", "fr", timeout=60) == direct(shipped, EN, "en", "fr")[0]
+    assert lt.translate(FR, "fr", "en", timeout=60) == direct(shipped, FR, "fr", "en")[0]
+    found = lt.detect(FR, timeout=60)
+    assert [d["language"] for d in found] == ["fr", "en"]
+    assert found[0]["confidence"] > 90 and sum(d["confidence"] for d in found) == pytest.approx(100, abs=0.2)
+    expected = LanguageDetector(("en", "fr")).detect(FR)[0][1]
+    assert found[0]["confidence"] == round(100 * expected, 1)
+    assert lt.languages(timeout=60) == [
+        {"code": "en", "name": "English", "targets": ["fr"]},
+        {"code": "fr", "name": "French", "targets": ["en"]},
+    ]
+
+
+def test_web_ui_multipart_form_with_auto_and_alternatives(server, shipped):
+    # what LibreTranslate's web UI sends: a FormData (multipart), source auto, 3 alternatives, an empty key
+    fields = {"q": EN, "source": "auto", "target": "fr", "format": "text", "alternatives": "3", "api_key": ""}
+    r = server.http.post("/translate", files=[(k, (None, v)) for k, v in fields.items()])
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"] == "application/json"
+    body = r.json()
+    nbest = direct(shipped, EN, "en", "fr", n=4)
+    assert body["translatedText"] == nbest[0]
+    assert body["alternatives"] == list(dict.fromkeys(h for h in nbest[1:] if h != nbest[0]))
+    assert len(set(body["alternatives"])) == len(body["alternatives"]) and nbest[0] not in body["alternatives"]
+    assert body["detectedLanguage"]["language"] == "en" and 50 < body["detectedLanguage"]["confidence"] <= 100
+    # the UI's other calls
+    settings = server.http.get("/frontend/settings").json()
+    assert settings["language"]["source"] == {"code": "auto", "name": "Auto Detect"}
+    assert settings["charLimit"] == 4000 and settings["keyRequired"] is False
+    detect = server.http.post("/detect", files=[("q", (None, FR)), ("api_key", (None, ""))])
+    assert detect.status_code == 200 and detect.json()[0]["language"] == "fr"
+
+
+def test_json_batch_with_auto_detects_each_text(server, shipped):
+    r = server.http.post("/translate", json={"q": [EN, FR], "source": "auto", "target": "en"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [d["language"] for d in body["detectedLanguage"]] == ["en", "fr"]
+    # a text already in the target language comes back as it is
+    assert body["translatedText"] == [EN, direct(shipped, FR, "fr", "en")[0]]
+
+
+def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
+    html = (
+        '<div class="doc" data-x=\'1\'><h1>Development files</h1>\n'
+        '<p>This package contains the development files. <a href="/lib?a=1&amp;b=2">See the library</a></p>'
+        '<!-- a comment stays --><script>var s = "Hello";</script><br/></div>'
+    )
+    r = server.http.post("/translate", json={"q": html, "source": "en", "target": "fr", "format": "html"})
+    assert r.status_code == 200, r.text
+    out = r.json()["translatedText"]
+    nodes = ["Development files", "This package contains the development files.", "See the library"]
+    t = [direct(shipped, x, "en", "fr")[0] for x in nodes]
+    assert out == (
+        f'<div class="doc" data-x="1"><h1>{t[0]}</h1>\n'
+        f'<p>{t[1]} <a href="/lib?a=1&amp;b=2">{t[2]}</a></p>'
+        '<!-- a comment stays --><script>var s = "Hello";</script><br/></div>'
+    )
+    before, after = BeautifulSoup(html, "html.parser"), BeautifulSoup(out, "html.parser")
+    assert [(x.name, x.attrs) for x in before.find_all(True)] == [(x.name, x.attrs) for x in after.find_all(True)]
+
+
+def test_a_full_queue_is_libretranslates_429(start_server):
+    srv = start_server(max_queue=1, max_items=1, batch_delay_ms=1000, models="translator")
+    body = {"q": "Hello.", "source": "en", "target": "fr"}
+    with ThreadPoolExecutor(3) as pool:  # one runs (1 s), one waits in the queue of 1, one is refused
+        answers = list(pool.map(lambda _: srv.http.post("/translate", json=body), range(3)))
+    refused = [r for r in answers if r.status_code == 429]
+    assert refused and all(r.status_code in (200, 429) for r in answers), [r.status_code for r in answers]
+    assert isinstance(refused[0].json()["error"], str) and int(refused[0].headers["retry-after"]) >= 1
