@@ -59,8 +59,12 @@ def test_replicas_stack_load_balances_with_health_checks_and_safe_retries():
     retry_on = re.search(r"^\s+retry-on (.+)$", cfg, re.M).group(1).split()
     assert {"conn-failure", "empty-response"} <= set(retry_on)
     # L7 retries only for the idempotent routes (all of them today) and GET/HEAD
-    assert re.search(r"acl idempotent_post path /v1/translate /translate /v1/embeddings /v1/similarity", cfg)
+    acl = set(re.search(r"^\s+acl idempotent_post path (.+)$", cfg, re.M).group(1).split())
     assert "http-request disable-l7-retry if METH_POST !idempotent_post" in cfg
     paths = create_app(Settings(models=[])).openapi()["paths"]
     posts = {path for path, ops in paths.items() if set(ops) - {"get", "head"}}  # POST, PUT, ... routes
-    assert posts == {"/v1/translate", "/translate", "/v1/embeddings", "/v1/similarity"}, "a new POST route: is it idempotent?"
+    assert posts == {
+        "/v1/translate", "/translate", "/detect", "/v1/embeddings", "/v1/similarity",
+        "/", "/embed", "/similarity", "/rerank", "/tokenize", "/decode",
+    }, "a new POST route: is it idempotent?"
+    assert acl == posts  # every POST route is retried by the load balancer, and only those
