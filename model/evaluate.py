@@ -1,4 +1,8 @@
-"""Evaluation of a translator on the held-out DDTP test split: sacreBLEU BLEU and chrF, per direction."""
+"""Evaluation of a translator on held-out splits: sacreBLEU BLEU and chrF, per direction.
+
+A set is a split file's name without ``<split>.`` and ``.tsv``: ``en-fr`` (DDTP package
+descriptions), ``everyday.en-fr`` (the mixed everyday set), ``ui.en-fr``, ``dialogue.en-fr``,
+``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``model.corpus``)."""
 
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ def evaluate(
     out: dict[str, dict] = {}
     for lp in pairs:
         data = read_tsv(splits_dir / f"{split}.{lp}.tsv")[:limit]
-        a, b = lp.split("-")
+        source, _, langs = lp.rpartition(".")
+        a, b = langs.split("-")
         for src_lang, tgt_lang in ((a, b), (b, a)):
             if src_lang not in translator.languages or tgt_lang not in translator.languages:
                 continue
@@ -36,7 +41,7 @@ def evaluate(
             hyps = [t.text for t in translator.translate(srcs, source=src_lang, target=tgt_lang, beam_size=beam_size, length_penalty=length_penalty)]
             bleu, chrf = BLEU(), CHRF()
             bs, cs = bleu.corpus_score(hyps, [refs]), chrf.corpus_score(hyps, [refs])
-            out[f"{src_lang}-{tgt_lang}"] = {
+            out[f"{source} {src_lang}-{tgt_lang}" if source else f"{src_lang}-{tgt_lang}"] = {
                 "sentences": len(srcs),
                 "bleu": round(bs.score, 2),
                 "chrf": round(cs.score, 2),
@@ -52,7 +57,7 @@ def evaluate(
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition evaluate", description=__doc__)
     ap.add_argument("--model-dir", type=Path, default=None, help="default: the shipped translator")
-    ap.add_argument("--pairs", nargs="+", default=["en-fr"])
+    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr")
     ap.add_argument("--split", default="test", choices=["valid", "test"])
     ap.add_argument("--beam-size", type=int, default=4)
     ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
