@@ -77,7 +77,7 @@ RUN set -eux; \
 
 COPY --from=deps /opt/venv /opt/venv
 
-# A C compiler lets the DiSAN encoder build its fused CPU kernel (model/disan.py, compiled once per
+# A C compiler lets the DiSAN encoder build its fused CPU kernel (model/embedding/disan.py, compiled once per
 # container into ~/.cache/rendition); without one it falls back to the slower torch path.
 # --build-arg WITH_CC=0 leaves it out (smaller image, e.g. for GPU-only deployments).
 ARG WITH_CC=1
@@ -92,7 +92,7 @@ COPY --from=wheel /dist/ /tmp/dist/
 RUN set -eux; \
     /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl; \
     rm -rf /tmp/dist; \
-    /opt/venv/bin/python -c "import service.main; from model.translator import DEFAULT_TRANSLATOR; from model.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"
+    /opt/venv/bin/python -c "import service.main; from model.translation.translator import DEFAULT_TRANSLATOR; from model.embedding.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \

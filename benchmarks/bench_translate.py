@@ -13,7 +13,7 @@ Throughput is generated tokens (best hypothesis, </s> included when emitted) per
 time and per second of the engine process's CPU time (the robust figure when other jobs share the
 CPU); the engines take turns for --rounds rounds and each figure is the median round.
 
-(a) ours: ``model.search.generate`` with the KV cache (``Transformer.decode_step``);
+(a) ours: ``model.translation.search.generate`` with the KV cache (``Transformer.decode_step``);
 (b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
     decoder stack on the whole prefix every step (logits for the last position only);
 (c) CTranslate2 float32 on the exported weights (``rendition export-ct2``);
@@ -48,11 +48,11 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.search import SearchOptions, generate  # noqa: E402
 from model.tokenizer import Tokenizer  # noqa: E402
-from model.transformer import Transformer, TransformerConfig  # noqa: E402
-from model.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
+from model.translation.search import SearchOptions, generate  # noqa: E402
+from model.translation.transformer import Transformer, TransformerConfig  # noqa: E402
+from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 
 # -- (b) the no-cache baseline ---------------------------------------------------------------------

@@ -22,8 +22,8 @@ from importlib import metadata
 import torch
 from fastapi import FastAPI
 
-from model.encoder import SentenceEncoder
-from model.translator import Translator
+from model.embedding.encoder import SentenceEncoder
+from model.translation.translator import Translator
 from model.weights import resolve_device
 from service import errors
 from service.batcher import Batcher

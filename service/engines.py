@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.search import SearchOptions
-from model.translator import DEFAULT_TRANSLATOR, Translation, Translator
+from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from model.translation.search import SearchOptions
+from model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
 from service.metrics import Metrics
 
 log = logging.getLogger("rendition.engines")

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from model import ckernel
-from model.translator import Translator
+from model.kernels import ckernel
+from model.translation.translator import Translator
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ import torch
 import uvicorn
 from loadgen import DEFAULT_TEXTS, run_load, translate_body
 
-from model.translator import Translator
+from model.translation.translator import Translator
 from model.weights import ModelLoadError, load_weights
 from service.app import create_app
 from service.settings import Settings
@@ -215,7 +215,7 @@ def test_broken_model_files_stop_the_server_with_the_message(start_server, model
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_should_stop_ends_the_search_after_exactly_that_step(model_dirs, beam):
-    from model.search import SearchOptions
+    from model.translation.search import SearchOptions
 
     tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
     ids = tr.preprocess(["the cat sat on the mat " * 10] * 3, "fr")

@@ -22,7 +22,7 @@ import asyncio
 import pytest
 from loadgen import DEFAULT_TEXTS, run_load, summarize, translate_body
 
-from model.translator import Translator
+from model.translation.translator import Translator
 
 BATCH, DELAY_MS, QUEUE = 4, 200, 16
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from model.translator import Translator
+from model.translation.translator import Translator
 from model.weights import ModelLoadError
 from service import deps
 from service.settings import Settings

@@ -16,8 +16,8 @@ import pytest
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
-from model.encoder import SentenceEncoder
-from model.translator import Translator
+from model.embedding.encoder import SentenceEncoder
+from model.translation.translator import Translator
 
 SENTENCES = [
     "Hello world.",

@@ -8,7 +8,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from model.translator import Translator
+from model.translation.translator import Translator
 from service.app import create_app
 from service.deps import get_settings
 from service.settings import Settings

@@ -17,7 +17,7 @@ import pytest
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
-from model.translator import Translator
+from model.translation.translator import Translator
 
 
 def wait_for(cond, timeout: float = 30.0, what: str = "condition"):
