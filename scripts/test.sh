@@ -6,6 +6,8 @@ python3 -m venv .venv
 . .venv/bin/activate
 pip install -q --upgrade pip
 pip install -q torch==2.13.0            # CPU build; GPU users: install their CUDA build of torch first
+# CI: a native kernel that does not build or load is a failure (install and tests), not a skip.
+export RENDITION_REQUIRE_NATIVE=1
 pip install -q -e '.[test,train]'
 ruff check .
 pytest -q "$@"

@@ -26,8 +26,8 @@ Implementations of the token2token attention:
   cancels in the softmax: one exp per (i, j, feature) instead of a tanh and an exp.  (Exact
   while |q|, |k| <= 20 c; beyond, the per-token exponentials are clamped to stay finite.)
   Only the keys a direction allows are visited.  Three back ends compute the same thing:
-  - a C kernel (CPU; forward and backward, built once with the system C compiler, vectorised,
-    memory O(B n d)) -- the default on CPU, ``RENDITION_DISAN_KERNEL=0`` turns it off;
+  - a C kernel (CPU; forward and backward, ``model/kernels/csrc/disan.c`` built at install time,
+    vectorised, memory O(B n d)) -- the default on CPU, ``RENDITION_DISAN_KERNEL=0`` turns it off;
   - query x key tiles of at most ``max_block_elems`` elements, the tile body compiled with
     torch.compile (default on CUDA; ``RENDITION_DISAN_COMPILE=1`` on CPU, ``=0`` never);
   - the same tiles as in-place eager PyTorch: the path that works with no compiler at all.
@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.kernels import ckernel
+from model.kernels import native
 from model.weights import JsonConfig
 
 
@@ -144,97 +144,14 @@ def _tile(q: Tensor, k: Tensor, h: Tensor, m: Tensor, c: float, impl: str) -> tu
 
 
 # ------------------------------------------------------------------------------------------------
-# CPU inference kernel: one fused C loop, compiled once with the system C compiler (no torch headers,
-# so it builds in about a second) and called through ctypes.  Per (sentence, query) it streams over
-# exactly the keys its direction allows, accumulating numerator and denominator in registers; the
-# inner loop over features is vectorised (expf from glibc's libmvec under -ffast-math).
+# CPU kernel (model/kernels/csrc/disan.c, built at install time): per (sentence, query) one stream over
+# exactly the keys its direction allows, accumulating numerator and denominator in registers.
 # ------------------------------------------------------------------------------------------------
 
-_C_SOURCE = r"""
-#include <math.h>
-#include <string.h>
-/* forward: out = s (B, n, d); den (B, n, d) may be NULL (kept for the backward) */
-void disan_t2t(const float* a, const float* b, const float* h, const float* km, float* out, float* den_out,
-               long B, long n, long d, int dir, float c, int threads) {
-  const float m2c = -2.0f * c;
-  #pragma omp parallel for num_threads(threads) schedule(dynamic, 8)
-  for (long r = 0; r < B * n; ++r) {
-    long bi = r / n, i = r % n;
-    float num[d], den[d];
-    memset(num, 0, sizeof(float) * d);
-    memset(den, 0, sizeof(float) * d);
-    long j0 = dir == 0 ? 0 : i + 1, j1 = dir == 0 ? i : n;   /* fw: j < i, bw: j > i */
-    const float* ai = a + r * d;
-    for (long j = j0; j < j1; ++j) {
-      if (km[bi * n + j] == 0.0f) continue;                   /* padding key */
-      const float* bj = b + (bi * n + j) * d;
-      const float* hj = h + (bi * n + j) * d;
-      #pragma omp simd
-      for (long t = 0; t < d; ++t) {
-        float x = expf(m2c / (1.0f + ai[t] * bj[t]));          /* e^-c exp(c tanh((q_i + k_j) / c)) */
-        den[t] += x;
-        num[t] += x * hj[t];
-      }
-    }
-    float* o = out + r * d;
-    for (long t = 0; t < d; ++t) o[t] = den[t] > 0.0f ? num[t] / den[t] : 0.0f;
-    if (den_out) memcpy(den_out + r * d, den, sizeof(float) * d);
-  }
-}
-/* backward: given g = dL/ds, dq_i = sum_j w_ij, dk_j = sum_i w_ij, dh_j = sum_i p_ij g_i, where
-   w_ij = p_ij (h_j - s_i) g_i (1 - tanh^2) and p_ij = e_ij / den_i.  Parallel over sentences. */
-void disan_t2t_backward(const float* a, const float* b, const float* h, const float* km, const float* s,
-                        const float* den, const float* g, float* dq, float* dk, float* dh,
-                        long B, long n, long d, int dir, float c, int threads) {
-  const float m2c = -2.0f * c;
-  memset(dq, 0, sizeof(float) * B * n * d);
-  memset(dk, 0, sizeof(float) * B * n * d);
-  memset(dh, 0, sizeof(float) * B * n * d);
-  #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (long bi = 0; bi < B; ++bi) {
-    float inv[d], gs[d];
-    for (long i = 0; i < n; ++i) {
-      long r = bi * n + i;
-      long j0 = dir == 0 ? 0 : i + 1, j1 = dir == 0 ? i : n;
-      const float* ai = a + r * d;
-      const float* si = s + r * d;
-      const float* gi = g + r * d;
-      float* dqi = dq + r * d;
-      for (long t = 0; t < d; ++t) {
-        inv[t] = den[r * d + t] > 0.0f ? gi[t] / den[r * d + t] : 0.0f;   /* g_i / den_i */
-        gs[t] = gi[t] * si[t];
-      }
-      for (long j = j0; j < j1; ++j) {
-        if (km[bi * n + j] == 0.0f) continue;
-        long rj = bi * n + j;
-        const float* bj = b + rj * d;
-        const float* hj = h + rj * d;
-        float* dkj = dk + rj * d;
-        float* dhj = dh + rj * d;
-        #pragma omp simd
-        for (long t = 0; t < d; ++t) {
-          float u = 1.0f / (1.0f + ai[t] * bj[t]);          /* tanh = 1 - 2u, 1 - tanh^2 = 4u(1 - u) */
-          float pg = expf(m2c * u) * inv[t];                  /* p_ij g_i */
-          float w = pg * (hj[t] - si[t]) * 4.0f * u * (1.0f - u);
-          dqi[t] += w;
-          dkj[t] += w;
-          dhj[t] += pg;
-        }
-      }
-    }
-  }
-}
-"""
+
 def cpu_kernel():
-    """The compiled C kernel library (ctypes), or None when no C compiler is usable."""
-    so = ckernel.load("disan_t2t", _C_SOURCE, "RENDITION_DISAN_KERNEL")
-    if so is not None and so.disan_t2t.restype is not None:
-        P, L, Int, Fl = ctypes.c_void_p, ctypes.c_long, ctypes.c_int, ctypes.c_float
-        so.disan_t2t.argtypes = [P] * 6 + [L, L, L, Int, Fl, Int]
-        so.disan_t2t.restype = None
-        so.disan_t2t_backward.argtypes = [P] * 10 + [L, L, L, Int, Fl, Int]
-        so.disan_t2t_backward.restype = None
-    return so
+    """The native library (ctypes), or None (not built, or ``RENDITION_DISAN_KERNEL=0``)."""
+    return native.kernel("RENDITION_DISAN_KERNEL")
 
 
 class _T2TKernel(torch.autograd.Function):
@@ -252,8 +169,11 @@ class _T2TKernel(torch.autograd.Function):
         den = torch.empty_like(hv) if ctx.needs_input_grad[0] or ctx.needs_input_grad[1] or ctx.needs_input_grad[2] else None
         dr = 0 if direction == "fw" else 1
         if B * n * d:
-            so.disan_t2t(a.data_ptr(), b.data_ptr(), hv.data_ptr(), km.data_ptr(), out.data_ptr(),
-                         den.data_ptr() if den is not None else None, B, n, d, dr, c, torch.get_num_threads())
+            args = native.DisanArgs(
+                a=a.data_ptr(), b=b.data_ptr(), h=hv.data_ptr(), key_mask=km.data_ptr(), s=out.data_ptr(),
+                den=native.ptr(den), batch=B, len=n, dim=d, c=c, direction=dr, threads=torch.get_num_threads(),
+            )
+            so.rk_disan_t2t(ctypes.byref(args))
         if den is not None:
             ctx.save_for_backward(a, b, hv, km, out, den)
         ctx.dr, ctx.c = dr, c
@@ -267,8 +187,12 @@ class _T2TKernel(torch.autograd.Function):
         g = g.float().contiguous()
         dq, dk, dh = torch.empty_like(hv), torch.empty_like(hv), torch.empty_like(hv)
         if B * n * d:
-            so.disan_t2t_backward(a.data_ptr(), b.data_ptr(), hv.data_ptr(), km.data_ptr(), out.data_ptr(), den.data_ptr(),
-                                  g.data_ptr(), dq.data_ptr(), dk.data_ptr(), dh.data_ptr(), B, n, d, ctx.dr, ctx.c, torch.get_num_threads())
+            args = native.DisanArgs(
+                a=a.data_ptr(), b=b.data_ptr(), h=hv.data_ptr(), key_mask=km.data_ptr(), s=out.data_ptr(),
+                den=den.data_ptr(), grad=g.data_ptr(), dq=dq.data_ptr(), dk=dk.data_ptr(), dh=dh.data_ptr(),
+                batch=B, len=n, dim=d, c=ctx.c, direction=ctx.dr, threads=torch.get_num_threads(),
+            )  # fmt: skip
+            so.rk_disan_t2t_backward(ctypes.byref(args))
         return dh, dq, dk, None, None, None
 
 

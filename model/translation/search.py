@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from model.kernels import ckernel
+from model.kernels import native
 from model.translation.transformer import Transformer
 
 NEG_INF = float("-inf")
@@ -113,45 +113,6 @@ def row_max(x: Tensor, chunk_max: Tensor | None = None) -> tuple[Tensor, Tensor]
     return vals, chunk * C + j
 
 
-# One read-only pass over a step's logits (N, V) instead of log_softmax (which writes an N x V
-# table) followed by the chunk maxima of that table: per row, the maximum of every chunk of C
-# logits and log(sum(exp(logits))).  The row (32 KB at V = 8000) stays in L1 between the max
-# and the exp-sum sweep; expf is vectorised (glibc's libmvec under -ffast-math).
-_C_SOURCE = r"""
-#include <float.h>
-#include <math.h>
-void lse_chunk_max(const float* x, float* cmax, float* lse, long N, long V, long C, int threads) {
-  const long nc = V / C;
-  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N > 1)
-  for (long r = 0; r < N; ++r) {
-    const float* xr = x + r * V;
-    float* cr = cmax + r * nc;
-    float M = -FLT_MAX, S = 0.0f;
-    for (long c = 0; c < nc; ++c) {
-      const float* xc = xr + c * C;
-      float m = -FLT_MAX;
-      #pragma omp simd reduction(max:m)
-      for (long t = 0; t < C; ++t) m = xc[t] > m ? xc[t] : m;
-      cr[c] = m;
-      M = m > M ? m : M;
-    }
-    #pragma omp simd reduction(+:S)
-    for (long t = 0; t < V; ++t) S += expf(xr[t] - M);
-    lse[r] = M + logf(S);
-  }
-}
-"""
-
-
-def _lse_kernel() -> ctypes.CDLL | None:
-    so = ckernel.load("search_lse", _C_SOURCE, "RENDITION_SEARCH_KERNEL")
-    if so is not None and so.lse_chunk_max.restype is not None:
-        P, L = ctypes.c_void_p, ctypes.c_long
-        so.lse_chunk_max.argtypes = [P, P, P, L, L, L, ctypes.c_int]
-        so.lse_chunk_max.restype = None
-    return so
-
-
 def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
     """logits (N, V) -> (logsumexp over V (N,), maxima of the chunks of C logits (N, V / C)).
 
@@ -163,10 +124,14 @@ def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
         and logits.dtype == torch.float32
         and logits.is_contiguous()
         and N > 0
-        and (so := _lse_kernel()) is not None
-    ):
+        and (so := native.kernel("RENDITION_SEARCH_KERNEL")) is not None
+    ):  # one read-only pass over the logits (model/kernels/csrc/search.c)
         cmax, lse = logits.new_empty(N, V // C), logits.new_empty(N)
-        so.lse_chunk_max(logits.data_ptr(), cmax.data_ptr(), lse.data_ptr(), N, V, C, torch.get_num_threads())
+        args = native.LseArgs(
+            logits=logits.data_ptr(), chunk_max=cmax.data_ptr(), lse=lse.data_ptr(), rows=N, vocab=V, chunk=C,
+            threads=torch.get_num_threads(),
+        )
+        so.rk_lse_chunk_max(ctypes.byref(args))
         return lse, cmax
     return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
 

@@ -207,12 +207,12 @@ def test_row_max_equals_max() -> None:
 
 
 @pytest.mark.parametrize("kernel", ["auto", "0"])
-def test_lse_chunk_max_equals_logsumexp_and_chunk_maxima(kernel: str, set_kernel) -> None:
+def test_lse_chunk_max_equals_logsumexp_and_chunk_maxima(kernel: str, set_kernel, need_kernel) -> None:
     """The C pass (auto) and the torch fallback (kernel off) against torch.logsumexp and amax, on
     rows with large offsets (exp would overflow without the max shift) and one peaked row."""
-    from model.kernels import ckernel
-
     set_kernel("RENDITION_SEARCH_KERNEL", kernel)
+    if kernel == "auto":
+        need_kernel("RENDITION_SEARCH_KERNEL")  # the C pass really runs (skip / fail where it is missing)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(37, 8000, generator=g) * 4
     x[5] += 300.0
@@ -228,8 +228,6 @@ def test_lse_chunk_max_equals_logsumexp_and_chunk_maxima(kernel: str, set_kernel
     s2, t2, b2 = beam_step(x.view(1, 37, 8000), (scores - lse).view(1, 37), 8, cmax.view(1, 37, -1))
     torch.testing.assert_close(s1, s2)
     assert torch.equal(t1, t2) and torch.equal(b1, b2)
-    if kernel == "auto":
-        assert ckernel._LOADED.get("search_lse") is not None  # the C pass really ran (a compiler is here)
 
 
 # -- a real (randomly initialised) model ---------------------------------------------------------
