@@ -23,6 +23,7 @@ import torch
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
 from model.translation.search import SearchOptions
 from model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
+from model.weights import resolve_device
 from service.metrics import Metrics
 
 log = logging.getLogger("rendition.engines")
@@ -140,6 +141,7 @@ class TranslationEngine:
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
             "kv_cache_dtype": dtype_name(self.translator.kv_cache_dtype or p.dtype),
+            "backend": self.translator.backend.name,
         }
 
     def warmup(self) -> None:
@@ -149,9 +151,11 @@ class TranslationEngine:
 
 
 def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto") -> Translator:
-    tr = Translator.from_pretrained(path or DEFAULT_TRANSLATOR, device=device, kv_cache_dtype=kv_cache_dtype)
-    tr.model.to(dtype=resolve_dtype(dtype, tr.device))
-    return tr
+    """The translator on its device and dtype (its back end is chosen for them, once)."""
+    dev = resolve_device(device)
+    return Translator.from_pretrained(
+        path or DEFAULT_TRANSLATOR, device=str(dev), dtype=resolve_dtype(dtype, dev), kv_cache_dtype=kv_cache_dtype
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -217,6 +221,7 @@ class EmbeddingEngine:
             "d_model": cfg.d_model,
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
+            "backend": self.encoder.backend,
         }
 
     def warmup(self) -> None:
@@ -224,9 +229,8 @@ class EmbeddingEngine:
 
 
 def load_encoder(path: Path | None, device: str, dtype: str) -> SentenceEncoder:
-    enc = SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=device)
-    enc.model.to(dtype=resolve_dtype(dtype, enc.device))
-    return enc
+    dev = resolve_device(device)
+    return SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev))
 
 
 def timed(fn, *args) -> tuple[object, float]:

@@ -52,7 +52,6 @@ def test_model_does_not_import_service(module: str) -> None:
     assert not {d for d in GRAPH[module] if d.split(".")[0] == "service"}
 
 
-@pytest.mark.xfail(strict=True, reason="transformer <-> fused_cpu: removed with the backend objects")
 def test_no_import_cycles() -> None:
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     cycles = []

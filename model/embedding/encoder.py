@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.embedding.disan import DiSAN, DiSANConfig
+from model.embedding.disan import DiSAN, DiSANConfig, compile_enabled, cpu_kernel
 from model.tokenizer import PAD_ID, Tokenizer
 from model.weights import load_pretrained
 
@@ -62,6 +62,15 @@ class SentenceEncoder:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    @property
+    def backend(self) -> str:
+        """How the token2token attention runs here: "cpu-kernel" (the native DiSAN kernel),
+        "torch-compile" (compiled tiles, CUDA) or "torch" (eager tiles)."""
+        dev = self.device
+        if dev.type == "cpu" and cpu_kernel() is not None:
+            return "cpu-kernel"
+        return "torch-compile" if compile_enabled(dev) else "torch"
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         return [ids[: self.max_length] for ids in self.tokenizer.encode(sentences)]

@@ -43,17 +43,6 @@ SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
 KV_DTYPES = (torch.float32, torch.float16)  # K/V storage the step kernel reads
 
 
-def usable(x: Tensor, head_dim: int) -> bool:
-    """Whether the by-reference cache and this kernel can serve a decoder working on tensors like x."""
-    return (
-        x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and head_dim in SUPPORTED_HEAD_DIMS
-        and not torch.is_grad_enabled()
-        and kernel() is not None
-    )
-
-
 def _tables(rel_k: Tensor | None, rel_v: Tensor | None, max_rel: int) -> tuple[Tensor | None, Tensor | None, int]:
     """The relative tables as the kernels take them: contiguous, detached, w^V only with w^K,
     and k = 0 without tables."""

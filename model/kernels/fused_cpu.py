@@ -20,27 +20,24 @@ is the by-reference kernel of ``model.kernels.attention`` (``csrc/fused.c`` incl
 equal the torch path up to float rounding (layer norm and softmax sums in another order, biases
 added after the product instead of before).
 
-Used by ``Transformer.encode`` and, for a by-reference cache (``model.translation.cache.RowHistory``),
-``Transformer.decode_step``, when torch has an MKL ``sgemm`` and the native library is installed;
-``RENDITION_FUSED_KERNEL=0`` turns both off.
+``FusedTransformer`` holds the weight tables of one model; the fused CPU back end of
+``model.translation.backends`` calls it when torch has an MKL ``sgemm`` and the native library is
+installed (``RENDITION_FUSED_KERNEL=0`` turns it off).  It reads the model's weights and never
+changes the model; the cache it steps is a ``model.translation.cache.ReferenceCache``, advanced
+through that cache's own methods.
 """
 
 from __future__ import annotations
 
 import ctypes
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from model.kernels import attention as attention_kernels
 from model.kernels import native
-
-if TYPE_CHECKING:
-    from model.translation.cache import DecoderCache
-    from model.translation.transformer import Transformer
-
 
 
 def _sgemm_address() -> int | None:
@@ -104,128 +101,148 @@ class _Weights:
         self.struct.layers, self.struct.n_layers = self.layers, len(layers)
 
 
-def _weights(model: Transformer, cache: DecoderCache) -> _Weights:
-    """The decoder's weights as ``rk_decoder_weights``, built once per cache: the weights are read
-    as they are when a search starts."""
-    table = cache.__dict__.get("_step_weights")
-    if table is None:
-        layers = []
-        for layer, lc in zip(model.decoder_layers, cache.layers):
-            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            w_qkv, b_qkv = lc.qkv
-            layers.append(dict(
-                ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, w_qkv=w_qkv, b_qkv=b_qkv,
-                rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
-                w_o=sa.out_proj.weight, b_o=sa.out_proj.bias, ln2_g=layer.cross_attn_norm.weight,
-                ln2_b=layer.cross_attn_norm.bias, wx_q=ca.q_proj.weight, bx_q=ca.q_proj.bias,
-                wx_o=ca.out_proj.weight, bx_o=ca.out_proj.bias, ln3_g=layer.ffn_norm.weight,
-                ln3_b=layer.ffn_norm.bias, w_1=ffn.fc1.weight, b_1=ffn.fc1.bias, w_2=ffn.fc2.weight, b_2=ffn.fc2.bias,
-            ))  # fmt: skip
-        top = dict(
-            embed=model.embed.weight, norm_g=model.decoder_norm.weight, norm_b=model.decoder_norm.bias,
-            out_proj=model.output_weight_t(),
+def _version(params: tuple[Tensor, ...]) -> tuple:
+    """Identifies the weights' current storage and values (an in-place update bumps _version)."""
+    return tuple((t.data_ptr(), t.dtype, t.device, t._version) for t in params)
+
+
+class FusedTransformer:
+    """The fused encoder and decoding step of one ``Transformer`` (CPU float32 inference).
+
+    The weight tables are built from the model's tensors when first needed and rebuilt when a
+    weight changes (checked once per ``encode`` and once per ``refresh``, i.e. per search)."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+        self._encoder: tuple[tuple, _Weights] | None = None
+        self._decoder: tuple[tuple, _Weights] | None = None
+
+    @staticmethod
+    def usable(model: nn.Module) -> bool:
+        """Whether this model can run here: CPU float32 inference with a supported head size, the
+        library built and wired to sgemm."""
+        w = model.embed.weight
+        return (
+            not model.training
+            and w.device.type == "cpu"
+            and w.dtype == torch.float32
+            and model.cfg.head_dim in attention_kernels.SUPPORTED_HEAD_DIMS
+            and kernel() is not None
         )
-        table = cache.__dict__["_step_weights"] = _Weights(native.DecoderWeights, native.DecoderLayer, top, layers)
-    return table
 
+    # -- weight tables ---------------------------------------------------------------------------
+    def _encoder_weights(self) -> _Weights:
+        m = self.model
+        key = _version(tuple(p for name, p in m.named_parameters() if not name.startswith("decoder")))
+        if self._encoder is None or self._encoder[0] != key:
+            layers = []
+            for layer in m.encoder_layers:
+                sa, ffn = layer.self_attn, layer.ffn
+                w_qkv, b_qkv = sa.fused_qkv()
+                layers.append(dict(
+                    ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, w_qkv=w_qkv, b_qkv=b_qkv,
+                    rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
+                    w_o=sa.out_proj.weight, b_o=sa.out_proj.bias, ln2_g=layer.ffn_norm.weight, ln2_b=layer.ffn_norm.bias,
+                    w_1=ffn.fc1.weight, b_1=ffn.fc1.bias, w_2=ffn.fc2.weight, b_2=ffn.fc2.bias,
+                ))  # fmt: skip
+            top = dict(embed=m.embed.weight, norm_g=m.encoder_norm.weight, norm_b=m.encoder_norm.bias, positions=m.positions)
+            self._encoder = (key, _Weights(native.EncoderWeights, native.EncoderLayer, top, layers))
+        return self._encoder[1]
 
-def decode_step(model: Transformer, tokens: Tensor, cache: DecoderCache) -> Tensor:
-    """``Transformer.decode_step`` for a by-reference cache, in one C call: logits (N, V)."""
-    so = kernel()
-    assert so is not None and cache.history is not None, "check kernel() and a by-reference cache first"
-    cfg = model.cfg
-    tokens = _checked_ids(tokens, cfg.vocab_size)
-    if tokens.shape != (cache.batch_size,):
-        raise ValueError(f"expected {cache.batch_size} tokens (one per cache row), got shape {tuple(tokens.shape)}")
-    t = cache.seq_len
-    for lc in cache.layers:
-        lc.next_position()  # (every layer records the same storage rows for position t)
-    N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
-    bias = cache.memory_bias(torch.float32)  # (B, 1, 1, S)
-    S = bias.shape[-1]
-    caches = (native.LayerCache * len(cache.layers))(
-        *(native.LayerCache(lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr())
-          for lc in cache.layers)
-    )  # fmt: skip
-    src = cache.history.src
-    x, h = torch.empty(N, D), torch.empty(N, D)
-    qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
-    pos = model.positions[t].contiguous() if model.positions is not None else None
-    weights = _weights(model, cache)
-    args = native.DecoderStepArgs(
-        weights=ctypes.pointer(weights.struct), cache=caches, tokens=tokens.data_ptr(), src=src.data_ptr(),
-        src_stride=src.stride(0), mem_bias=bias.data_ptr(), pos=native.ptr(pos), x=x.data_ptr(), h=h.data_ptr(),
-        qkv=qkv.data_ptr(), ff=ff.data_ptr(), logits=logits.data_ptr(), rows=N, beams=cache.beams, d_model=D,
-        heads=cfg.n_heads, d_ff=F, vocab=V, src_len=S, max_len=cache.layers[0].self_k.shape[2], t=t,
-        max_rel=cfg.max_relative_position if cache.k is not None else 0, emb_scale=model.emb_scale,
-        eps=cfg.layer_norm_eps, half=attention_kernels._half(cache.layers[0].self_k), threads=torch.get_num_threads(),
-    )  # fmt: skip
-    rc = so.rk_decoder_step(ctypes.byref(args))
-    if rc != 0:
-        raise ValueError(f"head_dim {cfg.head_dim} not supported by the step kernel")
-    cache.advance()
-    return logits
+    def refresh(self) -> None:
+        """Rebuild the decoder's table if a weight changed (call when a search starts: the steps
+        then read the weights as they were then)."""
+        m = self.model
+        key = _version(tuple(p for name, p in m.named_parameters() if not name.startswith("encoder")))
+        if self._decoder is None or self._decoder[0] != key:
+            layers = []
+            for layer in m.decoder_layers:
+                sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+                w_qkv, b_qkv = sa.fused_qkv()
+                layers.append(dict(
+                    ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, w_qkv=w_qkv, b_qkv=b_qkv,
+                    rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
+                    w_o=sa.out_proj.weight, b_o=sa.out_proj.bias, ln2_g=layer.cross_attn_norm.weight,
+                    ln2_b=layer.cross_attn_norm.bias, wx_q=ca.q_proj.weight, bx_q=ca.q_proj.bias,
+                    wx_o=ca.out_proj.weight, bx_o=ca.out_proj.bias, ln3_g=layer.ffn_norm.weight,
+                    ln3_b=layer.ffn_norm.bias, w_1=ffn.fc1.weight, b_1=ffn.fc1.bias, w_2=ffn.fc2.weight, b_2=ffn.fc2.bias,
+                ))  # fmt: skip
+            top = dict(
+                embed=m.embed.weight, norm_g=m.decoder_norm.weight, norm_b=m.decoder_norm.bias,
+                out_proj=m.output_weight_t(),
+            )
+            self._decoder = (key, _Weights(native.DecoderWeights, native.DecoderLayer, top, layers))
 
-
-def usable(model: Transformer, x: Tensor) -> bool:
-    """Whether ``encode`` / ``decode_step`` can serve this model on tensors like x (CPU float32
-    inference, a supported head size, the kernel built and wired)."""
-    return not model.training and attention_kernels.usable(x, model.cfg.head_dim) and kernel() is not None
-
-
-def _encoder_weights(model: Transformer) -> _Weights:
-    """The encoder's weights as ``rk_encoder_weights``, rebuilt when a weight changes."""
-
-    def build() -> _Weights:
-        layers = []
-        for layer in model.encoder_layers:
-            sa, ffn = layer.self_attn, layer.ffn
-            w_qkv, b_qkv = sa.fused_qkv()
-            layers.append(dict(
-                ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, w_qkv=w_qkv, b_qkv=b_qkv,
-                rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
-                w_o=sa.out_proj.weight, b_o=sa.out_proj.bias, ln2_g=layer.ffn_norm.weight, ln2_b=layer.ffn_norm.bias,
-                w_1=ffn.fc1.weight, b_1=ffn.fc1.bias, w_2=ffn.fc2.weight, b_2=ffn.fc2.bias,
-            ))  # fmt: skip
-        top = dict(
-            embed=model.embed.weight, norm_g=model.encoder_norm.weight, norm_b=model.encoder_norm.bias,
-            positions=model.positions,
+    # -- the two calls ---------------------------------------------------------------------------
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """``Transformer.encode`` in one C call, computing only the real (non-padding) tokens:
+        memory (B, S, D) with zeros at padding, and the key mask (B, 1, 1, S)."""
+        so = kernel()
+        assert so is not None, "check usable() first"
+        model = self.model
+        cfg = model.cfg
+        model.check_source(src)
+        B, T = src.shape
+        D, F = cfg.d_model, cfg.d_ff
+        src = _checked_ids(src, cfg.vocab_size)
+        mask = src != cfg.pad_id
+        n = int(mask.sum())
+        x, h, qkv, ff = torch.empty(n, D), torch.empty(n, D), torch.empty(n, 3 * D), torch.empty(n, F)
+        rows, pos, off = (
+            torch.empty(n, dtype=torch.long),
+            torch.empty(n, dtype=torch.long),
+            torch.empty(B + 1, dtype=torch.long),
         )
-        return _Weights(native.EncoderWeights, native.EncoderLayer, top, layers)
+        mem = torch.empty(B, T, D)
+        weights = self._encoder_weights()
+        args = native.EncoderArgs(
+            weights=ctypes.pointer(weights.struct), src=src.data_ptr(), x=x.data_ptr(), h=h.data_ptr(),
+            qkv=qkv.data_ptr(), ff=ff.data_ptr(), rows=rows.data_ptr(), pos=pos.data_ptr(), off=off.data_ptr(),
+            mem=mem.data_ptr(), batch=B, len=T, pad=cfg.pad_id, d_model=D, heads=cfg.n_heads, d_ff=F,
+            max_rel=cfg.max_relative_position if cfg.relative_positions else 0, emb_scale=model.emb_scale,
+            eps=cfg.layer_norm_eps, threads=torch.get_num_threads(),
+        )  # fmt: skip
+        rc = so.rk_encoder_forward(ctypes.byref(args))
+        if rc != 0:
+            raise ValueError(f"head_dim {cfg.head_dim} not supported by the fused kernels")
+        return mem, mask[:, None, None, :]
 
-    from model.translation.transformer import inference_copy  # (model.translation.transformer imports this module)
-
-    params = tuple(p for name, p in model.named_parameters() if not name.startswith("decoder"))
-    return inference_copy(model, "_encoder_table", params, build)
-
-
-def encode(model: Transformer, src: Tensor) -> tuple[Tensor, Tensor]:
-    """``Transformer.encode`` in one C call, computing only the real (non-padding) tokens:
-    memory (B, S, D) with zeros at padding, and the key mask (B, 1, 1, S)."""
-    so = kernel()
-    assert so is not None, "check usable() first"
-    cfg = model.cfg
-    B, T = src.shape
-    D, F = cfg.d_model, cfg.d_ff
-    src = _checked_ids(src, cfg.vocab_size)
-    mask = src != cfg.pad_id
-    n = int(mask.sum())
-    x, h, qkv, ff = torch.empty(n, D), torch.empty(n, D), torch.empty(n, 3 * D), torch.empty(n, F)
-    rows, pos, off = (
-        torch.empty(n, dtype=torch.long),
-        torch.empty(n, dtype=torch.long),
-        torch.empty(B + 1, dtype=torch.long),
-    )
-    mem = torch.empty(B, T, D)
-    weights = _encoder_weights(model)
-    args = native.EncoderArgs(
-        weights=ctypes.pointer(weights.struct), src=src.data_ptr(), x=x.data_ptr(), h=h.data_ptr(),
-        qkv=qkv.data_ptr(), ff=ff.data_ptr(), rows=rows.data_ptr(), pos=pos.data_ptr(), off=off.data_ptr(),
-        mem=mem.data_ptr(), batch=B, len=T, pad=cfg.pad_id, d_model=D, heads=cfg.n_heads, d_ff=F,
-        max_rel=cfg.max_relative_position if cfg.relative_positions else 0, emb_scale=model.emb_scale,
-        eps=cfg.layer_norm_eps, threads=torch.get_num_threads(),
-    )  # fmt: skip
-    rc = so.rk_encoder_forward(ctypes.byref(args))
-    if rc != 0:
-        raise ValueError(f"head_dim {cfg.head_dim} not supported by the fused kernels")
-    return mem, mask[:, None, None, :]
+    def decode_step(self, tokens: Tensor, cache: Any) -> Tensor:
+        """``Transformer.decode_step`` for a by-reference cache (``ReferenceCache``), in one C call:
+        logits (N, V).  Call ``refresh()`` when a search starts."""
+        so = kernel()
+        assert so is not None and self._decoder is not None, "check usable() and refresh() first"
+        model = self.model
+        cfg = model.cfg
+        t = cache.seq_len
+        if t >= cache.max_len:
+            raise RuntimeError(f"cache is full ({cache.max_len} steps)")
+        tokens = _checked_ids(tokens, cfg.vocab_size)
+        if tokens.shape != (cache.batch_size,):
+            raise ValueError(f"expected {cache.batch_size} tokens (one per cache row), got shape {tuple(tokens.shape)}")
+        for lc in cache.layers:
+            lc.next_position()  # (every layer records the same storage rows for position t)
+        N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
+        bias = cache.memory_bias(torch.float32)  # (B, 1, 1, S)
+        S = bias.shape[-1]
+        caches = (native.LayerCache * len(cache.layers))(
+            *(native.LayerCache(lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr())
+              for lc in cache.layers)
+        )  # fmt: skip
+        src = cache.history.src
+        x, h = torch.empty(N, D), torch.empty(N, D)
+        qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
+        pos = model.positions[t].contiguous() if model.positions is not None else None
+        args = native.DecoderStepArgs(
+            weights=ctypes.pointer(self._decoder[1].struct), cache=caches, tokens=tokens.data_ptr(), src=src.data_ptr(),
+            src_stride=src.stride(0), mem_bias=bias.data_ptr(), pos=native.ptr(pos), x=x.data_ptr(), h=h.data_ptr(),
+            qkv=qkv.data_ptr(), ff=ff.data_ptr(), logits=logits.data_ptr(), rows=N, beams=cache.beams, d_model=D,
+            heads=cfg.n_heads, d_ff=F, vocab=V, src_len=S, max_len=cache.layers[0].self_k.shape[2], t=t,
+            max_rel=cfg.max_relative_position if cache.k is not None else 0, emb_scale=model.emb_scale,
+            eps=cfg.layer_norm_eps, half=attention_kernels._half(cache.layers[0].self_k), threads=torch.get_num_threads(),
+        )  # fmt: skip
+        rc = so.rk_decoder_step(ctypes.byref(args))
+        if rc != 0:
+            raise ValueError(f"head_dim {cfg.head_dim} not supported by the step kernel")
+        cache.advance()
+        return logits

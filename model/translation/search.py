@@ -17,14 +17,29 @@ import ctypes
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from model.kernels import native
-from model.translation.transformer import Transformer
+from model.translation.cache import DecoderCache
+from model.translation.transformer import TransformerConfig
 
 NEG_INF = float("-inf")
+
+
+class Seq2Seq(Protocol):
+    """What the search drives: a ``Transformer`` (the torch reference) or one of its back ends
+    (``model.translation.backends``)."""
+
+    cfg: TransformerConfig
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]: ...
+
+    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None) -> DecoderCache: ...
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor: ...
 
 
 @dataclass
@@ -181,7 +196,7 @@ def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
 
 
 @torch.inference_mode()
-def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
+def generate(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
     """src (B, S) padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
     opts.validate()
     if opts.beam_size == 1:
@@ -284,7 +299,7 @@ def generate(model: Transformer, src: Tensor, opts: SearchOptions) -> list[list[
 
 
 @torch.inference_mode()
-def greedy(model: Transformer, src: Tensor, opts: SearchOptions) -> list[Hypothesis]:
+def greedy(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[Hypothesis]:
     """beam_size=1 fast path: argmax per step, finished sentences drop out of the batch."""
     cfg = model.cfg
     device = src.device

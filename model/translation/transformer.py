@@ -14,8 +14,12 @@ by w^V.
 
 Pre-norm residual blocks with a final layer norm, ReLU feed-forward, tied source/target/output
 embeddings scaled by sqrt(d_model).  Sinusoidal absolute positions are available as an option
-(the paper's baseline).  ``encode`` / ``decode_step`` are the seam for the KV cache and beam
-search (``model.translation.cache`` and ``model.translation.search``).
+(the paper's baseline).  ``encode`` / ``init_cache`` / ``decode_step`` are the seam for the KV cache
+and beam search (``model.translation.cache`` and ``model.translation.search``).
+
+This is the reference implementation, in plain torch (any device, training and inference).  The
+CPU back ends of ``model.translation.backends`` compute the same functions with the native kernels
+over these modules' weights.
 """
 
 from __future__ import annotations
@@ -27,9 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.kernels import attention as attention_kernels
-from model.kernels import fused_cpu
-from model.translation.cache import DecoderCache, LayerCache
+from model.translation.cache import DecoderCache, DenseCache, LayerCache
 from model.weights import JsonConfig
 
 
@@ -189,18 +191,9 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor, rel_idx: Tensor | None, kernel: bool = False) -> Tensor:
-        """``kernel``: inference through the C kernel of ``model.kernels.attention`` (one fused Q/K/V
-        product, then the whole relative attention in one call; CPU float32, no gradients)."""
-        h = self.self_attn_norm(x)
-        if not kernel:
-            x = x + self.dropout(self.self_attn(h, None, mask, rel_idx))
-            return x + self.dropout(self.ffn(self.ffn_norm(x)))
-        sa = self.self_attn
-        qkv = F.linear(h, *sa.fused_qkv())  # (B, T, 3D)
-        a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)  # (B, T, D)
-        x = x + sa.out_proj(a)
-        return x + self.ffn.infer(self.ffn_norm(x))
+    def forward(self, x: Tensor, mask: Tensor, rel_idx: Tensor | None) -> Tensor:
+        x = x + self.dropout(self.self_attn(self.self_attn_norm(x), None, mask, rel_idx))
+        return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
 
 class DecoderLayer(nn.Module):
@@ -228,16 +221,7 @@ class DecoderLayer(nn.Module):
         N, H, Dh = x.shape[0], sa.n_heads, sa.head_dim
         qkv = F.linear(h, *cache.qkv).view(N, 3, H, 1, Dh)  # one product for q, k and v
         q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]  # (N, H, 1, Dh)
-        if cache.history is None:
-            k_all, v_all = cache.update(k, v)  # (N, H, t+1, Dh)
-            a = sa.attend(q, k_all, v_all, None, rel_idx)
-        else:  # by-reference cache: the C kernel stores k, v and reads each row's past where it lies
-            t = cache.next_position()
-            rk = sa.rel_k if sa.k is not None else None
-            rv = sa.rel_v if sa.k is not None else None
-            a = attention_kernels.rel_step_attention(
-                q, k, v, cache.self_k, cache.self_v, cache.history.src, t, rk, rv, sa.k or 0, Dh**-0.5, cache.history.beams
-            )  # (N, H, 1, Dh)
+        a = cache.self_attention(q, k, v, sa, rel_idx)  # stores k, v; (N, H, 1, Dh)
         x = x + sa.out_proj(a.reshape(N, 1, H * Dh))  # (a view unless SDPA returned a strided result)
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
         return x + self.ffn.infer(self.ffn_norm(x))
@@ -289,18 +273,17 @@ class Transformer(nn.Module):
     # -- encoder / full decoder ----------------------------------------------------------------
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S) -> memory (B, S, D) and key mask (B, 1, 1, S) (True = real token)."""
-        if src.shape[1] > self.cfg.max_positions:
-            raise ValueError(f"source longer than max_positions={self.cfg.max_positions}")
-        if fused_cpu.usable(self, self.embed.weight):  # CPU float32 inference: one C call, padding skipped
-            return fused_cpu.encode(self, src)
+        self.check_source(src)
         mask = (src != self.cfg.pad_id)[:, None, None, :]
         x = self.embed_tokens(src)
         rel = self.rel_idx(src.shape[1], src.shape[1], src.device)
-        # (without relative positions the torch path is already one scaled_dot_product_attention)
-        kernel = self.cfg.relative_positions and not self.training and attention_kernels.usable(x, self.cfg.head_dim)
         for layer in self.encoder_layers:
-            x = layer(x, mask, rel, kernel)
+            x = layer(x, mask, rel)
         return self.encoder_norm(x), mask
+
+    def check_source(self, src: Tensor) -> None:
+        if src.shape[1] > self.cfg.max_positions:
+            raise ValueError(f"source longer than max_positions={self.cfg.max_positions}")
 
     def decode(self, tgt_in: Tensor, mem: Tensor, mem_mask: Tensor) -> Tensor:
         """Teacher-forced decoding: tgt_in (B, T) -> logits (B, T, V)."""
@@ -318,33 +301,32 @@ class Transformer(nn.Module):
 
     # -- incremental decoding -------------------------------------------------------------------
     def init_cache(
-        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
+        self,
+        mem: Tensor,
+        mem_mask: Tensor,
+        max_len: int,
+        beams: int = 1,
+        kv_dtype: torch.dtype | None = None,
+        cache_type: type[DecoderCache] = DenseCache,
     ) -> DecoderCache:
         """Cross-attention K/V computed once per sentence; self-attention K/V preallocated for
-        max_len steps and ``beams`` consecutive rows per sentence (kept by reference on CPU float32
-        inference when the C kernel of ``model.kernels.attention`` is available), stored as
-        ``kv_dtype`` (default: the model's dtype; float16 halves what a step reads)."""
-        N = mem.shape[0] * beams
+        max_len steps and ``beams`` consecutive rows per sentence, kept as ``cache_type`` (the
+        storage strategy; the CPU back ends keep them by reference), stored as ``kv_dtype``
+        (default: the model's dtype; float16 halves what a step reads)."""
         cfg = self.cfg
-        layers = []
+        cross = []
         for layer in self.decoder_layers:
             ca = layer.cross_attn
             k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
-            qkv = layer.self_attn.fused_qkv()  # the step's three self-attention projections as one product
-            layers.append(LayerCache.allocate(N, cfg.n_heads, max_len, cfg.head_dim, k, v, qkv, kv_dtype))
+            cross.append((k, v, layer.self_attn.fused_qkv()))  # (the step's Q/K/V projections as one product)
         k = cfg.max_relative_position if cfg.relative_positions else None
-        by_reference = (  # CPU float32 inference with the C kernel
-            attention_kernels.usable(mem, cfg.head_dim) and layers[0].self_k.dtype in attention_kernels.KV_DTYPES
-        )
-        return DecoderCache(layers, mem_mask, max_len, k, beams, by_reference=by_reference)
+        return cache_type.allocate(cross, mem_mask, cfg.n_heads, max_len, cfg.head_dim, k, beams, kv_dtype)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (N,) at step cache.seq_len -> logits (N, V); advances the cache by one."""
         t = cache.seq_len
         if t >= cache.max_len:
             raise RuntimeError(f"cache is full ({cache.max_len} steps)")
-        if cache.history is not None and fused_cpu.kernel() is not None:  # CPU float32 inference
-            return fused_cpu.decode_step(self, tokens, cache)
         x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
         rel = cache.step_relative_index()  # (1, t+1) or None
         mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)

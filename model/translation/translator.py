@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from model.translation.backends import TorchBackend, select_backend
 from model.translation.search import SearchOptions, generate
 from model.translation.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained
@@ -44,7 +45,10 @@ def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
 class Translator:
     """``kv_cache_dtype``: how the decoder's self-attention keys and values are stored during a
     search (None: the model's dtype).  float16 halves the memory each step reads, which keeps the
-    step cost flatter as outputs grow; the attention itself still computes in the model's dtype."""
+    step cost flatter as outputs grow; the attention itself still computes in the model's dtype.
+
+    ``backend``: how the model runs (``model.translation.backends``), chosen once here for the
+    model as it is given (device, dtype): move the model before making its Translator."""
 
     def __init__(
         self,
@@ -57,6 +61,7 @@ class Translator:
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
         self.kv_cache_dtype = resolve_kv_dtype(kv_cache_dtype)
+        self.backend: TorchBackend = select_backend(self.model)
         self.stats: dict[str, int] = {}
 
     @classmethod
@@ -107,7 +112,7 @@ class Translator:
             src = torch.full((len(idx), width), PAD_ID, dtype=torch.long)
             for r, i in enumerate(idx):
                 src[r, : len(sources[i])] = torch.tensor(sources[i])
-            for i, hyps in zip(idx, generate(self.model, src.to(self.device), opts)):
+            for i, hyps in zip(idx, generate(self.backend, src.to(self.device), opts)):
                 results[i] = [(h.tokens, h.score) for h in hyps]
             start = end
         return results

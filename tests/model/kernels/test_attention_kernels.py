@@ -8,6 +8,8 @@ import torch
 
 from model.kernels import attention as attention_kernels
 from model.kernels import native
+from model.translation.backends import AttentionKernelBackend, TorchBackend, select_backend
+from model.translation.cache import DenseCache, ReferenceCache
 from model.translation.search import SearchOptions, generate
 from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
@@ -111,12 +113,11 @@ def test_beams_read_in_groups_equal_rows_read_alone(head_dim: int, beams: int, k
 
 @pytest.mark.parametrize("head_dim", [16, 64])
 @pytest.mark.parametrize("rel", ["kv", "k"])
-def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, set_kernel) -> None:
-    """Transformer.encode through the C kernel equals the torch path (kernel switched off), with
+def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str) -> None:
+    """The encoder with its attention in C (``AttentionKernelBackend``) equals the torch reference, with
     trailing and interior padding, a one-token sentence and an all-padding row, sentences longer
     than k on both sides of every query.  (The encoder in one C call, which skips padding, is
     tested in test_fused_cpu.py.)"""
-    set_kernel("RENDITION_FUSED_KERNEL", "0")
     torch.manual_seed(head_dim)
     cfg = TransformerConfig(
         vocab_size=30,
@@ -141,15 +142,14 @@ def test_encoder_kernel_equals_torch_attention(head_dim: int, rel: str, set_kern
     src[3, 1:] = cfg.pad_id  # one token
     src[4] = cfg.pad_id  # nothing at all
     with torch.no_grad():
-        mem, mask = m.encode(src)
-        set_kernel("RENDITION_ATTENTION_KERNEL", "0")
-        assert not attention_kernels.usable(mem, head_dim)
+        mem, mask = AttentionKernelBackend(m).encode(src)
         ref, _ = m.encode(src)
     torch.testing.assert_close(mem, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_unsupported_head_dim_is_refused() -> None:
-    assert not attention_kernels.usable(torch.zeros(1), head_dim=48)
+    m = Transformer(TransformerConfig(vocab_size=30, d_model=96, n_heads=2, n_encoder_layers=1, n_decoder_layers=1)).eval()
+    assert type(select_backend(m)) is TorchBackend  # head_dim 48
     q = torch.zeros(1, 1, 1, 48)
     store = torch.zeros(1, 1, 4, 48)
     with pytest.raises(ValueError, match="head_dim 48"):
@@ -157,27 +157,32 @@ def test_unsupported_head_dim_is_refused() -> None:
 
 
 def test_by_reference_only_for_float32_cpu_inference() -> None:
-    x = torch.zeros(2)
-    with torch.no_grad():
-        assert attention_kernels.usable(x, 64)
-        assert not attention_kernels.usable(x.double(), 64)
-    assert not attention_kernels.usable(x, 64)  # gradients on: the dense torch path (it has a backward)
+    """The kernel back ends (by-reference cache) are chosen for a float32 CPU model in eval mode only;
+    a back end refuses a model moved to another dtype, or put back into training, after it was chosen."""
+    m = Transformer(TransformerConfig(vocab_size=30, d_model=32, n_heads=2, n_encoder_layers=1, n_decoder_layers=1)).eval()
+    assert type(select_backend(m)) is not TorchBackend
+    be = AttentionKernelBackend(m)
+    assert type(select_backend(m.train())) is TorchBackend  # training: the torch reference (it has a backward)
+    with pytest.raises(RuntimeError, match="training"):
+        be.encode(torch.tensor([[5, 6]]))
+    assert type(select_backend(m.eval().double())) is TorchBackend
+    with pytest.raises(RuntimeError, match="float64"):
+        be.encode(torch.tensor([[5, 6]]))
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_translation_by_reference_equals_dense(beam_size: int, set_kernel, shipped_batch) -> None:
+def test_translation_by_reference_equals_dense(beam_size: int, shipped_batch) -> None:
     """The shipped translator with the by-reference cache and with the dense one (kernel switched
     off): same hypotheses and scores, through reorders, sentences finishing at different steps
     and n-best lists."""
     tr, src = shipped_batch
+    by_ref_backend, dense_backend = AttentionKernelBackend(tr.model), TorchBackend(tr.model)
     with torch.no_grad():
         mem, mask = tr.model.encode(src)
-        assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is not None
-    by_ref = generate(tr.model, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
-    set_kernel("RENDITION_ATTENTION_KERNEL", "0")
-    with torch.no_grad():
-        assert tr.model.init_cache(mem, mask, 4, beams=beam_size).history is None
-    dense = generate(tr.model, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
+        assert isinstance(by_ref_backend.init_cache(mem, mask, 4, beams=beam_size), ReferenceCache)
+        assert isinstance(dense_backend.init_cache(mem, mask, 4, beams=beam_size), DenseCache)
+    by_ref = generate(by_ref_backend, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    dense = generate(dense_backend, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
     assert len({len(hyps[0].tokens) for hyps in dense}) > 1  # sentences really finish at different steps
     for a, b in zip(by_ref, dense):
         assert [h.tokens for h in a] == [h.tokens for h in b]

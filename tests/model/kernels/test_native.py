@@ -11,6 +11,7 @@ import torch
 
 from model.embedding.disan import t2t_attention, t2t_reference
 from model.kernels import fused_cpu, native
+from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
 from model.translation.search import SearchOptions, generate, lse_chunk_max
 
 
@@ -50,13 +51,13 @@ def variant(request, monkeypatch: pytest.MonkeyPatch, need_kernel) -> str:
     return isa
 
 
-def test_each_variant_translates_as_the_torch_path(variant: str, shipped_batch, set_kernel) -> None:
+@pytest.mark.parametrize("backend", [FusedCPUBackend, AttentionKernelBackend])
+def test_each_variant_translates_as_the_torch_path(variant: str, backend, shipped_batch, set_kernel) -> None:
     tr, src = shipped_batch
     opts = dict(beam_size=4, num_hypotheses=2)
-    fast = generate(tr.model, src, SearchOptions(**opts))
-    for switch in ("RENDITION_FUSED_KERNEL", "RENDITION_ATTENTION_KERNEL", "RENDITION_SEARCH_KERNEL"):
-        set_kernel(switch, "0")
-    plain = generate(tr.model, src, SearchOptions(**opts))
+    fast = generate(backend(tr.model), src, SearchOptions(**opts))
+    set_kernel("RENDITION_SEARCH_KERNEL", "0")
+    plain = generate(TorchBackend(tr.model), src, SearchOptions(**opts))
     for a, b in zip(fast, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)

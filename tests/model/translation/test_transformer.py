@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from model.kernels import fused_cpu
+from model.kernels.fused_cpu import FusedTransformer
+from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
+from model.translation.cache import ReferenceCache
 from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 
@@ -36,23 +38,29 @@ def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: to
     return att.out_proj(z.view(B, T, D).float())
 
 
-@pytest.fixture(params=["fused_cpu", "by_reference", "dense"])
-def cache_mode(request: pytest.FixtureRequest, set_kernel, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Run a decoding test three ways: the whole step in one C call (``model.kernels.fused_cpu``) over
-    the by-reference KV cache; the torch step over the by-reference cache (its attention in C);
-    the torch step over the dense cache."""
-    set_kernel("RENDITION_ATTENTION_KERNEL", "0" if request.param == "dense" else "auto")
-    set_kernel("RENDITION_FUSED_KERNEL", "auto" if request.param == "fused_cpu" else "0")
-    if request.param == "fused_cpu" and fused_cpu.kernel() is None:
-        pytest.skip("no step kernel here (no C compiler, or torch without MKL)")
+BACKENDS = {"fused_cpu": FusedCPUBackend, "by_reference": AttentionKernelBackend, "dense": TorchBackend}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def cache_mode(request: pytest.FixtureRequest, need_kernel, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run a decoding test three ways, one back end each (``backend(cache_mode, model)``): the whole
+    step in one C call (``model.kernels.fused_cpu``) over the by-reference KV cache; the torch step
+    over the by-reference cache (its attention in C); the torch reference over the dense cache."""
     if request.param == "fused_cpu":  # every step of the test must run in C
+        need_kernel("RENDITION_FUSED_KERNEL")
         calls = []
-        real = fused_cpu.decode_step
-        monkeypatch.setattr(fused_cpu, "decode_step", lambda *a: calls.append(1) or real(*a))
+        real = FusedTransformer.decode_step
+        monkeypatch.setattr(FusedTransformer, "decode_step", lambda *a: calls.append(1) or real(*a))
         yield request.param
         assert calls, "the step kernel was not used"
         return
+    if request.param == "by_reference":
+        need_kernel("RENDITION_ATTENTION_KERNEL")
     yield request.param
+
+
+def backend(mode: str, m: Transformer) -> TorchBackend:
+    return BACKENDS[mode](m)
 
 
 def small_cfg(**kw) -> TransformerConfig:
@@ -129,6 +137,7 @@ def test_cached_decoding_equals_full_decoding(kw: dict, cache_mode: str) -> None
     torch.manual_seed(1)
     cfg = small_cfg(**kw)
     m = Transformer(cfg).eval()
+    be = backend(cache_mode, m)
     if cfg.relative_positions:
         with torch.no_grad():
             for layer in m.decoder_layers:
@@ -139,10 +148,10 @@ def test_cached_decoding_equals_full_decoding(kw: dict, cache_mode: str) -> None
     tgt = torch.randint(4, cfg.vocab_size, (B, T))
     with torch.no_grad():
         full = m(src, tgt)  # (B, T, V)
-        mem, mask = m.encode(src)
-        cache = m.init_cache(mem, mask, T + 5)
-        assert (cache.history is not None) == (cache_mode != "dense")
-        steps = torch.stack([m.decode_step(tgt[:, t], cache) for t in range(T)], 1)
+        mem, mask = be.encode(src)
+        cache = be.init_cache(mem, mask, T + 5)
+        assert isinstance(cache, ReferenceCache) == (cache_mode != "dense")
+        steps = torch.stack([be.decode_step(tgt[:, t], cache) for t in range(T)], 1)
     assert cache.seq_len == T
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
 
@@ -151,14 +160,15 @@ def test_cache_reorder_and_select_follow_rows(cache_mode: str) -> None:
     torch.manual_seed(2)
     cfg = small_cfg()
     m = Transformer(cfg).eval()
+    be = backend(cache_mode, m)
     src = torch.randint(4, cfg.vocab_size, (3, 5))
     tgt = torch.randint(4, cfg.vocab_size, (3, 6))
     with torch.no_grad():
         full = m(src, tgt)
-        mem, mask = m.encode(src)
-        cache = m.init_cache(mem, mask, 10)
+        mem, mask = be.encode(src)
+        cache = be.init_cache(mem, mask, 10)
         for t in range(3):
-            m.decode_step(tgt[:, t], cache)
+            be.decode_step(tgt[:, t], cache)
         # Rows swap places (as beams would), then row 1 is dropped (a finished sentence).
         perm = torch.tensor([2, 1, 0])
         cache.reorder(perm)
@@ -169,7 +179,7 @@ def test_cache_reorder_and_select_follow_rows(cache_mode: str) -> None:
         keep = torch.tensor([0, 2])
         cache.select(keep)
         rows = perm[keep]
-        out = torch.stack([m.decode_step(tgt[rows, t], cache) for t in range(3, 6)], 1)
+        out = torch.stack([be.decode_step(tgt[rows, t], cache) for t in range(3, 6)], 1)
     torch.testing.assert_close(out, full[rows, 3:6], atol=1e-5, rtol=1e-4)
 
 
@@ -177,15 +187,15 @@ def test_cache_reorder_and_select_follow_rows(cache_mode: str) -> None:
 def test_cache_reorder_equals_a_full_gather(beam_idx: list[int]) -> None:
     """reorder() copies only the rows that move; the result must equal gathering every row,
     including rows that are both a source and overwritten (chains and cycles)."""
-    from model.translation.cache import DecoderCache, LayerCache
+    from model.translation.cache import DenseCache, DenseLayerCache
 
     torch.manual_seed(5)
     cross = torch.randn(4, 2, 3, 8)
-    layers = [LayerCache.allocate(4, 2, 7, 8, cross, cross) for _ in range(2)]
+    layers = [DenseLayerCache.allocate(4, 2, 7, 8, cross, cross) for _ in range(2)]
     for lc in layers:
         lc.self_k.normal_(), lc.self_v.normal_()
         lc.length = 5
-    cache = DecoderCache(layers, torch.ones(4, 1, 1, 3, dtype=torch.bool), 7, k=2)
+    cache = DenseCache(layers, torch.ones(4, 1, 1, 3, dtype=torch.bool), 7, k=2)
     idx = torch.tensor(beam_idx)
     want = [(lc.self_k[:, :, :5][idx].clone(), lc.self_v[:, :, :5][idx].clone()) for lc in layers]
     cache.reorder(idx)
@@ -265,17 +275,18 @@ def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> Non
     torch.manual_seed(4)
     cfg = small_cfg()
     m = Transformer(cfg).eval()
+    be = backend(cache_mode, m)
     B, K, T = 3, 2, 7
     src = torch.randint(4, cfg.vocab_size, (B, 6))
     src[1, 4:] = cfg.pad_id  # padding in one sentence
     tgt = torch.randint(4, cfg.vocab_size, (B * K, T))
     with torch.no_grad():
-        mem, mask = m.encode(src)
+        mem, mask = be.encode(src)
         full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
-        cache = m.init_cache(mem, mask, T, beams=K)
+        cache = be.init_cache(mem, mask, T, beams=K)
         assert cache.layers[0].cross_k.shape[0] == B and cache.batch_size == B * K
-        assert cache.history is None or cache.history.beams == K  # (the step kernel reads beams in groups)
-        steps = [m.decode_step(tgt[:, t], cache) for t in range(3)]
+        assert not isinstance(cache, ReferenceCache) or cache.history.beams == K  # (the step kernel reads beams in groups)
+        steps = [be.decode_step(tgt[:, t], cache) for t in range(3)]
         torch.testing.assert_close(torch.stack(steps, 1), full[:, :3], atol=1e-5, rtol=1e-4)
         # beams swap within each sentence, then sentence 1 finishes and drops out
         perm = torch.tensor([1, 0, 2, 3, 5, 4])
@@ -283,7 +294,7 @@ def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> Non
         keep = torch.tensor([0, 1, 4, 5])
         cache.select(keep)
         rows = perm[keep]
-        out = torch.stack([m.decode_step(tgt[rows, t], cache) for t in range(3, T)], 1)
+        out = torch.stack([be.decode_step(tgt[rows, t], cache) for t in range(3, T)], 1)
     # rows now carry the past of perm[keep] but continue with that row's own tokens
     ref_tgt = tgt[rows]
     with torch.no_grad():
@@ -297,23 +308,24 @@ def test_expanded_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
     by that row's own tokens, through a reorder and a finished sentence; by-reference and dense."""
     B, K, T = 3, 3, 8
     cfg, m, src = small_model_and_sources(6, B, pad_from=3)
+    be = backend(cache_mode, m)
     shared = torch.randint(4, cfg.vocab_size, (B, 2))
     own = torch.randint(4, cfg.vocab_size, (B * K, T - 2))
     tgt = torch.cat([shared.repeat_interleave(K, 0), own], 1)  # (B*K, T)
     with torch.no_grad():
-        mem, mask = m.encode(src)
-        cache = m.init_cache(mem, mask, T)
-        assert (cache.history is not None) == (cache_mode != "dense")
-        first = torch.stack([m.decode_step(shared[:, t], cache) for t in range(2)], 1)  # (B, 2, V)
+        mem, mask = be.encode(src)
+        cache = be.init_cache(mem, mask, T)
+        assert isinstance(cache, ReferenceCache) == (cache_mode != "dense")
+        first = torch.stack([be.decode_step(shared[:, t], cache) for t in range(2)], 1)  # (B, 2, V)
         cache.expand(K)
         assert cache.batch_size == B * K and cache.beams == K
-        steps = [m.decode_step(tgt[:, t], cache) for t in range(2, 4)]
+        steps = [be.decode_step(tgt[:, t], cache) for t in range(2, 4)]
         perm = torch.tensor([2, 0, 1, 3, 3, 4, 8, 6, 7])  # beams move within their sentence
         cache.reorder(perm)
         keep = torch.tensor([0, 1, 2, 6, 7, 8])  # sentence 1 finishes
         cache.select(keep)
         rows = perm[keep]
-        later = torch.stack([m.decode_step(tgt[keep, t], cache) for t in range(4, T)], 1)
+        later = torch.stack([be.decode_step(tgt[keep, t], cache) for t in range(4, T)], 1)
         full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
         ref_tgt = torch.cat([tgt[rows, :4], tgt[keep, 4:]], 1)
         ref = m.decode(ref_tgt, mem.repeat_interleave(K, 0)[keep], mask.repeat_interleave(K, 0)[keep])
@@ -335,10 +347,11 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
     monkeypatch.setattr(cache_module, "COMPACT_EVERY", every)
     B, K, T = 3, 4, 20
     cfg, m, src = small_model_and_sources(7, B, pad_from=4)
+    be = backend(cache_mode, m)
     g = torch.Generator().manual_seed(3)
     with torch.no_grad():
-        mem, mask = m.encode(src)
-        cache = m.init_cache(mem, mask, T, beams=K)
+        mem, mask = be.encode(src)
+        cache = be.init_cache(mem, mask, T, beams=K)
         sents = torch.arange(B)  # the live sentences (their original index)
         hist = torch.empty(B * K, 0, dtype=torch.long)
         anc = torch.empty(B * K, 0, dtype=torch.long)  # anc[r, j]: which row wrote r's position j
@@ -354,26 +367,26 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
                     beam_idx = beam_idx.view(b, K)[1:].reshape(-1)
                     sents = sents[1:]
                     cache.select(beam_idx)
-                elif cache.history is not None and t % every == 0:
+                elif isinstance(cache, ReferenceCache) and t % every == 0:
                     before = cache.history.src[:, :t].index_select(0, beam_idx)
                     cache.reorder(beam_idx)
                     moved |= bool((before != cache.history.src[:, :t]).any())
                 else:
                     cache.reorder(beam_idx)
                 hist, anc = hist[beam_idx], anc[beam_idx]
-                if cache.history is not None and t % every == 0 and t != 9:
+                if isinstance(cache, ReferenceCache) and t % every == 0 and t != 9:
                     same = (anc.view(len(sents), K, t) == anc.view(len(sents), K, t)[:, :1]).all(1)
                     frontier = int(same.cumprod(1).sum(1).min())  # every live sentence's beams share j < frontier
             anc = torch.cat([anc, torch.arange(len(hist)).unsqueeze(1) + t * B * K], 1)
             tokens = torch.randint(4, cfg.vocab_size, (len(hist),), generator=g)
             hist = torch.cat([hist, tokens.unsqueeze(1)], 1)
-            step = m.decode_step(tokens, cache)
+            step = be.decode_step(tokens, cache)
             rows = sents.repeat_interleave(K)
             want = m.decode(hist, mem[rows], mask[rows])[:, -1]
             torch.testing.assert_close(step, want, atol=1e-5, rtol=1e-4, msg=f"step {t}")
-    h = cache.history
-    if h is None:
+    if not isinstance(cache, ReferenceCache):
         return
+    h = cache.history
     assert moved, "the scripted merges must make compact() move some of the shared past"
     assert h.compacted == frontier >= 6  # (sentence 2 shares positions < 6 at least)
     base = sents.repeat_interleave(K).unsqueeze(1) * K  # the first storage row of each sentence's group
