@@ -344,7 +344,7 @@ class EngineBench:
     def _run(self, b: list[list[int]], mode: str = "cache") -> list[int]:
         if self.engine == "ct2":
             cap = self.opts["max_length"]
-            return [min(len(h[0][0]) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
+            return [min(len(h[0].tokens) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
         m = NoCacheModel(self.model) if mode == "nocache" else self.backend
         opts = SearchOptions(**self.opts, kv_cache_dtype=_kv_dtype(mode))
         return [len(h[0].tokens) + 1 for h in generate(m, pad(b), opts)]

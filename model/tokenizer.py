@@ -43,9 +43,6 @@ class Tokenizer:
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return self.sp.encode(list(texts), out_type=int)
 
-    def encode_pieces(self, texts: Sequence[str]) -> list[list[str]]:
-        return self.sp.encode(list(texts), out_type=str)
-
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         return [self.sp.decode([i for i in seq if i > EOS_ID]) for seq in ids]
 

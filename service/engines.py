@@ -1,28 +1,34 @@
-"""Model adapters for the batcher, each split ``pre -> core -> post`` (TEI / infinity style).
+"""Model adapters for the batcher, one interface for every model (TEI / infinity style):
 
-* ``pre`` runs on the request (event loop): validate and tokenize one request's texts, and give
-  each sentence a token cost for the batcher.
-* ``core`` runs in the batcher's worker thread on one batch that mixes several requests' sentences.
-* ``post`` turns one request's core outputs back into API results.
+* ``pre(job)`` runs on the request (event loop): validate and tokenize one request's texts (one
+  token-id list per sentence);
+* ``key(job)`` the batch key (only sentences with equal keys share a batch) and
+  ``cost(ids, key)`` each sentence's padded-token cost for the batcher's budget;
+* ``core(key, batch, should_stop)`` runs in the batcher's worker thread on one batch that mixes
+  several requests' sentences (``should_stop``: every request of the batch has gone);
+* ``post(job, ids, raw)`` turns one request's core outputs into its typed result.
 
-Engines are built from loaded models (``load_translator`` / ``load_encoder``) or, in tests,
-from any ``Translator`` / ``SentenceEncoder`` instance.
+A job is the request as the engine sees it (``TranslationJob``, ``EmbeddingJob``); results are
+``TranslationOutput`` / ``EmbeddingOutput``.  ``service.inference`` runs a job through its
+engine and the engine's batcher; the routes call only that.  Engines are built from loaded models
+(``load_translator`` / ``load_encoder``) or, in tests, from any ``Translator`` /
+``SentenceEncoder`` instance, and never change the model object they are given.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.translation.search import SearchOptions
-from model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
+from model.translation.search import Hypothesis, SearchOptions
+from model.translation.translator import DEFAULT_TRANSLATOR, NO_SPLIT, Translation, Translator
 from model.weights import resolve_device
 from service.metrics import Metrics
 
@@ -58,6 +64,27 @@ def _split_on_oom(fn, items: list, *args):
         return _split_on_oom(fn, items[:half], *args) + _split_on_oom(fn, items[half:], *args)
 
 
+class Engine(Protocol):
+    """What ``service.inference`` and the batcher drive (see the module docstring)."""
+
+    name: str
+    task: str
+
+    def pre(self, job: Any) -> list[list[int]]: ...
+
+    def key(self, job: Any) -> Hashable: ...
+
+    def cost(self, ids: list[int], key: Hashable) -> int: ...
+
+    def core(self, key: Hashable, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[Any]: ...
+
+    def post(self, job: Any, ids: list[list[int]], raw: list[Any]) -> Any: ...
+
+    def info(self) -> dict: ...
+
+    def warmup(self) -> None: ...
+
+
 # ------------------------------------------------------------------------------------------------
 # translation
 # ------------------------------------------------------------------------------------------------
@@ -71,7 +98,26 @@ class DecodeOptions:
     num_hypotheses: int = 1
     length_penalty: float = 1.0
     max_length: int = 256
-    min_length: int = 0
+    min_length: int = 0  # EOS is forbidden before this many tokens
+
+
+@dataclass(frozen=True)
+class TranslationJob:
+    texts: Sequence[str]
+    source: str
+    target: str
+    options: DecodeOptions = DecodeOptions()
+
+
+@dataclass(frozen=True)
+class TranslationOutput:
+    translations: list[Translation]
+    source_tokens: int  # without the target tag and </s>
+    target_tokens: int  # of the best hypotheses
+
+
+class UnsupportedLanguagePair(ValueError):
+    """The translator does not translate this pair (the message lists those it does)."""
 
 
 class TranslationEngine:
@@ -79,7 +125,6 @@ class TranslationEngine:
 
     def __init__(self, translator: Translator, name: str = "rendition-translator", metrics: Metrics | None = None):
         self.translator = translator
-        self.translator.max_batch_tokens = 1 << 62  # the batcher applies the token budget, not Translator.core
         self.name = name
         self.metrics = metrics
 
@@ -88,42 +133,55 @@ class TranslationEngine:
         return tuple(self.translator.languages)
 
     def check_pair(self, source: str, target: str) -> None:
-        self.translator.check_pair(source, target)  # ValueError listing the supported pairs
+        try:
+            self.translator.check_pair(source, target)
+        except ValueError as e:
+            raise UnsupportedLanguagePair(str(e)) from None
 
     # pre: texts -> token ids (with the target tag and </s>), one per sentence
-    def pre(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        return self.translator.preprocess(texts, target)
+    def pre(self, job: TranslationJob) -> list[list[int]]:
+        self.check_pair(job.source, job.target)
+        return self.translator.preprocess(job.texts, job.target)
+
+    def key(self, job: TranslationJob) -> DecodeOptions:
+        return job.options
 
     @staticmethod
-    def cost(ids: list[int], opts: DecodeOptions) -> int:
-        return len(ids) * opts.beam_size  # rows of the beam search x source length
+    def cost(ids: list[int], key: DecodeOptions) -> int:
+        return len(ids) * key.beam_size  # rows of the beam search x source length
 
-    # core: one mixed batch -> n-best (tokens, score) per sentence
+    # core: one mixed batch -> n-best hypotheses per sentence
     def core(
-        self, opts: DecodeOptions, batch: list[list[int]], should_stop: Callable[[], bool] | None = None
-    ) -> list[list[tuple[list[int], float]]]:
-        """``should_stop`` is polled once per decoding step (the batcher's "every request of this
-        batch has gone"); the search then ends early and its partial results are discarded."""
+        self, key: DecodeOptions, batch: list[list[int]], should_stop: Callable[[], bool] | None = None
+    ) -> list[list[Hypothesis]]:
+        """One beam search over the batch as the batcher formed it (the translator does not split
+        it again).  ``should_stop`` is polled once per decoding step; the search then ends early
+        and its partial results are discarded."""
         stats: dict[str, int] = {}
         search = SearchOptions(
-            beam_size=opts.beam_size,
-            num_hypotheses=opts.num_hypotheses,
-            length_penalty=opts.length_penalty,
-            max_length=opts.max_length,
-            min_length=opts.min_length,
+            beam_size=key.beam_size,
+            num_hypotheses=key.num_hypotheses,
+            length_penalty=key.length_penalty,
+            max_length=key.max_length,
+            min_length=key.min_length,
             stats=stats,
             should_stop=should_stop,
         )
-        out = _split_on_oom(self.translator.core, batch, search)
+        out = _split_on_oom(lambda items: self.translator.core(items, search, max_batch_tokens=NO_SPLIT), batch)
         if self.metrics:
             self.metrics.decode_steps.inc(stats.get("decode_steps", 0))
             self.metrics.kv_cache_bytes.set(stats.get("kv_cache_bytes", 0))
-            self.metrics.generated_tokens.inc(sum(len(hyps[0][0]) for hyps in out if hyps))
+            self.metrics.generated_tokens.inc(sum(len(hyps[0].tokens) for hyps in out if hyps))
         return out
 
     # post: one request's core outputs -> Translation objects
-    def post(self, results: list[list[tuple[list[int], float]]]) -> list[Translation]:
-        return self.translator.postprocess(results)
+    def post(self, job: TranslationJob, ids: list[list[int]], raw: list[list[Hypothesis]]) -> TranslationOutput:
+        translations = self.translator.postprocess(raw)
+        return TranslationOutput(
+            translations,
+            source_tokens=sum(len(x) - 2 for x in ids),  # minus the target tag and </s>
+            target_tokens=sum(len(t.tokens) for t in translations),
+        )
 
     def info(self) -> dict:
         model = self.translator.model
@@ -146,8 +204,8 @@ class TranslationEngine:
 
     def warmup(self) -> None:
         langs = self.languages
-        opts = DecodeOptions(beam_size=2, max_length=4)
-        self.core(opts, self.pre(["Hello world."], langs[1] if len(langs) > 1 else langs[0]))
+        job = TranslationJob(["Hello world."], langs[0], langs[1] if len(langs) > 1 else langs[0], DecodeOptions(beam_size=2, max_length=4))
+        self.core(job.options, self.translator.preprocess(job.texts, job.target))
 
 
 def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto") -> Translator:
@@ -163,6 +221,19 @@ def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: 
 # ------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class EmbeddingJob:
+    texts: Sequence[str]
+    dimensions: int | None = None  # keep the first ones (Matryoshka style); None: all
+    normalize: bool = True
+
+
+@dataclass(frozen=True)
+class EmbeddingOutput:
+    vectors: np.ndarray  # (N, dimensions or dim) float32
+    tokens: int
+
+
 class EmbeddingEngine:
     task = "embedding"
 
@@ -176,15 +247,18 @@ class EmbeddingEngine:
         return self.encoder.dim
 
     # pre: texts -> token ids (truncated to the encoder's max_length)
-    def pre(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.encoder.tokenize(texts)
+    def pre(self, job: EmbeddingJob) -> list[list[int]]:
+        return self.encoder.tokenize(job.texts)
+
+    def key(self, job: EmbeddingJob) -> None:
+        return None  # (every sentence can share a batch)
 
     @staticmethod
-    def cost(ids: list[int]) -> int:
+    def cost(ids: list[int], key: None = None) -> int:
         return max(1, len(ids))
 
     # core: one mixed batch -> raw (unnormalised) float32 vectors, sorted into length buckets
-    def core(self, _key: object, batch: list[list[int]]) -> list[np.ndarray]:
+    def core(self, key: None, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[np.ndarray]:
         return list(_split_on_oom(self._forward, batch))
 
     @torch.inference_mode()
@@ -197,14 +271,13 @@ class EmbeddingEngine:
         return list(out)
 
     # post: truncate to `dimensions` (Matryoshka style), then L2-normalise
-    @staticmethod
-    def post(vectors: list[np.ndarray], dimensions: int | None = None, normalize: bool = True) -> np.ndarray:
-        v = np.stack(vectors).astype(np.float32)  # (N, dim)
-        if dimensions is not None:
-            v = v[:, :dimensions]
-        if normalize:
+    def post(self, job: EmbeddingJob, ids: list[list[int]], raw: list[np.ndarray]) -> EmbeddingOutput:
+        v = np.stack(raw).astype(np.float32)  # (N, dim)
+        if job.dimensions is not None:
+            v = v[:, : job.dimensions]
+        if job.normalize:
             v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-        return v
+        return EmbeddingOutput(v, tokens=sum(len(x) for x in ids))
 
     def info(self) -> dict:
         model = self.encoder.model
@@ -225,15 +298,9 @@ class EmbeddingEngine:
         }
 
     def warmup(self) -> None:
-        self.core(None, self.pre(["Hello world."]))
+        self.core(None, self.pre(EmbeddingJob(["Hello world."])))
 
 
 def load_encoder(path: Path | None, device: str, dtype: str) -> SentenceEncoder:
     dev = resolve_device(device)
     return SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev))
-
-
-def timed(fn, *args) -> tuple[object, float]:
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t0

@@ -333,8 +333,4 @@ class DiSAN(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
-def param_bytes(model: nn.Module) -> int:
-    return sum(p.numel() * p.element_size() for p in model.parameters())
-
-
 __all__ = ["DiSAN", "DiSANConfig", "t2t_attention", "t2t_reference", "direction_mask"]

@@ -48,7 +48,7 @@ import torch
 from torch import Tensor
 
 from model.tokenizer import EOS_ID, UNK_ID, Tokenizer
-from model.translation.search import SearchOptions, _max_lengths
+from model.translation.search import Hypothesis, SearchOptions, _max_lengths
 from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator
 from model.weights import ModelLoadError, load_weights
@@ -217,7 +217,7 @@ class CT2Engine:
 
     def core(
         self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
-    ) -> list[list[tuple[list[int], float]]]:
+    ) -> list[list[Hypothesis]]:
         """Like ``Translator.core``; ct2 sorts by length and splits under the token budget itself.
         ``opts.stats["decode_steps"]`` gets the longest output + 1 (ct2 does not report steps)."""
         opts.validate()
@@ -245,9 +245,9 @@ class CT2Engine:
             hyps = []
             for toks, score in zip(r.hypotheses, r.scores):
                 ids = self.to_ids(toks)
-                hyps.append(([i for i in ids if i != EOS_ID], float(score)))
+                hyps.append(Hypothesis([i for i in ids if i != EOS_ID], float(score)))
             out.append(hyps)
-        longest = max(len(h[0]) for hyps in out for h in hyps)
+        longest = max(len(h.tokens) for hyps in out for h in hyps)
         opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + min(longest + 1, max_len)
         return out
 
@@ -303,8 +303,10 @@ class CT2Translator(Translator):
         limit = self.cfg.max_positions - 2
         return [[tag, *ids[:limit], EOS_ID] for ids in self.tokenizer.encode(texts)]
 
-    def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
-        return self.engine.core(sources, opts, self.max_batch_tokens)
+    def core(
+        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
+    ) -> list[list[Hypothesis]]:
+        return self.engine.core(sources, opts, self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens)
 
 
 # -- CLI ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import torch
 
 from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from model.translation.backends import TorchBackend, select_backend
-from model.translation.search import SearchOptions, generate
+from model.translation.search import Hypothesis, SearchOptions, generate
 from model.translation.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained
 
@@ -30,6 +30,7 @@ class Translation:
 
 
 KV_CACHE_DTYPES = ("float32", "float16", "bfloat16")
+NO_SPLIT = 1 << 62  # ``Translator.core``'s budget when the caller has formed the batch
 
 
 def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
@@ -96,16 +97,21 @@ class Translator:
         limit = self.model.cfg.max_positions - 2
         return [[tag, *ids[:limit], EOS_ID] for ids in self.tokenizer.encode(texts)]
 
-    def core(self, sources: list[list[int]], opts: SearchOptions) -> list[list[tuple[list[int], float]]]:
-        """Batches sorted by length under a token budget; results in input order."""
+    def core(
+        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
+    ) -> list[list[Hypothesis]]:
+        """Searches over batches sorted by length under a token budget (``max_batch_tokens``, default
+        ``self.max_batch_tokens``; a caller that formed the batch itself, as the service's batcher
+        does, passes ``NO_SPLIT``); n-best hypotheses per source, in input order."""
         if opts.kv_cache_dtype is None and self.kv_cache_dtype is not None:
             opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)  # (same stats dict)
+        budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
         order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-        results: list[list[tuple[list[int], float]]] = [[] for _ in sources]
+        results: list[list[Hypothesis]] = [[] for _ in sources]
         start = 0
         while start < len(order):
             end = start + 1
-            while end < len(order) and len(sources[order[end]]) * (end + 1 - start) * opts.beam_size <= self.max_batch_tokens:
+            while end < len(order) and len(sources[order[end]]) * (end + 1 - start) * opts.beam_size <= budget:
                 end += 1
             idx = order[start:end]
             width = max(len(sources[i]) for i in idx)
@@ -113,16 +119,16 @@ class Translator:
             for r, i in enumerate(idx):
                 src[r, : len(sources[i])] = torch.tensor(sources[i])
             for i, hyps in zip(idx, generate(self.backend, src.to(self.device), opts)):
-                results[i] = [(h.tokens, h.score) for h in hyps]
+                results[i] = hyps
             start = end
         return results
 
-    def postprocess(self, results: list[list[tuple[list[int], float]]]) -> list[Translation]:
+    def postprocess(self, results: list[list[Hypothesis]]) -> list[Translation]:
         out = []
         for hyps in results:
-            texts = self.tokenizer.decode([toks for toks, _ in hyps])
-            nbest = list(zip(texts, [s for _, s in hyps]))
-            out.append(Translation(texts[0], hyps[0][1], hyps[0][0], nbest))
+            texts = self.tokenizer.decode([h.tokens for h in hyps])
+            nbest = list(zip(texts, [h.score for h in hyps]))
+            out.append(Translation(texts[0], hyps[0].score, hyps[0].tokens, nbest))
         return out
 
     def translate(

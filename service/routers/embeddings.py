@@ -12,7 +12,9 @@ import base64
 import numpy as np
 from fastapi import APIRouter, Depends, Request
 
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
+from service import inference
+from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from service.engines import EmbeddingJob
 from service.errors import invalid
 from service.schemas import (
     Embedding,
@@ -30,13 +32,9 @@ router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 async def embed(
     request: Request, state: AppState, settings: Settings, texts: list[str], dimensions: int | None = None
 ) -> tuple[np.ndarray, int]:
-    """pre (tokenize) -> batched core -> post; returns ((N, dim) normalised vectors, token count)."""
-    engine, batcher = engine_or_503(state, "encoder")
-    ids = engine.pre(texts)
-    raw = await run_batched(
-        request, settings, batcher, ids, [engine.cost(x) for x in ids], key=None, tokens=[len(x) for x in ids]
-    )
-    return engine.post(raw, dimensions), sum(len(x) for x in ids)
+    """Through the inference facade; returns ((N, dim) normalised vectors, token count)."""
+    out = await inference.embed(request, state, settings, EmbeddingJob(texts, dimensions))
+    return out.vectors, out.tokens
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, summary="Sentence embeddings (OpenAI-compatible)")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
-from service.engines import DecodeOptions, TranslationEngine
-from service.errors import APIError, invalid
+from service import inference
+from service.deps import AppState, as_list, get_settings, get_state, require_api_key
+from service.engines import DecodeOptions, TranslationJob
+from service.errors import invalid
 from service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
 from service.settings import Settings
 
@@ -37,13 +38,6 @@ def decode_options(
     return DecodeOptions(beam, num_hypotheses, float(length_penalty), length)
 
 
-def check_pair(engine: TranslationEngine, source: str, target: str) -> None:
-    try:
-        engine.check_pair(source, target)
-    except ValueError as e:
-        raise APIError(400, str(e), kind="unsupported_language_pair", param="target") from None
-
-
 async def translate_texts(
     request: Request,
     state: AppState,
@@ -53,13 +47,9 @@ async def translate_texts(
     target: str,
     opts: DecodeOptions,
 ):
-    """pre (tokenize) -> batched core -> post; returns (translations, source token count)."""
-    engine, batcher = engine_or_503(state, "translator")
-    check_pair(engine, source, target)
-    ids = engine.pre(texts, target)
-    costs = [engine.cost(x, opts) for x in ids]
-    results = await run_batched(request, settings, batcher, ids, costs, key=opts, tokens=[len(x) for x in ids])
-    return engine.post(results), sum(len(x) - 2 for x in ids)  # minus the target tag and </s>
+    """Through the inference facade; returns (translations, source token count)."""
+    out = await inference.translate(request, state, settings, TranslationJob(texts, source, target, opts))
+    return out.translations, out.source_tokens
 
 
 @router.post(

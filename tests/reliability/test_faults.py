@@ -102,12 +102,12 @@ class PoisonTranslator(Translator):
         self.poison_ids = None
         self.batches: list[tuple[list[tuple[int, ...]], bool]] = []
 
-    def core(self, sources, opts):
+    def core(self, sources, opts, **kw):
         failed = any(tuple(s) == self.poison_ids for s in sources)
         self.batches.append(([tuple(s) for s in sources], failed))
         if failed:
             raise RuntimeError("injected fault")
-        return super().core(sources, opts)
+        return super().core(sources, opts, **kw)
 
 
 def free_port() -> int:

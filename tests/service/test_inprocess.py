@@ -17,10 +17,10 @@ from service.settings import Settings
 class PoisonedTranslator(Translator):
     """Raises on any batch decoded with max_length == 7 (a batch key of its own)."""
 
-    def core(self, sources, opts):
+    def core(self, sources, opts, **kw):
         if opts.max_length == 7:
             raise RuntimeError("poisoned batch")
-        return super().core(sources, opts)
+        return super().core(sources, opts, **kw)
 
 
 @pytest.fixture(scope="module")

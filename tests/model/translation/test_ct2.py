@@ -174,14 +174,14 @@ def test_search_parity(engines, beam):
     srcs = random_sources(100, seed=7)
     opts = SearchOptions(beam_size=beam, length_penalty=0.0, max_length=cap, max_length_a=0.0, max_length_b=cap)
     ours, theirs = tr.core(srcs, opts), ct.core(srcs, opts)
-    natural = [i for i, (b,) in enumerate(theirs) if len(b[0]) < cap]  # ct2 emitted </s>
+    natural = [i for i, (b,) in enumerate(theirs) if len(b.tokens) < cap]  # ct2 emitted </s>
     assert len(natural) >= 95
-    same = [i for i in natural if ours[i][0][0] == theirs[i][0][0]]
+    same = [i for i in natural if ours[i][0].tokens == theirs[i][0].tokens]
     assert len(same) >= 0.99 * len(natural)
     for i in same:
-        assert ours[i][0][1] == pytest.approx(theirs[i][0][1], abs=1e-3)
+        assert ours[i][0].score == pytest.approx(theirs[i][0].score, abs=1e-3)
     # Non-degenerate: outputs depend on the input.
-    assert len({tuple(a[0][0]) for a in ours}) >= 80
+    assert len({tuple(a[0].tokens) for a in ours}) >= 80
 
 
 def test_nbest_parity(engines):
@@ -191,7 +191,7 @@ def test_nbest_parity(engines):
         beam_size=4, num_hypotheses=3, length_penalty=0.0, max_length=30, max_length_a=0.0, max_length_b=30
     )
     ours, theirs = tr.core(srcs, opts), ct.core(srcs, opts)
-    agree = sum([h[0] for h in a] == [h[0] for h in b] for a, b in zip(ours, theirs))
+    agree = sum([h.tokens for h in a] == [h.tokens for h in b] for a, b in zip(ours, theirs))
     assert agree >= 29
 
 
