@@ -1,4 +1,8 @@
-"""Rendition models: relative-position Transformer translator and DiSAN sentence encoder (pure PyTorch)."""
+"""Rendition models: relative-position Transformer translator and DiSAN sentence encoder.
+
+PyTorch models (``translation/``, ``embedding/``) with native CPU kernels for inference
+(``kernels/``, built at install time; torch paths where they are missing), and their training
+code (``training/``)."""
 
 from __future__ import annotations
 
