@@ -28,7 +28,7 @@ from __future__ import annotations
 import ctypes
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from model.kernels import native
 from model.kernels.native import ptr as _ptr
@@ -41,6 +41,17 @@ def kernel() -> ctypes.CDLL | None:
 
 SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
 KV_DTYPES = (torch.float32, torch.float16)  # K/V storage the step kernel reads
+
+
+def serves(model: nn.Module) -> bool:
+    """Whether a model is one these kernels serve: CPU float32 weights, eval mode, a supported head size."""
+    w = model.embed.weight
+    return (
+        not model.training
+        and w.device.type == "cpu"
+        and w.dtype == torch.float32
+        and model.cfg.head_dim in SUPPORTED_HEAD_DIMS
+    )
 
 
 def _tables(rel_k: Tensor | None, rel_v: Tensor | None, max_rel: int) -> tuple[Tensor | None, Tensor | None, int]:

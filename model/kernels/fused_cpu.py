@@ -121,14 +121,7 @@ class FusedTransformer:
     def usable(model: nn.Module) -> bool:
         """Whether this model can run here: CPU float32 inference with a supported head size, the
         library built and wired to sgemm."""
-        w = model.embed.weight
-        return (
-            not model.training
-            and w.device.type == "cpu"
-            and w.dtype == torch.float32
-            and model.cfg.head_dim in attention_kernels.SUPPORTED_HEAD_DIMS
-            and kernel() is not None
-        )
+        return attention_kernels.serves(model) and kernel() is not None
 
     # -- weight tables ---------------------------------------------------------------------------
     def _encoder_weights(self) -> _Weights:

@@ -97,14 +97,7 @@ class AttentionKernelBackend(_CPUBackend):
 
     @staticmethod
     def usable(model: Transformer) -> bool:
-        w = model.embed.weight
-        return (
-            not model.training
-            and w.device.type == "cpu"
-            and w.dtype == torch.float32
-            and model.cfg.head_dim in attention_kernels.SUPPORTED_HEAD_DIMS
-            and attention_kernels.kernel() is not None
-        )
+        return attention_kernels.serves(model) and attention_kernels.kernel() is not None
 
     @torch.no_grad()
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
