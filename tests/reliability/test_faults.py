@@ -43,6 +43,7 @@ def access_log(server) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_sigterm_under_load_loses_no_accepted_request(start_server, model_dirs):
     srv = start_server(batch_delay_ms=100, max_batch_size=4, max_wait_ms=2, drain_seconds=1.5, max_queue=256,
                        default_beam_size=1, default_max_length=4)
@@ -199,6 +200,7 @@ def test_load_weights_raises_a_clear_model_load_error(model_dirs, tmp_path, how,
             load_weights(torch.nn.Linear(2, 2), d / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_broken_model_files_stop_the_server_with_the_message(start_server, model_dirs, tmp_path):
     # all four servers start at once (they are independent), then each must exit 1 with its message
     servers = [(how, message, start_server(wait=False, translator_path=broken_copy(model_dirs["translator"], tmp_path / how.replace(" ", "_"), how)))

@@ -52,6 +52,7 @@ def check_answers(result, expected) -> None:
             assert rec.body["results"][0]["text"] == expected[text], rec.index
 
 
+@pytest.mark.slow
 def test_overload_sheds_with_429_and_keeps_serving_at_capacity(server, expected):
     # capacity: a closed loop that keeps the queue busy (3 batches of workers, fewer than the queue holds)
     at_cap = asyncio.run(run_load(server.url, concurrency=3 * BATCH, seconds=5, keep_bodies=True, timeout=30))

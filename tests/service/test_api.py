@@ -65,6 +65,7 @@ def direct(translator: Translator, text: str, target: str = "fr", beam: int = 2,
 # -- translation ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_concurrent_requests_are_batched_and_each_gets_its_own_answers(server, translator):
     before_count = server.sample("rendition_batch_size", "_count", model="translator")
     before_single = server.sample("rendition_batch_size", "_bucket", model="translator", le="1.0")

@@ -81,6 +81,7 @@ def test_save_and_load_roundtrip(encoder, tmp_path):
         SentenceEncoder.from_pretrained(tmp_path, device="cpu")
 
 
+@pytest.mark.slow
 def test_cli_embed_jsonl_and_npy(encoder, tmp_path):
     model_dir = tmp_path / "enc"
     encoder.save_pretrained(model_dir, dtype=torch.float32)

@@ -170,6 +170,7 @@ def test_by_reference_only_for_float32_cpu_inference() -> None:
         be.encode(torch.tensor([[5, 6]]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_translation_by_reference_equals_dense(beam_size: int, shipped_batch) -> None:
     """The shipped translator with the by-reference cache and with the dense one (kernel switched

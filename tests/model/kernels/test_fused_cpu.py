@@ -168,6 +168,7 @@ def test_without_sgemm_the_torch_step_runs(monkeypatch: pytest.MonkeyPatch) -> N
     assert all(torch.isfinite(x).all() for x in run_steps(m, backend=AttentionKernelBackend))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_shipped_translator_same_hypotheses_with_and_without_fused_kernels(beam_size: int, shipped_batch) -> None:
     tr, src = shipped_batch

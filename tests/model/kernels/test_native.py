@@ -51,6 +51,7 @@ def variant(request, monkeypatch: pytest.MonkeyPatch, need_kernel) -> str:
     return isa
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [FusedCPUBackend, AttentionKernelBackend])
 def test_each_variant_translates_as_the_torch_path(variant: str, backend, shipped_batch, set_kernel) -> None:
     tr, src = shipped_batch

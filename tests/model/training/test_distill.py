@@ -34,6 +34,7 @@ def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     out = tiny / "enc"
     common = ["--threads", "1", "--d-model", "16", "--d-embed", "16", "--batch-size", "16", "--eval-every", "100"]

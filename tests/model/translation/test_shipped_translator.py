@@ -25,6 +25,7 @@ def slice_scores(translator: Translator) -> dict[str, dict]:
     return evaluate(translator, ("en-fr",), split="test", beam_size=4, limit=100)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("direction", ["en-fr", "fr-en"])
 def test_bleu_on_fixed_test_slice(slice_scores: dict[str, dict], direction: str) -> None:
     assert slice_scores[direction]["sentences"] == 100
@@ -51,6 +52,7 @@ def test_shipped_files_are_safetensors_and_small() -> None:
     assert sum(files.values()) < 40e6
 
 
+@pytest.mark.slow
 def test_float16_kv_cache_same_translations_half_the_self_attention_memory(translator: Translator) -> None:
     """kv_cache_dtype="float16": the same best hypotheses on a slice of the test set (scores within
     1e-3), and the cache's self-attention K/V take half the bytes."""

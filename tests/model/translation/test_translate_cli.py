@@ -19,6 +19,7 @@ from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[3]
+pytestmark = pytest.mark.slow  # (the module fixture trains a small model: ~40 s)
 V = 256
 
 
