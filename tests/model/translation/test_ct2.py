@@ -270,16 +270,16 @@ def test_decoding_options_parity(engines, beam, options):
     base = SearchOptions(beam_size=beam, length_penalty=0.0, max_length=cap, max_length_a=0.0, max_length_b=cap)
     plain = tr.core(srcs, base)
     if options.get("target_prefix") == "from_first":  # a prefix the model would not choose by itself
-        options = {"target_prefix": (plain[0][0][0][1], plain[0][0][0][0])}
+        options = {"target_prefix": (plain[0][0].tokens[1], plain[0][0].tokens[0])}
     opts = SearchOptions(**{**base.__dict__, "stats": {}, **options})
     ours, theirs = tr.core(srcs, opts), ct.core(srcs, opts)
-    natural = [i for i, (b,) in enumerate(theirs) if len(b[0]) < cap]
+    natural = [i for i, (b,) in enumerate(theirs) if len(b.tokens) < cap]
     assert len(natural) >= 36
-    same = [i for i in natural if ours[i][0][0] == theirs[i][0][0]]
+    same = [i for i in natural if ours[i][0].tokens == theirs[i][0].tokens]
     assert len(same) >= 0.95 * len(natural), (len(same), len(natural))
     for i in same:
-        assert ours[i][0][1] == pytest.approx(theirs[i][0][1], abs=1e-3)
-    assert sum(ours[i][0][0] != plain[i][0][0] for i in range(len(srcs))) >= 10  # the option changed outputs
+        assert ours[i][0].score == pytest.approx(theirs[i][0].score, abs=1e-3)
+    assert sum(ours[i][0].tokens != plain[i][0].tokens for i in range(len(srcs))) >= 10  # the option changed outputs
 
 
 def test_sampling_options(engines):
@@ -293,9 +293,9 @@ def test_sampling_options(engines):
     hot = SearchOptions(**base, sampling_topk=5, sampling_temperature=2.0, sampling_seed=1, num_hypotheses=4)
     a, b = tr.core(srcs, hot), tr.core(srcs, hot)
     assert a == b and all(len(h) == 4 for h in a)
-    assert sum(len({tuple(t) for t, _ in h}) > 1 for h in a) >= 15  # diverse
+    assert sum(len({tuple(x.tokens) for x in h}) > 1 for h in a) >= 15  # diverse
     for src, hyps in zip(srcs, a):  # every sampled token was among the 5 most likely at its step
-        for toks, score in hyps:
+        for toks, score in ((h.tokens, h.score) for h in hyps):
             lp = teacher_forced(tr.model, src, toks)
             assert float(lp.sum()) == pytest.approx(score, abs=1e-3)
             with torch.no_grad():
