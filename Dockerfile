@@ -5,8 +5,9 @@
 #   docker build -t rendition:gpu --build-arg TORCH_VARIANT=cu126 .     # CUDA build of torch
 #
 # Multi-stage: `deps` installs torch + the dependencies into /opt/venv, `wheel` builds the package
-# (with the shipped models under model/pretrained/), and the runtime stage copies that virtualenv
-# onto a slim base, installs the wheel into it and runs `rendition serve` as an unprivileged user. All service configuration comes from
+# (the native CPU kernels compiled there, one library per instruction set, and the shipped models
+# under model/pretrained/), and the runtime stage copies that virtualenv onto a slim base, installs
+# the wheel into it and runs `rendition serve` as an unprivileged user.  No compiler in the runtime. All service configuration comes from
 # RENDITION_* environment variables (see docs/service.md and docs/deploy.md).
 #
 # Build arguments:
@@ -14,7 +15,6 @@
 #   TORCH_VERSION    torch release to install (default 2.13.0)
 #   TORCH_VARIANT    cpu | cu126 | cu128 | ... : picks https://download.pytorch.org/whl/<variant>
 #   TORCH_INDEX_URL  overrides the index derived from TORCH_VARIANT
-#   WITH_CC          1 (default): gcc in the runtime image for the DiSAN CPU kernel; 0: none
 #   EXTRAS           optional dependency groups of pyproject.toml to add, e.g. "otel" (tracing)
 #   deploy/wheels/   optional local wheels: a torch-*.whl found there is installed instead of
 #                    downloading one (empty by default; used by offline builds and the smoke test)
@@ -60,11 +60,17 @@ RUN set -eux; \
 # ---------------------------------------------------------------------------------------------
 # wheel: the package itself; model/pretrained/** ships inside it as package data (the default
 # models the service loads).
+# The native kernels (model/kernels/csrc, see setup.py) are built here with gcc; RENDITION_REQUIRE_NATIVE=1
+# makes a kernel that does not build fail the image build instead of installing without it.
 FROM deps AS wheel
-COPY pyproject.toml README.md* ./
+RUN set -eux; \
+    apt-get update; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev; \
+    rm -rf /var/lib/apt/lists/*
+COPY pyproject.toml setup.py README.md* ./
 COPY model/ model/
 COPY service/ service/
-RUN pip wheel --no-deps --wheel-dir /dist .
+RUN RENDITION_REQUIRE_NATIVE=1 pip wheel --no-deps --wheel-dir /dist .
 
 # ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime
@@ -79,14 +85,11 @@ RUN set -eux; \
 
 COPY --from=deps /opt/venv /opt/venv
 
-# A C compiler lets the DiSAN encoder build its fused CPU kernel (model/disan.py, compiled once per
-# container into ~/.cache/rendition); without one it falls back to the slower torch path.
-# --build-arg WITH_CC=0 leaves it out (smaller image, e.g. for GPU-only deployments).
-ARG WITH_CC=1
+# The native kernels' OpenMP runtime (the only system library they need beyond libc).
 RUN set -eux; \
-    if [ "${WITH_CC}" = 1 ]; then \
+    if ! ldconfig -p | grep -q libgomp.so.1; then \
         apt-get update; \
-        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev libgomp1; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libgomp1; \
         rm -rf /var/lib/apt/lists/*; \
     fi
 
@@ -94,7 +97,8 @@ COPY --from=wheel /dist/ /tmp/dist/
 RUN set -eux; \
     /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl; \
     rm -rf /tmp/dist; \
-    /opt/venv/bin/python -c "import service.main; from model.translator import DEFAULT_TRANSLATOR; from model.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"
+    /opt/venv/bin/python -c "import service.main; from model.translation.translator import DEFAULT_TRANSLATOR; from model.embedding.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"; \
+    RENDITION_REQUIRE_NATIVE=1 /opt/venv/bin/python -c "from model.kernels import native; print('native kernels:', native.built(), 'using', native.isa())"
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \

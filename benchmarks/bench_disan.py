@@ -27,10 +27,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from model.data import SPLITS_DIR, read_tsv  # noqa: E402
-from model.disan import DiSAN, DiSANConfig  # noqa: E402
-from model.encoder import DEFAULT_ENCODER, SentenceEncoder  # noqa: E402
+from model.embedding.disan import DiSAN, DiSANConfig  # noqa: E402
+from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder  # noqa: E402
 from model.tokenizer import Tokenizer  # noqa: E402
+from model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
 
 
 def load_encoder(d_model: int | None) -> SentenceEncoder:
@@ -119,7 +119,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     enc = load_encoder(args.d_model)
-    from model.distill import load_teacher
+    from model.training.distill import load_teacher
 
     teacher = load_teacher()
     sents = sentences(args.sentences, 15, 25)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from model.data import SPLITS_DIR, read_tsv
-from model.translator import Translator
+from model.training.data import SPLITS_DIR, read_tsv
+from model.translation.translator import Translator
 
 
 def run(tr: Translator, sentences: list[str], batch: int) -> tuple[float, int]:
@@ -46,7 +46,7 @@ def main() -> None:
         torch.set_num_threads(threads)
         for set_name, sents in sets.items():
             times: dict[str, list[tuple[float, int]]] = {m: [] for m in models}
-            for name, tr in models.items():  # warm-up
+            for tr in models.values():  # warm-up
                 run(tr, sents[: a.batch], a.batch)
             for _ in range(a.rounds):
                 for name, tr in models.items():

@@ -13,7 +13,7 @@ Throughput is generated tokens (best hypothesis, </s> included when emitted) per
 time and per second of the engine process's CPU time (the robust figure when other jobs share the
 CPU); the engines take turns for --rounds rounds and each figure is the median round.
 
-(a) ours: ``model.search.generate`` with the KV cache (``Transformer.decode_step``);
+(a) ours: ``model.translation.search.generate`` with the KV cache (``Transformer.decode_step``);
 (b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
     decoder stack on the whole prefix every step (logits for the last position only);
 (c) CTranslate2 float32 on the exported weights (``rendition export-ct2``);
@@ -48,11 +48,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.search import SearchOptions, generate  # noqa: E402
 from model.tokenizer import Tokenizer  # noqa: E402
-from model.transformer import Transformer, TransformerConfig  # noqa: E402
-from model.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+from model.translation.backends import select_backend  # noqa: E402
+from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
+from model.translation.search import SearchOptions, generate  # noqa: E402
+from model.translation.transformer import Transformer, TransformerConfig  # noqa: E402
+from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 
 # -- (b) the no-cache baseline ---------------------------------------------------------------------
@@ -312,6 +313,7 @@ class EngineBench:
         torch.set_num_threads(args.threads)
         self.engine, self.args = engine, args
         self.model, self.which, model_dir = load_model(args.model_dir, tmp / "model")
+        self.backend = select_backend(self.model)  # how ours runs (chosen once, as Translator does)
         self.tok = Tokenizer(model_dir / "sentencepiece.model")
         n = args.batch * args.batches
         self.sources = load_sources(self.tok, n, 23, 27)
@@ -331,6 +333,7 @@ class EngineBench:
         return {
             "which": self.which,
             "params": self.model.num_parameters(),
+            "backend": self.backend.name,
             "mean_src": sum(map(len, self.sources)) / len(self.sources),
             "versions": f"torch {torch.__version__}; ctranslate2 {ctranslate2.__version__}",
         }
@@ -341,8 +344,8 @@ class EngineBench:
     def _run(self, b: list[list[int]], mode: str = "cache") -> list[int]:
         if self.engine == "ct2":
             cap = self.opts["max_length"]
-            return [min(len(h[0][0]) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
-        m = NoCacheModel(self.model) if mode == "nocache" else self.model
+            return [min(len(h[0].tokens) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
+        m = NoCacheModel(self.model) if mode == "nocache" else self.backend
         opts = SearchOptions(**self.opts, kv_cache_dtype=_kv_dtype(mode))
         return [len(h[0].tokens) + 1 for h in generate(m, pad(b), opts)]
 
@@ -356,18 +359,18 @@ class EngineBench:
         rows = [b0[i % len(b0)] for i in range(n_rows)]
         if self.engine == "ct2":
             return stamp_ct2(self.ct2, rows)
-        return stamp_ours(self.model, rows, _kv_dtype(mode))
+        return stamp_ours(self.backend, rows, _kv_dtype(mode))
 
     def beam_stamps(self, mode: str = "cache") -> list[tuple[float, float]]:
         """Ours: step timestamps inside the benchmark's batch x beam search forced to FORCED steps."""
-        return stamp_ours(self.model, self.batches[0], _kv_dtype(mode), self.args.beam)
+        return stamp_ours(self.backend, self.batches[0], _kv_dtype(mode), self.args.beam)
 
     def beam_forced(
         self, spans: dict[int, tuple[int, int]], repeats: int, mode: str = "cache"
     ) -> dict[int, tuple[float, float]]:
         b0 = self.batches[0]
         src0 = pad(b0)
-        model = _CacheLength(self.model, max(hi for _, hi in spans.values()))  # one cache size for all
+        model = _CacheLength(self.backend, max(hi for _, hi in spans.values()))  # one cache size for all
 
         def run(n: int) -> None:
             if self.engine == "ct2":
@@ -385,7 +388,7 @@ class EngineBench:
 
     def step_cost(self, ts: tuple[int, ...], repeats: int, nocache: bool = False) -> dict[int, tuple[float, float]]:
         cost = nocache_step_cost if nocache else step_cost
-        return cost(self.model, pad(self.batches[0]), self.args.beam, ts, repeats)
+        return cost(self.model if nocache else self.backend, pad(self.batches[0]), self.args.beam, ts, repeats)
 
 
 def _serve(engine: str, args: argparse.Namespace, tmp: Path, conn) -> None:
@@ -442,7 +445,7 @@ def main() -> None:
     info = ours("info")
 
     print(f"# bench_translate  {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    print(f"model: {info['which']} ({info['params'] / 1e6:.1f}M params)")
+    print(f"model: {info['which']} ({info['params'] / 1e6:.1f}M params); ours runs on the {info['backend']} back end")
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores, no GPU; "
         f"threads={args.threads}; {info['versions']}; load average at start {os.getloadavg()[0]:.2f}"

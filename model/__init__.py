@@ -1,4 +1,8 @@
-"""Rendition models: relative-position Transformer translator and DiSAN sentence encoder (pure PyTorch)."""
+"""Rendition models: relative-position Transformer translator and DiSAN sentence encoder.
+
+PyTorch models (``translation/``, ``embedding/``) with native CPU kernels for inference
+(``kernels/``, built at install time; torch paths where they are missing), and their training
+code (``training/``)."""
 
 from __future__ import annotations
 
@@ -9,11 +13,11 @@ __all__ = ["Translator", "SentenceEncoder", "__version__"]
 
 def __getattr__(name: str):  # lazy: importing `model` stays cheap
     if name == "Translator":
-        from model.translator import Translator
+        from model.translation.translator import Translator
 
         return Translator
     if name == "SentenceEncoder":
-        from model.encoder import SentenceEncoder
+        from model.embedding.encoder import SentenceEncoder
 
         return SentenceEncoder
     raise AttributeError(name)

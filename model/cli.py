@@ -1,44 +1,45 @@
-"""The ``rendition`` command: one entry point, subcommands implemented beside their code.
+"""The model's commands of ``rendition`` (``python -m model.cli``), implemented beside their code.
 
 Each subcommand is ``module:function`` taking ``argv``; modules are imported only when their
-subcommand runs, so ``rendition translate`` never imports the web stack.
+subcommand runs.  The installed ``rendition`` script is ``service.cli``, which adds ``serve`` to
+these: ``model`` never imports ``service``.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("service.main:main", "start the HTTP service (uvicorn) on the shipped models"),
-    "translate": ("model.translate_cli:main", "translate lines from stdin to stdout"),
-    "embed": ("model.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
-    "data": ("model.data:main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),
-    "train": ("model.train:main", "train the translator"),
-    "evaluate": ("model.evaluate:main", "BLEU/chrF of a translator on the test split"),
-    "train-encoder": ("model.distill:main", "train the DiSAN sentence encoder by distillation"),
-    "evaluate-encoder": ("model.distill:evaluate_main", "retrieval accuracy and fidelity of the sentence encoder"),
-    "export-ct2": ("model.ct2:main", "export a translator to a CTranslate2 model directory"),
+    "translate": ("model.translation.cli:main", "translate lines from stdin to stdout"),
+    "embed": ("model.embedding.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
+    "data": ("model.training.corpus.build:data_main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),
+    "train": ("model.training.train:main", "train the translator"),
+    "evaluate": ("model.training.evaluate:main", "BLEU/chrF of a translator on the test split"),
+    "train-encoder": ("model.training.distill:main", "train the DiSAN sentence encoder by distillation"),
+    "evaluate-encoder": ("model.training.distill:evaluate_main", "retrieval accuracy and fidelity of the sentence encoder"),
+    "export-ct2": ("model.translation.ct2:main", "export a translator to a CTranslate2 model directory"),
 }
 
 
-def usage() -> str:
+def usage(commands: Mapping[str, tuple[str, str]] = COMMANDS) -> str:
     lines = ["usage: rendition COMMAND [ARGS]", "", "commands:"]
-    lines += [f"  {name:<18} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<18} {help_}" for name, (_, help_) in commands.items()]
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None, commands: Mapping[str, tuple[str, str]] = COMMANDS) -> None:
+    """Run ``argv[0]`` of ``commands`` (name -> ("module:function", help)) with the rest of argv."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(usage())
+        print(usage(commands))
         return
     name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        print(f"rendition: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+    if name not in commands:
+        print(f"rendition: unknown command {name!r}\n\n{usage(commands)}", file=sys.stderr)
         raise SystemExit(2)
-    target, _ = COMMANDS[name]
+    target, _ = commands[name]
     module, func = target.split(":")
     getattr(importlib.import_module(module), func)(rest)
 

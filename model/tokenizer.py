@@ -44,6 +44,7 @@ class Tokenizer:
         return self.sp.encode(list(texts), out_type=int)
 
     def encode_pieces(self, texts: Sequence[str]) -> list[list[str]]:
+        """The pieces of ``encode``'s ids, as strings (TEI's ``/tokenize`` needs them for the offsets)."""
         return self.sp.encode(list(texts), out_type=str)
 
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:

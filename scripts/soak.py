@@ -44,9 +44,9 @@ def write_random_models(root: Path, seed: int = 0) -> dict[str, Path]:
     import torch
     from safetensors.torch import save_file
 
-    from model.disan import DiSAN, DiSANConfig
+    from model.embedding.disan import DiSAN, DiSANConfig
     from model.tokenizer import Tokenizer
-    from model.transformer import Transformer, TransformerConfig
+    from model.translation.transformer import Transformer, TransformerConfig
 
     tok = Tokenizer(SPM)
     torch.manual_seed(seed)

@@ -23,13 +23,21 @@ import torch
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from model.encoder import SentenceEncoder
-from model.translator import Translator
+from model.embedding.encoder import SentenceEncoder
+from model.translation.translator import Translator
 from model.weights import resolve_device
 from service import errors, tracing
 from service.batcher import Batcher
 from service.deps import AppState
-from service.engines import EmbeddingEngine, TranslationEngine, dtype_name, load_encoder, load_translator, resolve_dtype
+from service.engines import (
+    EmbeddingEngine,
+    Engine,
+    TranslationEngine,
+    dtype_name,
+    load_encoder,
+    load_translator,
+    resolve_dtype,
+)
 from service.metrics import Metrics
 from service.middleware import ServiceMiddleware
 from service.routers import embeddings, libretranslate, system, tei, translate
@@ -82,6 +90,13 @@ def _load_engine(state: AppState, kind: str, load: Callable, make_engine: Callab
     return engine
 
 
+def _batcher(name: str, engine: Engine, limits: dict) -> Batcher:
+    """The model's batcher, running the engine's core on each batch; a batch whose requests have
+    all gone is told to stop (the translator stops at its next decoding step)."""
+    batcher = Batcher(name, lambda key, batch: engine.core(key, batch, batcher.running_batch_abandoned), **limits)
+    return batcher
+
+
 async def _start(
     state: AppState,
     translator: Translator | None,
@@ -106,14 +121,9 @@ async def _start(
         delay_ms=s.batch_delay_ms,
         executor=state.model_thread,
     )
-    if state.translator is not None:
-        engine = state.translator
-        batcher = Batcher(
-            "translator", lambda key, batch: engine.core(key, batch, batcher.running_batch_abandoned), **limits
-        )
-        state.batchers["translator"] = batcher  # a batch whose requests have all gone stops at the next decoding step
-    if state.encoder is not None:
-        state.batchers["encoder"] = Batcher("encoder", state.encoder.core, **limits)
+    for name, engine in (("translator", state.translator), ("encoder", state.encoder)):
+        if engine is not None:
+            state.batchers[name] = _batcher(name, engine, limits)
     for b in state.batchers.values():
         b.start()
     state.ready = True

@@ -101,7 +101,6 @@ class Batcher:
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batcher-{name}")
         self._task: asyncio.Task | None = None
         self._closing = False
-        self._busy = False
         self._running: list[_Job] = []  # the jobs of the batch in the worker thread now
         self._avg_batch_s = 0.05  # running mean of batch time, for Retry-After
 
@@ -109,10 +108,6 @@ class Batcher:
     @property
     def queued(self) -> int:
         return len(self._queue)
-
-    @property
-    def busy(self) -> bool:
-        return self._busy
 
     def start(self) -> None:
         if self._task is None:
@@ -234,7 +229,6 @@ class Batcher:
             m.batch_tokens.labels(self.name).observe(sum(it.tokens for it in batch))
             m.input_tokens.labels(self.name).inc(sum(it.tokens for it in batch))
         payloads = [it.payload for it in batch]
-        self._busy = True
         self._running = list({id(it.job): it.job for it in batch}.values())
         try:
             results = await loop.run_in_executor(self._executor, self._call, batch[0].key, payloads)
@@ -251,7 +245,6 @@ class Batcher:
                 self._drop(job, "batch_failed")
             return
         finally:
-            self._busy = False
             self._running = []
             elapsed = time.perf_counter() - start
             self._avg_batch_s = 0.8 * self._avg_batch_s + 0.2 * elapsed

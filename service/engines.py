@@ -1,28 +1,35 @@
-"""Model adapters for the batcher, each split ``pre -> core -> post`` (TEI / infinity style).
+"""Model adapters for the batcher, one interface for every model (TEI / infinity style):
 
-* ``pre`` runs on the request (event loop): validate and tokenize one request's texts, and give
-  each sentence a token cost for the batcher.
-* ``core`` runs in the batcher's worker thread on one batch that mixes several requests' sentences.
-* ``post`` turns one request's core outputs back into API results.
+* ``pre(job)`` runs on the request (event loop): validate and tokenize one request's texts (one
+  token-id list per sentence);
+* ``key(job)`` the batch key (only sentences with equal keys share a batch) and
+  ``cost(ids, key)`` each sentence's padded-token cost for the batcher's budget;
+* ``core(key, batch, should_stop)`` runs in the batcher's worker thread on one batch that mixes
+  several requests' sentences (``should_stop``: every request of the batch has gone);
+* ``post(job, ids, raw)`` turns one request's core outputs into its typed result.
 
-Engines are built from loaded models (``load_translator`` / ``load_encoder``) or, in tests,
-from any ``Translator`` / ``SentenceEncoder`` instance.
+A job is the request as the engine sees it (``TranslationJob``, ``EmbeddingJob``); results are
+``TranslationOutput`` / ``EmbeddingOutput``.  ``service.inference`` runs a job through its
+engine and the engine's batcher; the routes call only that.  Engines are built from loaded models
+(``load_translator`` / ``load_encoder``) or, in tests, from any ``Translator`` /
+``SentenceEncoder`` instance, and never change the model object they are given.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from model.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.search import SearchOptions
-from model.translator import DEFAULT_TRANSLATOR, Translation, Translator
+from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from model.translation.search import Hypothesis, SearchOptions, max_output_lengths
+from model.translation.translator import DEFAULT_TRANSLATOR, NO_SPLIT, Translation, Translator
+from model.weights import resolve_device
 from service.metrics import Metrics
 
 log = logging.getLogger("rendition.engines")
@@ -57,6 +64,27 @@ def _split_on_oom(fn, items: list, *args):
         return _split_on_oom(fn, items[:half], *args) + _split_on_oom(fn, items[half:], *args)
 
 
+class Engine(Protocol):
+    """What ``service.inference`` and the batcher drive (see the module docstring)."""
+
+    name: str
+    task: str
+
+    def pre(self, job: Any) -> list[list[int]]: ...
+
+    def key(self, job: Any) -> Hashable: ...
+
+    def cost(self, ids: list[int], key: Hashable) -> int: ...
+
+    def core(self, key: Hashable, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[Any]: ...
+
+    def post(self, job: Any, ids: list[list[int]], raw: list[Any]) -> Any: ...
+
+    def info(self) -> dict: ...
+
+    def warmup(self) -> None: ...
+
+
 # ------------------------------------------------------------------------------------------------
 # translation
 # ------------------------------------------------------------------------------------------------
@@ -70,7 +98,7 @@ class DecodeOptions:
     num_hypotheses: int = 1
     length_penalty: float = 1.0
     max_length: int = 256
-    min_length: int = 0
+    min_length: int = 0  # EOS is forbidden before this many tokens
     repetition_penalty: float = 1.0
     no_repeat_ngram_size: int = 0
     target_prefix: tuple[int, ...] = ()  # token ids
@@ -78,12 +106,41 @@ class DecodeOptions:
     sampling_temperature: float = 1.0
 
 
+@dataclass(frozen=True)
+class TranslationJob:
+    texts: Sequence[str]
+    source: str
+    target: str
+    options: DecodeOptions = DecodeOptions()
+    truncate: bool = False  # a translation ended by its length limit is kept (marked), else TranslationTooLong
+
+
+@dataclass(frozen=True)
+class TranslationOutput:
+    translations: list[Translation]
+    source_tokens: int  # without the target tag and </s>
+    target_tokens: int  # of the best hypotheses
+    truncated: list[bool] = field(default_factory=list)  # per sentence: its best translation was ended by the limit
+
+
+class UnsupportedLanguagePair(ValueError):
+    """The translator does not translate this pair (the message lists those it does)."""
+
+
+class TranslationTooLong(ValueError):
+    """Sentence ``index``'s best translation reached its length limit (``limit`` tokens, from
+    ``max_length`` or its ``source_tokens``) without ending, and the job does not allow a cut one."""
+
+    def __init__(self, index: int, limit: int, source_tokens: int):
+        super().__init__(f"sentence {index}: the translation reached its length limit ({limit} tokens) without ending")
+        self.index, self.limit, self.source_tokens = index, limit, source_tokens
+
+
 class TranslationEngine:
     task = "translation"
 
     def __init__(self, translator: Translator, name: str = "rendition-translator", metrics: Metrics | None = None):
         self.translator = translator
-        self.translator.max_batch_tokens = 1 << 62  # the batcher applies the token budget, not Translator.core
         self.name = name
         self.metrics = metrics
 
@@ -92,47 +149,71 @@ class TranslationEngine:
         return tuple(self.translator.languages)
 
     def check_pair(self, source: str, target: str) -> None:
-        self.translator.check_pair(source, target)  # ValueError listing the supported pairs
+        try:
+            self.translator.check_pair(source, target)
+        except ValueError as e:
+            raise UnsupportedLanguagePair(str(e)) from None
 
     # pre: texts -> token ids (with the target tag and </s>), one per sentence
-    def pre(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        return self.translator.preprocess(texts, target)
+    def pre(self, job: TranslationJob) -> list[list[int]]:
+        self.check_pair(job.source, job.target)
+        return self.translator.preprocess(job.texts, job.target)
+
+    def key(self, job: TranslationJob) -> DecodeOptions:
+        return job.options
 
     @staticmethod
-    def cost(ids: list[int], opts: DecodeOptions) -> int:
-        return len(ids) * max(opts.beam_size, opts.num_hypotheses)  # search rows x source length (sampling: n draws)
+    def cost(ids: list[int], key: DecodeOptions) -> int:
+        return len(ids) * max(key.beam_size, key.num_hypotheses)  # search rows x source length (sampling: n draws)
 
-    # core: one mixed batch -> n-best (tokens, score) per sentence
+    # core: one mixed batch -> n-best hypotheses per sentence
     def core(
-        self, opts: DecodeOptions, batch: list[list[int]], should_stop: Callable[[], bool] | None = None
-    ) -> list[list[tuple[list[int], float]]]:
-        """``should_stop`` is polled once per decoding step (the batcher's "every request of this
-        batch has gone"); the search then ends early and its partial results are discarded."""
+        self, key: DecodeOptions, batch: list[list[int]], should_stop: Callable[[], bool] | None = None
+    ) -> list[list[Hypothesis]]:
+        """One beam search over the batch as the batcher formed it (the translator does not split
+        it again).  ``should_stop`` is polled once per decoding step; the search then ends early
+        and its partial results are discarded."""
         stats: dict[str, int] = {}
         search = SearchOptions(
-            beam_size=opts.beam_size,
-            num_hypotheses=opts.num_hypotheses,
-            length_penalty=opts.length_penalty,
-            max_length=opts.max_length,
-            min_length=opts.min_length,
+            beam_size=key.beam_size,
+            num_hypotheses=key.num_hypotheses,
+            length_penalty=key.length_penalty,
+            max_length=key.max_length,
+            min_length=key.min_length,
             stats=stats,
             should_stop=should_stop,
-            repetition_penalty=opts.repetition_penalty,
-            no_repeat_ngram_size=opts.no_repeat_ngram_size,
-            target_prefix=opts.target_prefix,
-            sampling_topk=opts.sampling_topk,
-            sampling_temperature=opts.sampling_temperature,
+            repetition_penalty=key.repetition_penalty,
+            no_repeat_ngram_size=key.no_repeat_ngram_size,
+            target_prefix=key.target_prefix,
+            sampling_topk=key.sampling_topk,
+            sampling_temperature=key.sampling_temperature,
         )
-        out = _split_on_oom(self.translator.core, batch, search)
+        out = _split_on_oom(lambda items: self.translator.core(items, search, max_batch_tokens=NO_SPLIT), batch)
         if self.metrics:
             self.metrics.decode_steps.inc(stats.get("decode_steps", 0))
             self.metrics.kv_cache_bytes.set(stats.get("kv_cache_bytes", 0))
-            self.metrics.generated_tokens.inc(sum(len(hyps[0][0]) for hyps in out if hyps))
+            self.metrics.generated_tokens.inc(sum(len(hyps[0].tokens) for hyps in out if hyps))
         return out
 
-    # post: one request's core outputs -> Translation objects
-    def post(self, results: list[list[tuple[list[int], float]]]) -> list[Translation]:
-        return self.translator.postprocess(results)
+    # post: one request's core outputs -> Translation objects; nothing cut silently
+    def post(self, job: TranslationJob, ids: list[list[int]], raw: list[list[Hypothesis]]) -> TranslationOutput:
+        """A best hypothesis that reached its length limit (``max_output_lengths``: ended by the
+        limit, not by EOS) raises ``TranslationTooLong`` unless ``job.truncate``; without it, cut
+        hypotheses further down the n-best are dropped."""
+        limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=job.options.max_length))
+        cut = [len(hyps[0].tokens) + 1 >= limit for hyps, limit in zip(raw, limits)]
+        if not job.truncate:
+            if any(cut):
+                k = cut.index(True)
+                raise TranslationTooLong(k, limits[k], len(ids[k]))
+            raw = [[h for h in hyps if len(h.tokens) + 1 < limit] for hyps, limit in zip(raw, limits)]
+        translations = self.translator.postprocess(raw)
+        return TranslationOutput(
+            translations,
+            source_tokens=sum(len(x) - 2 for x in ids),  # minus the target tag and </s>
+            target_tokens=sum(len(t.tokens) for t in translations),
+            truncated=cut,
+        )
 
     def info(self) -> dict:
         model = self.translator.model
@@ -150,23 +231,41 @@ class TranslationEngine:
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
             "kv_cache_dtype": dtype_name(self.translator.kv_cache_dtype or p.dtype),
+            "backend": self.translator.backend.name,
         }
 
     def warmup(self) -> None:
         langs = self.languages
-        opts = DecodeOptions(beam_size=2, max_length=4)
-        self.core(opts, self.pre(["Hello world."], langs[1] if len(langs) > 1 else langs[0]))
+        job = TranslationJob(["Hello world."], langs[0], langs[1] if len(langs) > 1 else langs[0], DecodeOptions(beam_size=2, max_length=4))
+        self.core(job.options, self.translator.preprocess(job.texts, job.target))
 
 
 def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto") -> Translator:
-    tr = Translator.from_pretrained(path or DEFAULT_TRANSLATOR, device=device, kv_cache_dtype=kv_cache_dtype)
-    tr.model.to(dtype=resolve_dtype(dtype, tr.device))
-    return tr
+    """The translator on its device and dtype (its back end is chosen for them, once)."""
+    dev = resolve_device(device)
+    return Translator.from_pretrained(
+        path or DEFAULT_TRANSLATOR, device=str(dev), dtype=resolve_dtype(dtype, dev), kv_cache_dtype=kv_cache_dtype
+    )
 
 
 # ------------------------------------------------------------------------------------------------
 # sentence embeddings
 # ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EmbeddingJob:
+    texts: Sequence[str] = ()
+    dimensions: int | None = None  # keep the first ones (Matryoshka style); None: all
+    normalize: bool = True
+    truncate: bool = False  # a text over the encoder's max_length: cut (TEI's truncate), else InputTooLong
+    ids: list[list[int]] | None = None  # token ids instead of texts, already within max_length (TEI's /embed)
+
+
+@dataclass(frozen=True)
+class EmbeddingOutput:
+    vectors: np.ndarray  # (N, dimensions or dim) float32
+    tokens: int
 
 
 class EmbeddingEngine:
@@ -181,16 +280,21 @@ class EmbeddingEngine:
     def dim(self) -> int:
         return self.encoder.dim
 
-    # pre: texts -> token ids; over the encoder's max_length: InputTooLong, or cut with truncate
-    def pre(self, texts: Sequence[str], truncate: bool = False) -> list[list[int]]:
-        return self.encoder.tokenize(texts, truncate)
+    # pre: texts -> token ids; over the encoder's max_length: InputTooLong, or cut with ``job.truncate``
+    def pre(self, job: EmbeddingJob) -> list[list[int]]:
+        if job.ids is not None:
+            return job.ids
+        return self.encoder.tokenize(job.texts, job.truncate)
+
+    def key(self, job: EmbeddingJob) -> None:
+        return None  # (every sentence can share a batch)
 
     @staticmethod
-    def cost(ids: list[int]) -> int:
+    def cost(ids: list[int], key: None = None) -> int:
         return max(1, len(ids))
 
     # core: one mixed batch -> raw (unnormalised) float32 vectors, sorted into length buckets
-    def core(self, _key: object, batch: list[list[int]]) -> list[np.ndarray]:
+    def core(self, key: None, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[np.ndarray]:
         return list(_split_on_oom(self._forward, batch))
 
     @torch.inference_mode()
@@ -203,14 +307,13 @@ class EmbeddingEngine:
         return list(out)
 
     # post: truncate to `dimensions` (Matryoshka style), then L2-normalise
-    @staticmethod
-    def post(vectors: list[np.ndarray], dimensions: int | None = None, normalize: bool = True) -> np.ndarray:
-        v = np.stack(vectors).astype(np.float32)  # (N, dim)
-        if dimensions is not None:
-            v = v[:, :dimensions]
-        if normalize:
+    def post(self, job: EmbeddingJob, ids: list[list[int]], raw: list[np.ndarray]) -> EmbeddingOutput:
+        v = np.stack(raw).astype(np.float32)  # (N, dim)
+        if job.dimensions is not None:
+            v = v[:, : job.dimensions]
+        if job.normalize:
             v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-        return v
+        return EmbeddingOutput(v, tokens=sum(len(x) for x in ids))
 
     def info(self) -> dict:
         model = self.encoder.model
@@ -227,19 +330,13 @@ class EmbeddingEngine:
             "d_model": cfg.d_model,
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
+            "backend": self.encoder.backend,
         }
 
     def warmup(self) -> None:
-        self.core(None, self.pre(["Hello world."]))
+        self.core(None, self.pre(EmbeddingJob(["Hello world."])))
 
 
 def load_encoder(path: Path | None, device: str, dtype: str) -> SentenceEncoder:
-    enc = SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=device)
-    enc.model.to(dtype=resolve_dtype(dtype, enc.device))
-    return enc
-
-
-def timed(fn, *args) -> tuple[object, float]:
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t0
+    dev = resolve_device(device)
+    return SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev))

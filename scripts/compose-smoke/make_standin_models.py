@@ -15,9 +15,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from model.disan import DiSAN, DiSANConfig
-from model.transformer import Transformer, TransformerConfig
-from model.translator import DEFAULT_TRANSLATOR
+from model.embedding.disan import DiSAN, DiSANConfig
+from model.translation.transformer import Transformer, TransformerConfig
+from model.translation.translator import DEFAULT_TRANSLATOR
 
 
 def main(out: Path) -> None:

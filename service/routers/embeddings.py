@@ -12,7 +12,9 @@ import base64
 import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
+from service import inference
+from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from service.engines import EmbeddingJob
 from service.errors import APIError, invalid
 from service.schemas import (
     Embedding,
@@ -56,12 +58,12 @@ async def embed(
     response: Response | None = None,
     ids: list[list[int]] | None = None,
 ) -> tuple[np.ndarray, int]:
-    """pre (tokenize) -> batched core -> post; returns ((N, dim) vectors, token count).
+    """Tokenize here, then through the inference facade; returns ((N, dim) vectors, token count).
 
     An input over the encoder's max_length is a 413 naming the limit; with ``truncate`` it is cut
     (its end, or with ``left`` its start) and its index listed in the X-Rendition-Truncated header
     of ``response``.  ``ids``: token ids given instead of texts (TEI's /embed takes them)."""
-    engine, batcher = engine_or_503(state, "encoder")
+    engine, _ = engine_or_503(state, "encoder")
     limit = engine.encoder.max_length
     full = engine.encoder.tokenizer.encode(texts) if ids is None else ids
     over = [i for i, x in enumerate(full) if len(x) > limit]
@@ -76,10 +78,8 @@ async def embed(
     ids = [x[-limit:] if left else x[:limit] for x in full]
     if over and response is not None:
         response.headers[TRUNCATED_HEADER] = ",".join(map(str, over))
-    raw = await run_batched(
-        request, settings, batcher, ids, [engine.cost(x) for x in ids], key=None, tokens=[len(x) for x in ids]
-    )
-    return engine.post(raw, dimensions, normalize), sum(len(x) for x in ids)
+    out = await inference.embed(request, state, settings, EmbeddingJob(ids=ids, dimensions=dimensions, normalize=normalize))
+    return out.vectors, out.tokens
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, summary="Sentence embeddings (OpenAI-compatible)")

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
 from model.language_id import LanguageDetector
-from model.translator import Translation
+from model.translation.translator import Translation
+from service import inference
 from service.deps import (
     AppState,
     as_list,
@@ -36,7 +37,7 @@ from service.deps import (
     key_is_valid,
 )
 from service.errors import APIError, invalid
-from service.routers.translate import check_pair, decode_options, translate_texts
+from service.routers.translate import decode_options, translate_texts
 from service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
 from service.settings import Settings
 
@@ -193,7 +194,7 @@ async def translate(
         found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
         sources = [f[0][0] for f in found]
     else:
-        check_pair(engine, body.source, body.target)
+        inference.check_pair(state, body.source, body.target)
         sources = [body.source] * len(texts)
 
     # one batch per source language; a text detected in the target language is its own translation

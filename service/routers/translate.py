@@ -7,11 +7,11 @@ from dataclasses import replace
 from fastapi import APIRouter, Depends, Request
 
 from model import segment
-from model.search import SearchOptions, max_output_lengths
 from model.segment import InputTooLong, Segmented
-from model.translator import Translation
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
-from service.engines import DecodeOptions, TranslationEngine
+from model.translation.translator import Translation
+from service import inference
+from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from service.engines import DecodeOptions, TranslationEngine, TranslationJob, TranslationTooLong
 from service.errors import APIError, invalid
 from service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
 from service.settings import Settings
@@ -79,13 +79,6 @@ def search_options(settings: Settings, body: TranslateRequest, engine: Translati
     )
 
 
-def check_pair(engine: TranslationEngine, source: str, target: str) -> None:
-    try:
-        engine.check_pair(source, target)
-    except ValueError as e:
-        raise APIError(400, str(e), kind="unsupported_language_pair", param="target") from None
-
-
 def _merge(doc: Segmented, parts: list[Translation]) -> Translation:
     """One text's sentence translations -> one Translation: the k-th hypothesis joins every
     sentence's k-th (or its last) with the text's own gaps; scores add up."""
@@ -107,22 +100,23 @@ async def translate_texts(
     truncate: bool | None = None,
     field: str = "text",
 ) -> tuple[list[Translation], int, list[bool]]:
-    """Split every text into sentences, translate all of them as one batch (pre -> batched core ->
-    post) and put each text back together with its own spacing and line breaks.
+    """Split every text into sentences, translate all of them as one job through the inference
+    facade and put each text back together with its own spacing and line breaks.
 
     Nothing is cut silently: a sentence over the translator's input limit is a 413, and one whose
     translation reaches its length limit without ending is a 422 unless ``truncate`` (default
     RENDITION_TRUNCATE_TRANSLATIONS) allows it.  Returns (translations, source token count, per
     text whether a sentence of it was cut)."""
-    engine, batcher = engine_or_503(state, "translator")
-    check_pair(engine, source, target)
+    inference.check_pair(state, source, target)
     docs = [segment.split(t, source) for t in texts]
     if opts.target_prefix and any(len(doc.sentences) > 1 for doc in docs):
         i = next(i for i, doc in enumerate(docs) if len(doc.sentences) > 1)
         raise invalid([field, i], "target_prefix needs texts of one sentence each (this one has several)", "target_prefix_text")
     owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]  # sentence -> (text, index)
+    allow_cut = settings.truncate_translations if truncate is None else truncate
+    job = TranslationJob([s for doc in docs for s in doc.sentences], source, target, opts, truncate=allow_cut)
     try:
-        ids = engine.pre([s for doc in docs for s in doc.sentences], target)
+        result = await inference.translate(request, state, settings, job)
     except InputTooLong as e:
         i, j = owner[e.index]
         raise APIError(
@@ -132,34 +126,27 @@ async def translate_texts(
             kind="sentence_too_long",
             param=field,
         ) from None
-    costs = [engine.cost(x, opts) for x in ids]
-    results = await run_batched(request, settings, batcher, ids, costs, key=opts, tokens=[len(x) for x in ids])
-    limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=opts.max_length))
-    cut = [len(hyps[0][0]) + 1 >= limit for hyps, limit in zip(results, limits)]  # ended by the limit, not by EOS
-    if not (settings.truncate_translations if truncate is None else truncate):
-        if any(cut):
-            k = cut.index(True)
-            i, j = owner[k]
-            why = f"max_length {limit}" if (limit := limits[k]) == opts.max_length else (
-                f"{limit} tokens: 1.5 x its {len(ids[k])} source tokens with the language tag and </s>, + 10"
-            )
-            raise APIError(
-                422,
-                f"{field}[{i}]: the translation of sentence {j + 1} reached its length limit ({why}) without "
-                f"ending; nothing is cut: raise max_length (at most {settings.max_length_limit}, "
-                "RENDITION_MAX_LENGTH_LIMIT) or shorten the sentence",
-                kind="translation_too_long",
-                param=field,
-            )
-        results = [[h for h in hyps if len(h[0]) + 1 < limit] for hyps, limit in zip(results, limits)]  # no cut n-best
-    sentences = engine.post(results)
+    except TranslationTooLong as e:
+        i, j = owner[e.index]
+        why = f"max_length {e.limit}" if e.limit == opts.max_length else (
+            f"{e.limit} tokens: 1.5 x its {e.source_tokens} source tokens with the language tag and </s>, + 10"
+        )
+        raise APIError(
+            422,
+            f"{field}[{i}]: the translation of sentence {j + 1} reached its length limit ({why}) without "
+            f"ending; nothing is cut: raise max_length (at most {settings.max_length_limit}, "
+            "RENDITION_MAX_LENGTH_LIMIT) or shorten the sentence",
+            kind="translation_too_long",
+            param=field,
+        ) from None
+    sentences, cut = result.translations, result.truncated
     out, truncated, start = [], [], 0
     for doc in docs:
         end = start + len(doc.sentences)
         out.append(_merge(doc, sentences[start:end]))
         truncated.append(any(cut[start:end]))
         start = end
-    return out, sum(len(x) - 2 for x in ids), truncated  # minus the target tag and </s>
+    return out, result.source_tokens, truncated
 
 
 @router.post(

@@ -7,20 +7,35 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from model import ckernel
-from model.translator import Translator
+from model.kernels import native
+from model.translation.translator import Translator
 
 
 @pytest.fixture
 def set_kernel(monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
-    """set_kernel(switch, value): set a C kernel's environment switch (``auto`` or ``0``) and forget
-    the loaded kernels, so the next use loads it again or takes the torch path; undone after the test."""
+    """set_kernel(switch, value): set a C kernel's environment switch (``auto`` or ``0``): the next
+    use takes the kernel or the torch path; undone after the test."""
 
     def set_(switch: str, value: str) -> None:
         monkeypatch.setenv(switch, value)
-        monkeypatch.setattr(ckernel, "_LOADED", {})
 
     return set_
+
+
+@pytest.fixture
+def need_kernel() -> Callable[[str], object]:
+    """need_kernel(switch): the native library with that kernel on; a test that needs it is
+    skipped where it is missing, and fails under ``RENDITION_REQUIRE_NATIVE=1``."""
+
+    def need(switch: str) -> object:
+        lib = native.kernel(switch)  # (raises under RENDITION_REQUIRE_NATIVE=1 when it does not load)
+        if lib is None:
+            if native.required():
+                pytest.fail(f"native kernel unavailable ({switch}) and RENDITION_REQUIRE_NATIVE=1")
+            pytest.skip(f"native kernels not built ({switch})")
+        return lib
+
+    return need
 
 
 SHIPPED_TEXTS = [

@@ -26,7 +26,7 @@ import torch
 import uvicorn
 from loadgen import DEFAULT_TEXTS, run_load, translate_body
 
-from model.translator import Translator
+from model.translation.translator import Translator
 from model.weights import ModelLoadError, load_weights
 from service.app import create_app
 from service.settings import Settings
@@ -43,6 +43,7 @@ def access_log(server) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_sigterm_under_load_loses_no_accepted_request(start_server, model_dirs):
     srv = start_server(batch_delay_ms=100, max_batch_size=4, max_wait_ms=2, drain_seconds=1.5, max_queue=256,
                        default_beam_size=1, default_max_length=4)
@@ -102,12 +103,12 @@ class PoisonTranslator(Translator):
         self.poison_ids = None
         self.batches: list[tuple[list[tuple[int, ...]], bool]] = []
 
-    def core(self, sources, opts):
+    def core(self, sources, opts, **kw):
         failed = any(tuple(s) == self.poison_ids for s in sources)
         self.batches.append(([tuple(s) for s in sources], failed))
         if failed:
             raise RuntimeError("injected fault")
-        return super().core(sources, opts)
+        return super().core(sources, opts, **kw)
 
 
 def free_port() -> int:
@@ -199,6 +200,7 @@ def test_load_weights_raises_a_clear_model_load_error(model_dirs, tmp_path, how,
             load_weights(torch.nn.Linear(2, 2), d / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_broken_model_files_stop_the_server_with_the_message(start_server, model_dirs, tmp_path):
     # all four servers start at once (they are independent), then each must exit 1 with its message
     servers = [(how, message, start_server(wait=False, translator_path=broken_copy(model_dirs["translator"], tmp_path / how.replace(" ", "_"), how)))
@@ -215,7 +217,7 @@ def test_broken_model_files_stop_the_server_with_the_message(start_server, model
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_should_stop_ends_the_search_after_exactly_that_step(model_dirs, beam):
-    from model.search import SearchOptions
+    from model.translation.search import SearchOptions
 
     tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
     ids = tr.preprocess(["the cat sat on the mat " * 10] * 3, "fr")

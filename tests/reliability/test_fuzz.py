@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 LIMITS = dict(
     default_max_length=4, default_beam_size=1, max_length_limit=8, max_beam_size=2, max_items=4, max_queue=64,
     max_text_chars=200, max_body_bytes=20_000, max_wait_ms=1,
@@ -36,6 +38,7 @@ def requests_by_status(server) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 def test_schemathesis_every_operation(start_server, tmp_path: Path):
     server = start_server(**LIMITS)
     before = requests_by_status(server)

@@ -22,7 +22,7 @@ import asyncio
 import pytest
 from loadgen import DEFAULT_TEXTS, run_load, summarize, translate_body
 
-from model.translator import Translator
+from model.translation.translator import Translator
 
 BATCH, DELAY_MS, QUEUE = 4, 200, 16
 
@@ -52,6 +52,7 @@ def check_answers(result, expected) -> None:
             assert rec.body["results"][0]["text"] == expected[text], rec.index
 
 
+@pytest.mark.slow
 def test_overload_sheds_with_429_and_keeps_serving_at_capacity(server, expected):
     # capacity: a closed loop that keeps the queue busy (3 batches of workers, fewer than the queue holds)
     at_cap = asyncio.run(run_load(server.url, concurrency=3 * BATCH, seconds=5, keep_bodies=True, timeout=30))

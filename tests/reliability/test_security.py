@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from model.translator import Translator
+from model.translation.translator import Translator
 from model.weights import ModelLoadError
 from service import deps
 from service.settings import Settings
@@ -144,7 +144,8 @@ def test_weights_load_only_from_safetensors_never_a_pickle(model_dirs, tmp_path)
 
 
 def test_loading_code_never_uses_pickle():
-    sources = [ROOT / "model" / f for f in ("weights.py", "translator.py", "encoder.py")] + sorted((ROOT / "service").rglob("*.py"))
+    sources = [ROOT / "model" / f for f in ("weights.py", "translation/translator.py", "embedding/encoder.py")]
+    sources += sorted((ROOT / "service").rglob("*.py"))
     for path in sources:
         text = path.read_text()
         assert not re.search(r"torch\.load\(|pickle\.load|import pickle|joblib", text), path

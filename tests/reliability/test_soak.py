@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from soak import soak
 
 
+@pytest.mark.slow
 def test_soak_60s_no_errors_and_flat_memory(start_server):
     srv = start_server(default_beam_size=2, default_max_length=8, max_wait_ms=5)
     report = asyncio.run(soak(srv.url, srv.proc.pid, seconds=60, concurrency=6, interval=5, warmup=15))

@@ -21,9 +21,9 @@ import torch
 from prometheus_client.parser import text_string_to_metric_families
 from safetensors.torch import save_file
 
-from model.disan import DiSAN, DiSANConfig
+from model.embedding.disan import DiSAN, DiSANConfig
 from model.tokenizer import Tokenizer
-from model.transformer import Transformer, TransformerConfig
+from model.translation.transformer import Transformer, TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SPM = ROOT / "model" / "pretrained" / "translator" / "sentencepiece.model"

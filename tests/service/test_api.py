@@ -16,8 +16,8 @@ import pytest
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
-from model.encoder import SentenceEncoder
-from model.translator import Translator
+from model.embedding.encoder import SentenceEncoder
+from model.translation.translator import Translator
 
 SENTENCES = [
     "Hello world.",
@@ -65,6 +65,7 @@ def direct(translator: Translator, text: str, target: str = "fr", beam: int = 2,
 # -- translation ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_concurrent_requests_are_batched_and_each_gets_its_own_answers(server, translator):
     before_count = server.sample("rendition_batch_size", "_count", model="translator")
     before_single = server.sample("rendition_batch_size", "_bucket", model="translator", le="1.0")
@@ -166,6 +167,18 @@ def test_models_endpoint_describes_what_is_loaded(server, translator, encoder):
     assert data["translation"]["kv_cache_dtype"] == "float32"  # the model's dtype unless RENDITION_KV_CACHE_DTYPE
     assert data["embedding"]["embedding_size"] == encoder.dim == 48
     assert data["embedding"]["parameters"] == sum(p.numel() for p in encoder.model.parameters())
+    # The back end each model was given at load (float32 on CPU: the native kernels, built in CI).
+    from model.kernels import native
+
+    if native.required() or native.library() is not None:
+        assert data["translation"]["backend"] == "fused-cpu" and data["embedding"]["backend"] == "cpu-kernel"
+    else:
+        assert data["translation"]["backend"] == "torch" and data["embedding"]["backend"] == "torch"
+    loaded = [json.loads(line) for line in server.log().splitlines() if '"model loaded"' in line]
+    assert {(x["model"], x["backend"]) for x in loaded} == {
+        ("translator", data["translation"]["backend"]),
+        ("encoder", data["embedding"]["backend"]),
+    }  # (the startup log says it too)
     for m in data.values():
         assert m["device"] == "cpu" and m["dtype"] == "float32"
 

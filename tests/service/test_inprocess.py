@@ -8,7 +8,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from model.translator import Translator
+from model.translation.translator import Translator
 from service.app import create_app
 from service.deps import get_settings
 from service.settings import Settings
@@ -17,10 +17,10 @@ from service.settings import Settings
 class PoisonedTranslator(Translator):
     """Raises on any batch decoded with max_length == 7 (a batch key of its own)."""
 
-    def core(self, sources, opts):
+    def core(self, sources, opts, **kw):
         if opts.max_length == 7:
             raise RuntimeError("poisoned batch")
-        return super().core(sources, opts)
+        return super().core(sources, opts, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
-from model.translator import Translator
+from model.translation.translator import Translator
 
 
 def wait_for(cond, timeout: float = 30.0, what: str = "condition"):
@@ -48,6 +48,7 @@ def depth(server) -> float:
     return server.sample("rendition_queue_depth", model="translator")
 
 
+@pytest.mark.slow
 def test_overload_gets_429_with_retry_after_at_once(slow):
     n0 = batches_started(slow)
     with ThreadPoolExecutor(2) as pool:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.data import SPLITS_DIR, read_tsv
-from model.search import SearchOptions
 from model.segment import split
-from model.translator import DEFAULT_TRANSLATOR, Translator
+from model.training.data import SPLITS_DIR, read_tsv
+from model.translation.search import SearchOptions
+from model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,8 @@ def test_output_at_the_length_limit_is_refused_naming_it(server) -> None:
     assert r.status_code == 200, r.text
     first, second = r.json()["results"]
     assert "truncated" not in first and second["truncated"] is True
-    assert r.json()["usage"]["target_tokens"] == 3 + 5  # "Yes." whole, the other cut at 5 tokens + the limit's EOS
+    alone = server.http.post("/v1/translate", json=body | {"text": "Yes."}).json()["usage"]["target_tokens"]
+    assert r.json()["usage"]["target_tokens"] == alone + 5  # "Yes." whole, the other cut at 5 tokens + the limit's EOS
 
 
 def test_a_sentence_over_the_translators_input_limit_is_refused(server) -> None:
@@ -86,7 +87,7 @@ def test_embeddings_over_the_encoder_limit_are_refused_or_cut_on_request(server)
     assert r.json()["usage"]["prompt_tokens"] == 1 + 64
 
 
-# -- CTranslate2-style decoding options (parity with CTranslate2 itself: tests/model/test_ct2.py) ----
+# -- CTranslate2-style decoding options (parity with CTranslate2 itself: tests/model/translation/test_ct2.py) ----
 
 SRC = "This package contains the development files of the library. "
 
@@ -94,7 +95,7 @@ SRC = "This package contains the development files of the library. "
 @pytest.mark.parametrize(
     "options",
     [
-        {"repetition_penalty": 1.5},  # "de" is not repeated: "... de développement pour la bibliothèque"
+        {"repetition_penalty": 2.0},  # "de" is not repeated: "... de développement pour la bibliothèque"
         {"no_repeat_ngram_size": 1},
         {"min_length": 14},
         {"target_prefix": "Le paquet"},
@@ -110,8 +111,8 @@ def test_decoding_options_match_the_model_called_directly(server, shipped, optio
         search["target_prefix"] = tuple(shipped.tokenizer.encode([options["target_prefix"]])[0])
     ids = shipped.preprocess([SRC.strip()], "fr")
     (hyps,) = shipped.core(ids, SearchOptions(beam_size=2, max_length=256, **search))
-    assert got["text"].strip() == shipped.tokenizer.decode([hyps[0][0]])[0]
-    assert got["score"] == pytest.approx(hyps[0][1], abs=1e-4)
+    assert got["text"].strip() == shipped.tokenizer.decode([hyps[0].tokens])[0]
+    assert got["score"] == pytest.approx(hyps[0].score, abs=1e-4)
     plain = server.http.post("/v1/translate", json={"text": SRC, "source": "en", "target": "fr", "beam_size": 2})
     assert plain.json()["results"][0]["text"] != got["text"]  # the option changed the translation
     if "target_prefix" in options:

@@ -1,0 +1,1 @@
+"""Sentence embeddings: the DiSAN encoder and the ``SentenceEncoder`` API."""

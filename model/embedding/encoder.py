@@ -1,0 +1,159 @@
+"""Sentence-embedding API and the ``rendition embed`` command, over the DiSAN encoder.
+
+    enc = SentenceEncoder.from_pretrained()               # the shipped model/pretrained/encoder
+    vecs = enc.encode(["A tool for X.", "Un outil pour X."])  # (2, enc.dim) float32, L2-normalised
+
+A batch is sorted by token count and cut into buckets of similar length, so padding (and the
+quadratic token2token work spent on it) stays small; results come back in input order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from model.embedding.disan import DiSAN, DiSANConfig, compile_enabled, cpu_kernel
+from model.segment import InputTooLong
+from model.tokenizer import PAD_ID, Tokenizer
+from model.weights import load_pretrained
+
+DEFAULT_ENCODER = Path(__file__).resolve().parents[1] / "pretrained" / "encoder"
+
+
+class SentenceEncoder:
+    def __init__(self, model: DiSAN, tokenizer: Tokenizer, max_batch_tokens: int = 16384):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_batch_tokens = max_batch_tokens
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path | None = None, device: str = "auto", dtype: str | torch.dtype | None = None
+    ) -> SentenceEncoder:
+        path = Path(path) if path is not None else DEFAULT_ENCODER
+        model = load_pretrained(DiSAN, DiSANConfig, path, device, dtype)
+        return cls(model, Tokenizer(path / "sentencepiece.model"))
+
+    def save_pretrained(self, path: str | Path, dtype: torch.dtype = torch.float16) -> None:
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.cfg.save(path / "config.json")
+        state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in self.model.state_dict().items()}
+        save_file(state, str(path / "model.safetensors"))
+        dst = path / "sentencepiece.model"
+        if self.tokenizer.path.resolve() != dst.resolve():
+            dst.write_bytes(self.tokenizer.path.read_bytes())
+
+    @property
+    def dim(self) -> int:
+        return self.model.cfg.dim
+
+    @property
+    def max_length(self) -> int:
+        return self.model.cfg.max_length
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def backend(self) -> str:
+        """How the token2token attention runs here: "cpu-kernel" (the native DiSAN kernel),
+        "torch-compile" (compiled tiles, CUDA) or "torch" (eager tiles)."""
+        dev = self.device
+        if dev.type == "cpu" and cpu_kernel() is not None:
+            return "cpu-kernel"
+        return "torch-compile" if compile_enabled(dev) else "torch"
+
+    def tokenize(self, sentences: Sequence[str], truncate: bool = False) -> list[list[int]]:
+        """Token ids per sentence.  A sentence over ``max_length`` tokens raises ``InputTooLong``,
+        or with ``truncate`` is cut to its first ``max_length`` tokens (TEI's ``truncate``)."""
+        out = self.tokenizer.encode(sentences)
+        for i, ids in enumerate(out):
+            if len(ids) > self.max_length and not truncate:
+                raise InputTooLong(i, len(ids), self.max_length)
+        return [ids[: self.max_length] for ids in out]
+
+    def count_tokens(self, sentences: Sequence[str]) -> list[int]:
+        """Tokens the model reads per sentence (at most max_length)."""
+        return [len(ids) for ids in self.tokenize(sentences, truncate=True)]
+
+    @staticmethod
+    def pad(seqs: Sequence[Sequence[int]], device: torch.device | None = None) -> torch.Tensor:
+        n = max([len(s) for s in seqs] + [1])
+        ids = torch.full((len(seqs), n), PAD_ID, dtype=torch.long)
+        for row, s in enumerate(seqs):
+            ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+        return ids.to(device) if device is not None else ids
+
+    def buckets(self, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+        """Indices sorted by length, cut at batch_size rows or max_batch_tokens padded tokens."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+        out: list[list[int]] = []
+        cur: list[int] = []
+        for i in order:
+            if cur and (len(cur) >= batch_size or (len(cur) + 1) * max(lengths[i], 1) > self.max_batch_tokens):
+                out.append(cur)
+                cur = []
+            cur.append(i)
+        if cur:
+            out.append(cur)
+        return out
+
+    @torch.inference_mode()
+    def encode(
+        self, sentences: Sequence[str], batch_size: int = 64, normalize: bool = True, truncate: bool = False
+    ) -> np.ndarray:
+        if isinstance(sentences, str):
+            raise TypeError("encode takes a sequence of sentences, not a single string")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        if not sentences:
+            return out
+        seqs = self.tokenize(sentences, truncate)
+        dev = self.device
+        for idx in self.buckets([len(s) for s in seqs], batch_size):
+            ids = self.pad([seqs[i] for i in idx], dev)  # (b, n)
+            vec = self.model(ids).float()  # (b, dim)
+            if normalize:
+                vec = torch.nn.functional.normalize(vec, dim=-1)
+            out[idx] = vec.cpu().numpy()
+        return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="rendition embed", description="Embed lines from stdin (one sentence per line).")
+    ap.add_argument("--model", default=None, help="encoder directory (default: the shipped model)")
+    ap.add_argument("--output", "-o", default=None, help="write an (N, dim) float32 .npy here instead of JSON lines")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--no-normalize", action="store_true", help="do not L2-normalise the vectors")
+    ap.add_argument("--truncate", action="store_true", help="cut lines over the model's max_length (default: refuse)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    enc = SentenceEncoder.from_pretrained(args.model, device=args.device)
+    vecs = enc.encode(lines, batch_size=args.batch_size, normalize=not args.no_normalize, truncate=args.truncate)
+    if args.output:
+        np.save(args.output, vecs)
+        print(f"wrote {vecs.shape[0]} x {vecs.shape[1]} embeddings to {args.output}", file=sys.stderr)
+        return
+    w = sys.stdout
+    for line, v in zip(lines, vecs):
+        w.write(json.dumps({"text": line, "embedding": [round(float(x), 6) for x in v]}) + "\n")
+    w.flush()
+
+
+if __name__ == "__main__":
+    main()

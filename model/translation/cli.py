@@ -1,0 +1,124 @@
+"""``rendition translate``: lines on stdin -> translations on stdout, one per line.
+
+    rendition translate --source en --target fr < input.en > output.fr
+    rendition translate --source en --target fr --engine ctranslate2 --model-dir DIR
+
+Order is preserved, empty (or blank) input lines give empty output lines.  Non-empty lines are
+sorted by length and translated ``--batch-size`` at a time (little padding), then written back in
+input order; a tqdm progress bar goes to stderr when there is more than one batch.  Both engines
+share the same pre/post-processing (``Translator``); ``--engine ctranslate2`` takes either a
+directory written by ``rendition export-ct2`` or a rendition model directory (exported on the fly
+to a temporary directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from model.segment import InputTooLong
+from model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
+from model.weights import ModelLoadError
+
+
+def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
+    if not Path(args.model_dir).is_dir():
+        raise ModelLoadError(f"model directory not found: {args.model_dir}")
+    if args.engine == "torch":
+        dtype = None if args.dtype == "float32" else args.dtype
+        return Translator.from_pretrained(args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype)
+    from model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
+
+    ct2_dir = args.model_dir
+    if not is_ct2_dir(ct2_dir):
+        ct2_dir = export_ct2(args.model_dir, stack.enter_context(tempfile.TemporaryDirectory()) + "/ct2")
+    return CT2Translator.from_pretrained(
+        ct2_dir, device=args.device, compute_type=args.compute_type, threads=args.threads or 0
+    )
+
+
+def translate_lines(
+    translator: Translator,
+    lines: Sequence[str],
+    source: str,
+    target: str,
+    batch_size: int = 32,
+    progress: bool = True,
+    **options,
+) -> list[str]:
+    """Translate ``lines`` in length-sorted batches; blank lines map to empty strings."""
+    out = [""] * len(lines)
+    todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
+    bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
+    for start in range(0, len(todo), batch_size):
+        idx = todo[start : start + batch_size]
+        try:
+            results = translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options)
+        except InputTooLong as e:  # name the line (1-based), not its place in the batch
+            raise InputTooLong(idx[e.index] + 1, e.length, e.limit, "line") from None
+        for i, r in zip(idx, results):
+            out[i] = r.text
+        bar.update(len(idx))
+    bar.close()
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="rendition translate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--source", "-s", required=True, help="source language code, e.g. en")
+    p.add_argument("--target", "-t", required=True, help="target language code, e.g. fr")
+    p.add_argument("--engine", choices=["torch", "ctranslate2"], default="torch")
+    p.add_argument("--model-dir", default=str(DEFAULT_TRANSLATOR), help="model directory (default: the shipped one)")
+    p.add_argument("--beam-size", type=int, default=4)
+    p.add_argument("--length-penalty", type=float, default=1.0, help="alpha (GNMT for torch, length**alpha for ct2)")
+    p.add_argument("--max-length", type=int, default=256, help="cap on generated tokens")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: library default)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
+    p.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        choices=["auto", *KV_CACHE_DTYPES],
+        help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
+    )
+    p.add_argument("--compute-type", default="default", help="ctranslate2 engine: default, int8, float16, ...")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.beam_size < 1 or args.batch_size < 1 or args.max_length < 1:
+        p.error("--beam-size, --batch-size and --max-length must be >= 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    lines = sys.stdin.buffer.read().decode("utf-8", errors="replace").splitlines()
+    with ExitStack() as stack:
+        try:
+            translator = load_translator(args, stack)
+            translator.check_pair(args.source, args.target)
+            outputs = translate_lines(
+                translator,
+                lines,
+                args.source,
+                args.target,
+                batch_size=args.batch_size,
+                progress=not args.quiet,
+                beam_size=args.beam_size,
+                length_penalty=args.length_penalty,
+                max_length=args.max_length,
+            )
+        except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, ct2 device errors
+            print(f"rendition translate: error: {e}", file=sys.stderr)
+            raise SystemExit(2) from e
+    sys.stdout.buffer.write("".join(f"{line}\n" for line in outputs).encode("utf-8"))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

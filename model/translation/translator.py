@@ -1,0 +1,167 @@
+"""High-level translation API: pre (SentencePiece + target tag) -> core (beam search) -> post.
+
+    tr = Translator.from_pretrained()          # the shipped default model
+    tr.translate(["Hello"], source="en", target="fr", beam_size=4)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from model.segment import InputTooLong
+from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from model.translation.backends import TorchBackend, select_backend
+from model.translation.search import Hypothesis, SearchOptions, generate
+from model.translation.transformer import Transformer, TransformerConfig
+from model.weights import load_pretrained
+
+DEFAULT_TRANSLATOR = Path(__file__).resolve().parents[1] / "pretrained" / "translator"
+
+
+@dataclass
+class Translation:
+    text: str
+    score: float
+    tokens: list[int]
+    hypotheses: list[tuple[str, float]] = field(default_factory=list)  # n-best, best first
+
+
+KV_CACHE_DTYPES = ("float32", "float16", "bfloat16")
+NO_SPLIT = 1 << 62  # ``Translator.core``'s budget when the caller has formed the batch
+
+
+def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
+    """``"auto"`` / None: the model's dtype; otherwise one of KV_CACHE_DTYPES (a name or a torch dtype)."""
+    if name is None or name == "auto":
+        return None
+    key = str(name).removeprefix("torch.")
+    if key not in KV_CACHE_DTYPES:
+        raise ValueError(f"kv_cache_dtype must be auto or one of {KV_CACHE_DTYPES}, not {name!r}")
+    return getattr(torch, key)
+
+
+def source_ids(tokenizer: Tokenizer, texts: Sequence[str], target: str, limit: int) -> list[list[int]]:
+    """[target tag, ids..., </s>] per text; ``InputTooLong`` for a text over ``limit`` tokens (the
+    encoder's max_positions - 2): an input is never cut silently."""
+    tag = tokenizer.lang_id(target)
+    out = []
+    for i, ids in enumerate(tokenizer.encode(texts)):
+        if len(ids) > limit:
+            raise InputTooLong(i, len(ids), limit, "sentence")
+        out.append([tag, *ids, EOS_ID])
+    return out
+
+
+class Translator:
+    """``kv_cache_dtype``: how the decoder's self-attention keys and values are stored during a
+    search (None: the model's dtype).  float16 halves the memory each step reads, which keeps the
+    step cost flatter as outputs grow; the attention itself still computes in the model's dtype.
+
+    ``backend``: how the model runs (``model.translation.backends``), chosen once here for the
+    model as it is given (device, dtype): move the model before making its Translator."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: Tokenizer,
+        max_batch_tokens: int = 8192,
+        kv_cache_dtype: str | torch.dtype | None = None,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.max_batch_tokens = max_batch_tokens
+        self.kv_cache_dtype = resolve_kv_dtype(kv_cache_dtype)
+        self.backend: TorchBackend = select_backend(self.model)
+        self.stats: dict[str, int] = {}
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path | None = None,
+        device: str = "auto",
+        dtype: str | torch.dtype | None = None,
+        kv_cache_dtype: str | torch.dtype | None = None,
+    ) -> Translator:
+        path = Path(path) if path is not None else DEFAULT_TRANSLATOR
+        model = load_pretrained(Transformer, TransformerConfig, path, device, dtype)
+        return cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return self.model.cfg.languages
+
+    def check_pair(self, source: str, target: str) -> None:
+        langs = self.languages
+        if source not in langs or target not in langs or source == target:
+            pairs = ", ".join(f"{a}-{b}" for a in langs for b in langs if a != b)
+            raise ValueError(f"unsupported language pair {source}-{target}; supported: {pairs}")
+
+    # -- pre / core / post ----------------------------------------------------------------------
+    def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
+        return source_ids(self.tokenizer, texts, target, self.model.cfg.max_positions - 2)
+
+    def core(
+        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
+    ) -> list[list[Hypothesis]]:
+        """Searches over batches sorted by length under a token budget (``max_batch_tokens``, default
+        ``self.max_batch_tokens``; a caller that formed the batch itself, as the service's batcher
+        does, passes ``NO_SPLIT``); n-best hypotheses per source, in input order."""
+        if opts.kv_cache_dtype is None and self.kv_cache_dtype is not None:
+            opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)  # (same stats dict)
+        budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
+        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+        results: list[list[Hypothesis]] = [[] for _ in sources]
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and len(sources[order[end]]) * (end + 1 - start) * opts.beam_size <= budget:
+                end += 1
+            idx = order[start:end]
+            width = max(len(sources[i]) for i in idx)
+            src = torch.full((len(idx), width), PAD_ID, dtype=torch.long)
+            for r, i in enumerate(idx):
+                src[r, : len(sources[i])] = torch.tensor(sources[i])
+            for i, hyps in zip(idx, generate(self.backend, src.to(self.device), opts)):
+                results[i] = hyps
+            start = end
+        return results
+
+    def postprocess(self, results: list[list[Hypothesis]]) -> list[Translation]:
+        out = []
+        for hyps in results:
+            texts = self.tokenizer.decode([h.tokens for h in hyps])
+            nbest = list(zip(texts, [h.score for h in hyps]))
+            out.append(Translation(texts[0], hyps[0].score, hyps[0].tokens, nbest))
+        return out
+
+    def translate(
+        self,
+        texts: Sequence[str],
+        source: str,
+        target: str,
+        beam_size: int = 4,
+        num_hypotheses: int = 1,
+        length_penalty: float = 1.0,
+        max_length: int = 256,
+        min_length: int = 0,
+    ) -> list[Translation]:
+        self.check_pair(source, target)
+        if not texts:
+            return []
+        opts = SearchOptions(
+            beam_size=beam_size,
+            num_hypotheses=num_hypotheses,
+            length_penalty=length_penalty,
+            max_length=max_length,
+            min_length=min_length,
+            stats=self.stats,
+        )
+        return self.postprocess(self.core(self.preprocess(texts, target), opts))

@@ -1,0 +1,68 @@
+"""`rendition evaluate`: the sacreBLEU wiring (against sacreBLEU called directly) and the CLI on the shipped model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from sacrebleu.metrics import BLEU, CHRF
+
+from model.training.evaluate import evaluate, main
+
+
+class LookupTranslator:
+    """Translates by looking the source up in a table: the evaluation harness, not a model, is
+    under test here (which side is source and which is reference, per direction)."""
+
+    languages = ("en", "fr")
+
+    def __init__(self, table: dict[str, str]):
+        self.table = table
+        self.calls: list[tuple[str, str, int, float]] = []
+
+    def translate(self, texts, source, target, beam_size=4, length_penalty=1.0):
+        self.calls.append((source, target, beam_size, length_penalty))
+        return [type("T", (), {"text": self.table.get(t, "")})() for t in texts]
+
+
+@pytest.fixture
+def split_dir(tmp_path):
+    rows = [
+        ("The package contains the documentation.", "Le paquet contient la documentation."),
+        ("This is a library for XML parsing.", "Ceci est une bibliothèque pour analyser le XML."),
+        ("Development files for the library.", "Fichiers de développement pour la bibliothèque."),
+    ]
+    (tmp_path / "test.en-fr.tsv").write_text("".join(f"{en}\t{fr}\n" for en, fr in rows), encoding="utf-8")
+    return tmp_path, rows
+
+
+def test_scores_equal_sacrebleu_on_the_right_sides(split_dir) -> None:
+    path, rows = split_dir
+    # en->fr is perfect; fr->en gets a degraded English side
+    table = {en: fr for en, fr in rows} | {fr: en.replace("the", "a") for en, fr in rows}
+    tr = LookupTranslator(table)
+    res = evaluate(tr, split="test", splits_dir=path, beam_size=3, length_penalty=0.6)
+    assert set(res) == {"en-fr", "fr-en"}
+    assert res["en-fr"]["bleu"] == 100.0 and res["en-fr"]["chrf"] == 100.0
+    hyps, refs = [en.replace("the", "a") for en, _ in rows], [en for en, _ in rows]
+    assert res["fr-en"]["bleu"] == round(BLEU().corpus_score(hyps, [refs]).score, 2) < 100
+    assert res["fr-en"]["chrf"] == round(CHRF().corpus_score(hyps, [refs]).score, 2)
+    assert res["fr-en"]["sentences"] == 3 and "tok:13a" in res["fr-en"]["bleu_signature"]
+    assert tr.calls == [("en", "fr", 3, 0.6), ("fr", "en", 3, 0.6)]
+
+
+def test_cli_on_the_shipped_model_writes_json(tmp_path, capsys) -> None:
+    out = tmp_path / "eval.json"
+    threads = torch.get_num_threads()
+    try:
+        main(["--limit", "4", "--threads", "1", "--length-penalty", "0.8", "--output", str(out)])
+    finally:
+        torch.set_num_threads(threads)  # --threads is process-wide; leave other tests as they were
+    printed = capsys.readouterr().out
+    res = json.loads(out.read_text())
+    assert set(res) == {"en-fr", "fr-en"}
+    for direction, r in res.items():
+        assert r["sentences"] == 4 and r["length_penalty"] == 0.8 and r["beam_size"] == 4
+        assert 5 < r["bleu"] <= 100 and 20 < r["chrf"] <= 100
+        assert f"{direction}: BLEU {r['bleu']:.2f}" in printed

@@ -1,0 +1,70 @@
+"""Training loop: schedule, checkpoints, resume, averaging export (model.training.train)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from model.training.data import SPLITS_DIR, read_tsv, write_tsv
+from model.training.train import TrainConfig, export, lr_at, train
+from model.translation.transformer import Transformer, TransformerConfig
+from model.weights import load_weights
+
+
+def test_lr_schedule_is_linear_warmup_then_inverse_sqrt() -> None:
+    cfg = TrainConfig(lr=1e-3, warmup=100)
+    assert lr_at(1, cfg) == pytest.approx(1e-5)
+    assert lr_at(50, cfg) == pytest.approx(5e-4)
+    assert lr_at(100, cfg) == pytest.approx(1e-3)
+    assert lr_at(400, cfg) == pytest.approx(1e-3 * math.sqrt(100 / 400))
+
+
+@pytest.fixture(scope="module")
+def splits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pairs = read_tsv(SPLITS_DIR / "valid.en-fr.tsv")
+    d = tmp_path_factory.mktemp("splits")
+    write_tsv(d / "train.en-fr.tsv", pairs[:400])
+    write_tsv(d / "valid.en-fr.tsv", pairs[400:440])
+    return d
+
+
+def test_train_checkpoints_resume_and_export(splits: Path, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    run = tmp_path / "run"
+    cfg = TrainConfig(
+        run_dir=str(run), vocab_size=600, tokenizer_langs=("en", "fr"), max_tokens=600, warmup=5,
+        max_steps=6, max_minutes=60, eval_every=6, save_every=2, keep_checkpoints=2, bleu_sentences=4, threads=1,
+    )  # fmt: skip
+    mcfg = TransformerConfig(vocab_size=0, d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1)
+    train(cfg, mcfg, splits)
+    kept = sorted(p.name for p in run.glob("checkpoint_[0-9]*.safetensors"))
+    assert kept == ["checkpoint_4.safetensors", "checkpoint_6.safetensors"]  # keep_checkpoints=2
+    log = [json.loads(x) for x in (run / "log.jsonl").read_text().splitlines()]
+    valid = [r for r in log if r["kind"] == "valid"]
+    assert valid[-1]["step"] == 6 and math.isfinite(valid[-1]["valid_loss"]) and "bleu_en-fr" in valid[-1]
+    assert (run / "curves.png").stat().st_size > 0
+
+    # Resume to step 9 with a different shape on the command line: the run keeps its stored shape
+    # and continues from step 6 (the optimizer state comes back too: no pickle, safetensors only).
+    train(replace(cfg, max_steps=9, eval_every=100), replace(mcfg, d_model=64), splits)
+    assert TransformerConfig.load(run / "config.json").d_model == 32
+    steps = [json.loads(x)["step"] for x in (run / "log.jsonl").read_text().splitlines()]
+    assert max(steps) == 9
+    kept = sorted(int(p.stem.split("_")[1]) for p in run.glob("checkpoint_[0-9]*.safetensors"))
+    assert kept == [8, 9]
+
+    # export averages the last n checkpoints and writes a loadable model directory
+    out = export(run, tmp_path / "out", last_n=2, dtype=torch.float32)
+    a, b = (load_file(str(run / f"checkpoint_{s}.safetensors")) for s in (8, 9))
+    got = load_file(str(out / "model.safetensors"))
+    for k, v in got.items():
+        torch.testing.assert_close(v, (a[f"model.{k}"] + b[f"model.{k}"]) / 2)
+    m = Transformer(TransformerConfig.load(out / "config.json"))
+    load_weights(m, out / "model.safetensors")
+    assert (out / "sentencepiece.model").read_bytes() == (run / "sentencepiece.model").read_bytes()

@@ -1,0 +1,132 @@
+"""The KV caches, each storage strategy behind the one interface: a scripted search (steps, beam
+reorders, expansion to beams, sentences finishing) must attend, row by row, over exactly the
+keys and values that row's own history holds (kept here by hand); the dense cache's reorder
+equals a full gather; the by-reference cache moves no key or value when rows move."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model.translation.cache import DecoderCache, DenseCache, DenseLayerCache, ReferenceCache
+from model.translation.transformer import MultiHeadAttention, TransformerConfig
+
+H, DH, K_REL = 2, 16, 3
+CACHES = [DenseCache, ReferenceCache]
+
+
+@pytest.fixture(params=CACHES, ids=lambda c: c.__name__)
+def cache_type(request, need_kernel) -> type[DecoderCache]:
+    if request.param is ReferenceCache:
+        need_kernel("RENDITION_ATTENTION_KERNEL")  # (its self_attention is the C step kernel)
+    return request.param
+
+
+def attention() -> MultiHeadAttention:
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(TransformerConfig(vocab_size=10, d_model=H * DH, n_heads=H, max_relative_position=K_REL), True).eval()
+    with torch.no_grad():
+        attn.rel_k.normal_(), attn.rel_v.normal_()
+    return attn
+
+
+def new_cache(cache_type: type[DecoderCache], sentences: int, max_len: int, beams: int = 1) -> DecoderCache:
+    cross = torch.randn(sentences, H, 4, DH)
+    layer = (cross, cross.clone(), (torch.zeros(3 * H * DH, H * DH), torch.zeros(3 * H * DH)))
+    return cache_type.allocate([layer, layer], torch.ones(sentences, 1, 1, 4, dtype=torch.bool), H, 12, DH, K_REL, beams)
+
+
+def test_both_strategies_share_the_interface() -> None:
+    for cls in CACHES:
+        assert issubclass(cls, DecoderCache)
+        for name in ("reorder", "select", "expand", "nbytes", "memory_bias", "step_relative_index"):
+            assert callable(getattr(cls, name))
+        for name in ("self_attention", "select", "expand", "nbytes"):
+            assert callable(getattr(cls.layer_type, name))
+
+
+@torch.no_grad()
+def test_a_scripted_search_attends_over_each_rows_own_history(cache_type: type[DecoderCache]) -> None:
+    attn, g = attention(), torch.Generator().manual_seed(1)
+    B, K = 3, 2
+    cache = new_cache(cache_type, B, 12)
+    past: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(B)]  # per row: (k, v) per position
+
+    def step() -> None:
+        n = cache.batch_size
+        q, k, v = (torch.randn(n, H, 1, DH, generator=g) for _ in range(3))
+        for layer in cache.layers:
+            got = layer.self_attention(q, k, v, attn, cache.step_relative_index())
+        cache.advance()
+        for r in range(n):
+            past[r].append((k[r], v[r]))
+        t = cache.seq_len
+        rel = (torch.arange(t) - (t - 1)).clamp(-K_REL, K_REL).unsqueeze(0) + K_REL  # (1, t)
+        for r in range(n):
+            ks = torch.cat([p[0] for p in past[r]], 1)  # (H, t, Dh)
+            vs = torch.cat([p[1] for p in past[r]], 1)
+            want = attn.attend(q[r : r + 1], ks[None], vs[None], None, rel)
+            torch.testing.assert_close(got[r : r + 1], want, atol=1e-5, rtol=1e-4)
+
+    step()
+    step()
+    cache.expand(K)  # every row becomes K beams with its past
+    past = [list(p) for p in past for _ in range(K)]
+    step()
+    beam_idx = torch.tensor([1, 1, 2, 3, 5, 4])  # beams take each other's past within their sentence
+    cache.reorder(beam_idx)
+    past = [list(past[i]) for i in beam_idx.tolist()]
+    step()
+    step()
+    keep = torch.tensor([1, 0, 4, 5])  # sentence 1 finishes; the others' beams follow (reordered)
+    cache.select(keep)
+    past = [list(past[i]) for i in keep.tolist()]
+    step()
+    assert cache.seq_len == 6 and cache.batch_size == 4 and cache.layers[0].cross_k.shape[0] == 2
+
+
+@pytest.mark.parametrize("beam_idx", [[0, 0, 2, 1], [1, 0, 3, 2], [0, 1, 2, 3], [3, 3, 3, 3], [1, 2, 3, 0]])
+def test_dense_reorder_equals_a_full_gather(beam_idx: list[int]) -> None:
+    """reorder() copies only the rows that move; the result must equal gathering every row,
+    including rows that are both a source and overwritten (chains and cycles)."""
+    torch.manual_seed(5)
+    cross = torch.randn(4, 2, 3, 8)
+    layers = [DenseLayerCache.allocate(4, 2, 7, 8, cross, cross) for _ in range(2)]
+    for lc in layers:
+        lc.self_k.normal_(), lc.self_v.normal_()
+        lc.length = 5
+    cache = DenseCache(layers, torch.ones(4, 1, 1, 3, dtype=torch.bool), 7, k=2)
+    idx = torch.tensor(beam_idx)
+    want = [(lc.self_k[:, :, :5][idx].clone(), lc.self_v[:, :, :5][idx].clone()) for lc in layers]
+    cache.reorder(idx)
+    for lc, (k, v) in zip(layers, want):
+        assert torch.equal(lc.self_k[:, :, :5], k) and torch.equal(lc.self_v[:, :, :5], v)
+
+
+@torch.no_grad()
+def test_by_reference_rows_move_without_copying_keys_or_values(need_kernel) -> None:
+    need_kernel("RENDITION_ATTENTION_KERNEL")
+    attn = attention()
+    cache = new_cache(ReferenceCache, 2, 12, beams=2)
+    for _ in range(3):
+        q = torch.randn(4, H, 1, DH)
+        for layer in cache.layers:
+            layer.self_attention(q, q, q, attn, cache.step_relative_index())
+        cache.advance()
+    stores = [(lc.self_k.clone(), lc.self_v.clone()) for lc in cache.layers]
+    cache.reorder(torch.tensor([1, 1, 3, 2]))  # (seq_len 3: no compaction step)
+    cache.select(torch.tensor([2, 3]))
+    for lc, (k, v) in zip(cache.layers, stores):
+        assert torch.equal(lc.self_k, k) and torch.equal(lc.self_v, v)  # only the index table moved
+    assert cache.history.src[:, :3].tolist() == [[3, 3, 3], [2, 2, 2]]
+
+
+def test_nbytes_counts_self_and_cross_storage() -> None:
+    cache = new_cache(DenseCache, 2, 12)
+    per_layer = 2 * (2 * H * 12 * DH) * 4 + 2 * (2 * H * 4 * DH) * 4
+    assert cache.nbytes() == 2 * per_layer
+    half = DenseCache.allocate(
+        [(torch.zeros(2, H, 4, DH), torch.zeros(2, H, 4, DH), None)], torch.ones(2, 1, 1, 4, dtype=torch.bool), H, 12, DH,
+        K_REL, kv_dtype=torch.float16,
+    )  # fmt: skip
+    assert half.nbytes() == 2 * (2 * H * 12 * DH) * 2 + 2 * (2 * H * 4 * DH) * 4

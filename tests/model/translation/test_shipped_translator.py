@@ -1,0 +1,77 @@
+"""Guards the shipped default translator: BLEU on a fixed slice of the test split, and sanity."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from model.training.evaluate import evaluate
+from model.translation.translator import Translator
+
+# Measured on the same 100-pair slice when the model was shipped (see model/pretrained/translator/README.md);
+# the floors sit a few points below, so a regression in the model, the search or the tokenizer fails CI.
+FLOOR = {
+    "en-fr": 39.0,  # DDTP, measured at ship time: 43.0
+    "fr-en": 39.0,  # 43.0
+    "everyday en-fr": 37.0,  # the mixed everyday test set (dialogue lines, short UI sentences): 42.4
+    "everyday fr-en": 40.0,  # 45.6
+}
+
+
+@pytest.fixture(scope="module")
+def translator() -> Translator:
+    torch.set_num_threads(2)
+    return Translator.from_pretrained()
+
+
+@pytest.fixture(scope="module")
+def slice_scores(translator: Translator) -> dict[str, dict]:
+    """`rendition evaluate`'s scoring (itself tested against sacreBLEU) on the first 100 pairs of the DDTP and
+    everyday test splits, both directions."""
+    return evaluate(translator, ("en-fr", "everyday.en-fr"), split="test", beam_size=4, limit=100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("direction", list(FLOOR))
+def test_bleu_on_fixed_test_slice(slice_scores: dict[str, dict], direction: str) -> None:
+    assert slice_scores[direction]["sentences"] == 100
+    bleu = slice_scores[direction]["bleu"]
+    assert bleu >= FLOOR[direction], f"{direction} BLEU {bleu:.1f} < floor {FLOOR[direction]}"
+
+
+def test_sentences_translate_sensibly(translator: Translator) -> None:
+    out = translator.translate(
+        ["This package contains the documentation.", "Library for parsing XML files"], "en", "fr", beam_size=4
+    )
+    assert "paquet" in out[0].text.lower() and "documentation" in out[0].text.lower()
+    assert "bibliothèque" in out[1].text.lower() and "xml" in out[1].text.lower()
+    back = translator.translate(["Ce paquet contient les fichiers de développement."], "fr", "en", beam_size=4)[0]
+    assert "package" in back.text.lower() and "development" in back.text.lower()
+
+
+def test_shipped_files_are_safetensors_and_small() -> None:
+    from model.translation.translator import DEFAULT_TRANSLATOR
+
+    files = {p.name: p.stat().st_size for p in DEFAULT_TRANSLATOR.iterdir()}
+    assert {"config.json", "model.safetensors", "sentencepiece.model", "README.md"} <= set(files)
+    assert not [n for n in files if n.endswith((".pt", ".bin", ".pkl", ".pth"))]
+    assert sum(files.values()) < 60e6  # 23.9M parameters in float16 (48 MB) and a 16k-piece tokenizer
+
+
+@pytest.mark.slow
+def test_float16_kv_cache_same_translations_half_the_self_attention_memory(translator: Translator) -> None:
+    """kv_cache_dtype="float16": the same best hypotheses on a slice of the test set (scores within
+    1e-3), and the cache's self-attention K/V take half the bytes."""
+    from model.training.data import SPLITS_DIR, read_tsv
+
+    texts = [p.src for p in read_tsv(SPLITS_DIR / "test.en-fr.tsv")[:48]]
+    half = Translator(translator.model, translator.tokenizer, kv_cache_dtype="float16")
+    a = translator.translate(texts, "en", "fr", beam_size=4)
+    b = half.translate(texts, "en", "fr", beam_size=4)
+    assert [x.tokens for x in a] == [x.tokens for x in b]
+    assert [x.score for x in a] == pytest.approx([x.score for x in b], abs=1e-3)
+    assert translator.stats["kv_cache_bytes"] > half.stats["kv_cache_bytes"]
+    for bad in ("int8", torch.int8):
+        with pytest.raises(ValueError, match="kv_cache_dtype"):
+            Translator(translator.model, translator.tokenizer, kv_cache_dtype=bad)
+    assert Translator(translator.model, translator.tokenizer, kv_cache_dtype=torch.float16).kv_cache_dtype == torch.float16

@@ -1,0 +1,153 @@
+"""``rendition translate`` as a real subprocess on a small model: order, blank lines, batching,
+both engines, progress bar and errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+from model.tokenizer import train_tokenizer
+from model.translation.transformer import Transformer, TransformerConfig
+from model.translation.translator import Translator
+
+ROOT = Path(__file__).resolve().parents[3]
+pytestmark = pytest.mark.slow  # (the module fixture trains a small model: ~40 s)
+V = 256
+
+
+def rendition() -> list[str]:
+    script = Path(sys.executable).parent / "rendition"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "model.cli"]
+
+
+def run(args: list[str], stdin: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [*rendition(), "translate", *args], input=stdin.encode(), capture_output=True, cwd=ROOT, env=env, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """A toy tokenizer and a tiny model trained for a few seconds to reverse-and-map token ids,
+    so that its outputs depend on the input and stop on </s> by themselves."""
+    root = tmp_path_factory.mktemp("cli")
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(2, 6))) for _ in range(300)]
+    corpus = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))) for _ in range(3000)]
+    tok = train_tokenizer(corpus, root / "sp" / "sp", V, ["en", "fr"])
+    torch.manual_seed(0)
+    cfg = TransformerConfig(V, 64, 4, 128, n_encoder_layers=2, n_decoder_layers=2, max_relative_position=4, dropout=0.0)
+    model = Transformer(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    g = torch.Generator().manual_seed(0)
+    tag = tok.lang_id("fr")
+    for _ in range(150):
+        lens = torch.randint(3, 13, (32,), generator=g)
+        src = torch.zeros(32, int(lens.max()) + 2, dtype=torch.long)
+        tgt = torch.zeros_like(src)
+        for b, L in enumerate(lens.tolist()):
+            x = torch.randint(6, V, (L,), generator=g)
+            src[b, : L + 2] = torch.cat([torch.tensor([tag]), x, torch.tensor([3])])
+            tgt[b, : L + 2] = torch.cat([torch.tensor([2]), ((x.flip(0) - 6) * 7) % (V - 6) + 6, torch.tensor([3])])
+        logits = model(src, tgt[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, V), tgt[:, 1:].reshape(-1), ignore_index=0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    out = root / "model"
+    out.mkdir()
+    model.cfg.save(out / "config.json")
+    save_file({k: v.contiguous() for k, v in model.eval().state_dict().items()}, str(out / "model.safetensors"))
+    (out / "sentencepiece.model").write_bytes(tok.path.read_bytes())
+    return out
+
+
+def sample_lines(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(2, 6))) for _ in range(200)]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 10))) for _ in range(n)]
+
+
+def test_order_blank_lines_and_batching(model_dir):
+    lines = sample_lines(10, seed=1)
+    lines[3:3] = ["", "   "]  # blank lines stay (empty) in place
+    lines.append("")
+    common = ["--source", "en", "--target", "fr", "--model-dir", str(model_dir), "--beam-size", "3", "-q"]
+    res = run([*common, "--batch-size", "4"], "\n".join(lines) + "\n")
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode().split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(lines)
+    out = out[:-1]
+    assert [i for i, o in enumerate(out) if not o] == [3, 4, 12]
+    # Each line equals its own one-sentence translation in-process (order kept, batching invisible).
+    tr = Translator.from_pretrained(model_dir, device="cpu")
+    for line, got in zip(lines, out):
+        if line.strip():
+            assert got == tr.translate([line.strip()], source="en", target="fr", beam_size=3)[0].text
+    assert len({o for o in out if o}) >= 8  # the model's outputs depend on the input
+
+
+def test_kv_cache_dtype_flag(model_dir):
+    lines = sample_lines(6, seed=3)
+    common = ["--source", "en", "--target", "fr", "--model-dir", str(model_dir), "--beam-size", "2", "-q"]
+    res = run([*common, "--kv-cache-dtype", "float16"], "\n".join(lines) + "\n")
+    assert res.returncode == 0, res.stderr.decode()
+    tr = Translator.from_pretrained(model_dir, device="cpu", kv_cache_dtype="float16")
+    assert res.stdout.decode().split("\n")[:-1] == [t.text for t in tr.translate(lines, "en", "fr", beam_size=2)]
+    bad = run([*common, "--kv-cache-dtype", "int8"], "x\n")
+    assert bad.returncode == 2 and b"kv-cache-dtype" in bad.stderr
+
+
+def test_ctranslate2_engine_matches_torch(model_dir, tmp_path):
+    lines = sample_lines(12, seed=2)
+    common = ["--source", "en", "--target", "fr", "--length-penalty", "0", "--max-length", "40", "-q"]
+    torch_out = run([*common, "--model-dir", str(model_dir)], "\n".join(lines))
+    # A rendition model directory is exported on the fly; an export directory is used as is.
+    ct2_out = run(
+        [*common, "--engine", "ctranslate2", "--model-dir", str(model_dir), "--threads", "1"], "\n".join(lines)
+    )
+    assert torch_out.returncode == 0 and ct2_out.returncode == 0, ct2_out.stderr.decode()
+    assert torch_out.stdout == ct2_out.stdout
+    export = subprocess.run([*rendition(), "export-ct2", str(model_dir), str(tmp_path / "ct2")], capture_output=True)
+    assert export.returncode == 0, export.stderr.decode()
+    exported = run([*common, "--engine", "ctranslate2", "--model-dir", str(tmp_path / "ct2")], "\n".join(lines))
+    assert exported.stdout == torch_out.stdout
+    assert len(torch_out.stdout.decode().splitlines()) == 12
+
+
+def test_progress_bar_on_stderr_for_long_inputs(model_dir):
+    lines = sample_lines(40, seed=3)
+    res = run(
+        ["-s", "en", "-t", "fr", "--model-dir", str(model_dir), "--beam-size", "1", "--batch-size", "8"],
+        "\n".join(lines),
+    )
+    assert res.returncode == 0
+    assert len(res.stdout.decode().splitlines()) == 40
+    assert "40/40" in res.stderr.decode()
+
+
+def test_errors_are_clear(model_dir, tmp_path):
+    res = run(["-s", "en", "-t", "de", "--model-dir", str(model_dir)], "hello\n")
+    assert res.returncode == 2 and "unsupported language pair en-de" in res.stderr.decode()
+    res = run(["-s", "en", "-t", "fr", "--model-dir", str(tmp_path / "missing")], "hello\n")
+    assert res.returncode == 2 and "error" in res.stderr.decode() and "Traceback" not in res.stderr.decode()
+    res = run(["-s", "en", "-t", "fr", "--model-dir", str(model_dir), "--beam-size", "0"], "hello\n")
+    assert res.returncode == 2
+
+
+def test_an_over_long_line_is_refused_naming_it(model_dir):
+    limit = json.loads((model_dir / "config.json").read_text())["max_positions"] - 2
+    res = run(["-s", "en", "-t", "fr", "--model-dir", str(model_dir)], "short one\n" + "ab qp " * limit + "\n")
+    err = res.stderr.decode()
+    assert res.returncode == 2 and "line 2 is" in err and f"the limit is {limit} tokens" in err, err
+    assert "Traceback" not in err and not res.stdout  # nothing cut, nothing half-written
