@@ -24,10 +24,10 @@ def _local(tag: str) -> str:
 
 
 def _text(el: ET.Element) -> str:
-    """Inline text of a block; menu paths (``guiseq``) as ``A > B``, key combos (``keyseq``) as ``Ctrl+S``."""
+    """Inline text of a block; menu paths (``guiseq``) as ``A ▸ B``, key combos (``keyseq``) as ``Ctrl+S``."""
     tag = _local(el.tag)
     if tag in ("guiseq", "keyseq"):
-        sep = " > " if tag == "guiseq" else "+"
+        sep = " ▸ " if tag == "guiseq" else "+"
         return sep.join(_text(c).strip() for c in el) + (el.tail or "")
     return (el.text or "") + "".join(_text(c) for c in el) + (el.tail or "") if tag not in _SKIP else (el.tail or "")
 
