@@ -10,6 +10,7 @@ from model import segment
 from model.search import SearchOptions, max_output_lengths
 from model.segment import InputTooLong, Segmented
 from model.translator import Translation
+from service import admission
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key, run_batched
 from service.engines import DecodeOptions, TranslationEngine
 from service.errors import APIError, invalid
@@ -34,6 +35,13 @@ def decode_options(
             "num_hypotheses", f"{num_hypotheses} is larger than beam_size {beam}", "num_hypotheses_out_of_range"
         )
     length = settings.default_max_length if max_length is None else max_length
+    if length < settings.min_max_length:
+        raise invalid(
+            "max_length",
+            f"{length} is below the minimum of {settings.min_max_length} (RENDITION_MIN_MAX_LENGTH): "
+            "it leaves no room for a translation",
+            "max_length_out_of_range",
+        )
     if length > settings.max_length_limit:
         raise invalid(
             "max_length",
@@ -132,9 +140,17 @@ async def translate_texts(
             kind="sentence_too_long",
             param=field,
         ) from None
+    per_text: list[list[int]] = [[] for _ in docs]
+    for (i, _), x in zip(owner, ids):
+        per_text[i] += x[1:-1]  # without the target tag and </s>
+    admission.check_usable(
+        engine.translator.tokenizer, per_text, [field if len(texts) == 1 else [field, n] for n in range(len(docs))], texts
+    )
     costs = [engine.cost(x, opts) for x in ids]
-    results = await run_batched(request, settings, batcher, ids, costs, key=opts, tokens=[len(x) for x in ids])
     limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=opts.max_length))
+    units = admission.translation_units([len(x) for x in ids], max(opts.beam_size, opts.num_hypotheses), limits)
+    with state.ledger.admit(admission.check_alone(units, settings)):
+        results = await run_batched(request, settings, batcher, ids, costs, key=opts, tokens=[len(x) for x in ids])
     cut = [len(hyps[0][0]) + 1 >= limit for hyps, limit in zip(results, limits)]  # ended by the limit, not by EOS
     if not (settings.truncate_translations if truncate is None else truncate):
         if any(cut):
@@ -159,6 +175,14 @@ async def translate_texts(
         out.append(_merge(doc, sentences[start:end]))
         truncated.append(any(cut[start:end]))
         start = end
+    for i, t in enumerate(out):
+        if len(t.hypotheses) < opts.num_hypotheses:
+            raise invalid(
+                [field, i] if len(texts) > 1 else field,
+                f"only {len(t.hypotheses)} of the {opts.num_hypotheses} hypotheses asked for ended within "
+                f"max_length {opts.max_length}; raise max_length or ask for fewer",
+                "too_few_hypotheses",
+            )
     return out, sum(len(x) - 2 for x in ids), truncated  # minus the target tag and </s>
 
 
