@@ -25,7 +25,8 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     drain_seconds: float = Field(0.0, ge=0, description="after SIGTERM, stay up (ready=503) this long before closing")
     # after SIGTERM, work still running this long is cancelled and answered 503 + Retry-After (must be
-    # shorter than the orchestrator's grace period: compose stop_grace_period, k8s terminationGracePeriodSeconds)
+    # shorter than the orchestrator's grace period: compose stop_grace_period, k8s terminationGracePeriodSeconds;
+    # longer than drain_seconds, or the deadline ends the drain early)
     drain_deadline_s: float = Field(20.0, gt=0)
 
     # -- connections (service.connections) ---------------------------------------------------------
@@ -101,8 +102,6 @@ class Settings(BaseSettings):
             raise ValueError("default_beam_size must not exceed max_beam_size")
         if self.default_max_length > self.max_length_limit:
             raise ValueError("default_max_length must not exceed max_length_limit")
-        if self.drain_deadline_s <= self.drain_seconds:
-            raise ValueError(f"drain_deadline_s ({self.drain_deadline_s}) must exceed drain_seconds ({self.drain_seconds})")
         if self.min_max_length > self.default_max_length:
             raise ValueError("min_max_length must not exceed default_max_length")
         if self.metrics_port is not None and self.metrics_port == self.port:
