@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
@@ -67,11 +68,23 @@ def check_alone(units: int, settings: Settings, what: str = "this request") -> f
 
 
 class Ledger:
-    """Estimated seconds of admitted, unfinished work (one per app; event-loop only, no locks)."""
+    """Estimated seconds of admitted, unfinished work, and per model the requests past the gate
+    and their mean sentence count (one per app; event-loop only, no locks)."""
 
     def __init__(self, budget_s: float):
         self.budget_s = budget_s
         self.in_flight_s = 0.0
+        self.requests: dict[str, int] = defaultdict(int)  # past the gate, not answered yet
+        self.sentences: dict[str, float] = defaultdict(lambda: 1.0)  # running mean per request
+
+    def observe(self, model: str, sentences: int) -> None:
+        self.sentences[model] = 0.8 * self.sentences[model] + 0.2 * sentences
+
+    def crowded(self, model: str, max_queue: int, max_batch: int) -> bool:
+        """The requests already past the gate would fill the queue and the running batch: a burst
+        is shed here, before each of its requests is parsed only to find the queue full."""
+        per_request = min(self.sentences[model], max_queue / 2)  # (larger requests are queued in halves)
+        return self.requests[model] * per_request >= max_queue + max_batch
 
     def full(self) -> bool:
         return self.in_flight_s >= self.budget_s

@@ -1,7 +1,8 @@
 """``create_app(settings)``: the FastAPI application (full-stack-fastapi-template layout).
 
 The lifespan starts a background load: models are read from their directories onto the
-configured device and dtype, warmed up (one tiny translate, one tiny encode), and then one
+configured device and dtype, checked and warmed up (``service.readiness``: finite weights, a
+tokenizer that matches the model, a real translation and a real embedding), and then one
 ``Batcher`` per model starts.  The server answers ``/health/live`` at once and
 ``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
 ``rendition serve`` exits with status 1).  On shutdown the batchers finish their queues.

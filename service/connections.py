@@ -137,8 +137,12 @@ BODY_TYPES = ("application/json", "application/x-www-form-urlencoded", "multipar
 NO_BATCHER = ("/tokenize", "/decode", "/detect")  # protected, but no model queue behind them
 
 
+_COUNTED = "rendition.gate_model"  # scope key: the model whose request count this request holds
+
+
 class Gate:
-    """``gate(scope) -> APIError | None``, run by ``ServiceMiddleware`` before it reads the body."""
+    """``gate(scope) -> APIError | None``, run by ``ServiceMiddleware`` before it reads the body;
+    ``gate.release(scope)`` when the request has been answered."""
 
     def __init__(self, state: AppState, routers: Sequence[APIRouter]):
         self.state = state
@@ -166,9 +170,10 @@ class Gate:
                 kind="too_many_headers",
             )
         path = scope["path"]
-        if settings.api_keys and (err := self._auth(path, headers, settings)) is not None:
+        preflight = scope["method"] == "OPTIONS"  # a CORS preflight carries no credentials
+        if settings.api_keys and not preflight and (err := self._auth(path, headers, settings)) is not None:
             return err
-        return self._overload(path) if scope["method"] == "POST" else None
+        return self._overload(scope) if scope["method"] == "POST" else None
 
     def _auth(self, path: str, headers: list[tuple[bytes, bytes]], settings: Settings) -> APIError | None:
         body_key = path in LIBRETRANSLATE_BODY_KEY
@@ -187,16 +192,25 @@ class Gate:
             return None  # the key may be in the body: the route checks it once parsed
         return auth_error()
 
-    def _overload(self, path: str) -> APIError | None:
-        model = self.model_of.get(path)
+    def _overload(self, scope: Scope) -> APIError | None:
+        model = self.model_of.get(scope["path"])
         batcher = self.state.batchers.get(model) if model else None
         if batcher is None:
             return None
-        if batcher.queued >= batcher.max_queue:
+        ledger = self.state.ledger
+        if batcher.queued >= batcher.max_queue or ledger.crowded(model, batcher.max_queue, batcher.max_batch_size):
             retry = str(batcher.retry_after())
             return APIError(
                 429, f"the {model} queue is full; retry in {retry} s", kind="queue_full", headers={"Retry-After": retry}
             )
-        if model == "translator" and self.state.ledger.full():
-            return self.state.ledger.overloaded()
+        if model == "translator" and ledger.full():
+            return ledger.overloaded()
+        ledger.requests[model] += 1
+        scope[_COUNTED] = model
         return None
+
+    def release(self, scope: Scope) -> None:
+        """The request that passed the gate has been answered (``ServiceMiddleware``'s finally)."""
+        model = scope.pop(_COUNTED, None)
+        if model is not None:
+            self.state.ledger.requests[model] -= 1

@@ -178,9 +178,10 @@ async def run_batched(
     errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
     request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
     half the queue, each after the one before has finished."""
+    state: AppState = request.app.state.rendition
+    state.ledger.observe(batcher.name, len(payloads))  # sentences per request, for the gate (service.connections)
     work = asyncio.ensure_future(_submit_in_chunks(batcher, settings.max_queue, payloads, costs, key, tokens))
     gone = asyncio.ensure_future(_wait_disconnect(request))
-    state: AppState = request.app.state.rendition
     stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (service.main)
     done: set = set()
     waited = False

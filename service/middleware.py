@@ -18,12 +18,11 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.connections import release_memory
-from service.errors import APIError, error_response
+from service.connections import Gate, release_memory
+from service.errors import error_response
 from service.logs import request_id
 from service.metrics import Metrics
 
@@ -38,7 +37,7 @@ class ServiceMiddleware:
         metrics: Metrics,
         max_body_bytes: int,
         known_paths: frozenset[str] = frozenset(),
-        gate: Callable[[Scope], APIError | None] | None = None,
+        gate: Gate | None = None,
         body_timeout_s: float | None = None,
     ):
         self.app = app
@@ -92,6 +91,8 @@ class ServiceMiddleware:
             else:
                 await self.app(scope, body_receive, send_wrapper)
         finally:
+            if self.gate is not None:
+                self.gate.release(scope)
             self.metrics.in_flight.labels(route_guess).dec()
             route = scope.get("route")
             route_name = getattr(route, "path", None) or "unmatched"
