@@ -198,6 +198,23 @@ def test_3_slow_and_idle_connections_are_closed_and_abandoned_uploads_release_me
     assert srv.http.get("/health/ready").status_code == 200
 
 
+def test_3_connections_beyond_the_cap_get_503(start_server):
+    srv = start_server(max_connections=8, header_timeout_s=30)
+    held = [connect(srv.port) for _ in range(8)]  # eight open, idle connections fill the cap
+    try:
+        time.sleep(0.3)
+        s = connect(srv.port)
+        s.sendall(b"GET /health/live HTTP/1.1\r\nhost: x\r\n\r\n")
+        reply = read_reply(s, timeout=5)
+        s.close()
+        assert status_of(reply) == 503, reply[:200]
+    finally:
+        for h in held:
+            h.close()
+    time.sleep(0.3)
+    assert srv.http.get("/health/live").status_code == 200  # room again once they have gone
+
+
 # -- 4. readiness proves the models work ------------------------------------------------------------------
 
 
