@@ -1,7 +1,8 @@
 """``create_app(settings)``: the FastAPI application (full-stack-fastapi-template layout).
 
 The lifespan starts a background load: models are read from their directories onto the
-configured device and dtype, warmed up (one tiny translate, one tiny encode), and then one
+configured device and dtype, checked and warmed up (``service.readiness``: finite weights, a
+tokenizer that matches the model, a real translation and a real embedding), and then one
 ``Batcher`` per model starts.  The server answers ``/health/live`` at once and
 ``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
 ``rendition serve`` exits with status 1).  On shutdown the batchers finish their queues.
@@ -26,7 +27,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from model.embedding.encoder import SentenceEncoder
 from model.translation.translator import Translator
 from model.weights import resolve_device
-from service import errors, tracing
+from service import connections, errors, readiness, tracing
+from service.admission import Ledger
 from service.batcher import Batcher
 from service.deps import AppState
 from service.engines import (
@@ -82,8 +84,7 @@ def _load_engine(state: AppState, kind: str, load: Callable, make_engine: Callab
     """load() the model, wrap it with make_engine, warm it up; log and record the time taken."""
     t0 = time.perf_counter()
     engine = make_engine(load())
-    if state.settings.warmup:
-        engine.warmup()
+    readiness.verify(kind, engine, state.settings.warmup)  # finite weights, matching tokenizer, a real decode
     seconds = time.perf_counter() - t0
     state.metrics.model_load.labels(kind).set(seconds)
     log.info("model loaded", extra={"model": kind, "seconds": round(seconds, 3), **engine.info()})
@@ -148,6 +149,7 @@ def create_app(
     # and a translation took 2-2.6x as long (13 -> 26-33 ms for a short sentence on 2 cores).
     model_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-model", initializer=lambda: _set_threads(settings))
     state = AppState(settings=settings, metrics=metrics, model_thread=model_thread)
+    state.ledger = Ledger(settings.request_timeout_s)
     try:
         dev = resolve_device(settings.device)
         state.device, state.dtype = str(dev), dtype_name(resolve_dtype(settings.dtype, dev))
@@ -200,6 +202,13 @@ def create_app(
             expose_headers=["X-Request-ID", "Retry-After"],
             max_age=600,
         )
-    app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes, known_paths=paths)
+    app.add_middleware(
+        ServiceMiddleware,
+        metrics=metrics,
+        max_body_bytes=settings.max_body_bytes,
+        known_paths=paths,
+        gate=connections.Gate(state, routers),  # header count, API key and overload, before the body is read
+        body_timeout_s=settings.body_timeout_s,
+    )
     tracing.setup(app)  # OpenTelemetry, only when OTEL_EXPORTER_OTLP_ENDPOINT is set
     return app

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import logging
 from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -13,11 +14,14 @@ from typing import Any
 
 from fastapi import Depends, Request
 
+from service.admission import Ledger
 from service.batcher import Batcher, BatcherClosed, BatchFailed, QueueFull
 from service.engines import EmbeddingEngine, TranslationEngine
 from service.errors import APIError, invalid
 from service.metrics import Metrics
 from service.settings import Settings
+
+log = logging.getLogger("rendition.deps")
 
 
 @dataclass
@@ -33,6 +37,8 @@ class AppState:
     device: str = "cpu"
     dtype: str = "float32"
     model_thread: ThreadPoolExecutor | None = None  # runs every model call (service.app)
+    ledger: Ledger = field(default_factory=lambda: Ledger(0.0))  # estimated work in flight (service.admission)
+    deadline: asyncio.Event = field(default_factory=asyncio.Event)  # set at the drain deadline: running work -> 503
 
 
 def get_settings(request: Request) -> Settings:
@@ -172,19 +178,24 @@ async def run_batched(
     errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
     request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
     half the queue, each after the one before has finished."""
+    state: AppState = request.app.state.rendition
+    state.ledger.observe(batcher.name, len(payloads))  # sentences per request, for the gate (service.connections)
     work = asyncio.ensure_future(_submit_in_chunks(batcher, settings.max_queue, payloads, costs, key, tokens))
     gone = asyncio.ensure_future(_wait_disconnect(request))
+    stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (service.main)
     done: set = set()
     waited = False
     try:
         done, _ = await asyncio.wait(
-            {work, gone}, timeout=settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
+            {work, gone, stop}, timeout=settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
         waited = True
     finally:
         gone.cancel()
+        stop.cancel()
         if not work.done():  # the reason becomes the `reason` label of rendition_dropped_sentences_total
-            work.cancel(msg="disconnected" if gone in done else "timeout" if waited else "cancelled")
+            reason = "disconnected" if gone in done else "shutdown" if stop in done else "timeout" if waited else "cancelled"
+            work.cancel(msg=reason)
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await gone
     if work in done:
@@ -200,6 +211,16 @@ async def run_batched(
         await work
     if gone in done:
         raise APIError(499, "client closed the request", kind="client_disconnected")
+    if stop in done:
+        state.metrics.shutdown_cancelled.inc()
+        log.warning("request cancelled at the drain deadline", extra={"deadline_s": settings.drain_deadline_s})
+        raise APIError(
+            503,
+            f"the server is shutting down and this request did not finish within the drain deadline of "
+            f"{settings.drain_deadline_s:g} s (RENDITION_DRAIN_DEADLINE_S); retry it, another instance will answer",
+            kind="shutdown_deadline",
+            headers={"Retry-After": "1"},
+        )
     raise APIError(
         504, f"no result within {settings.request_timeout_s} s (RENDITION_REQUEST_TIMEOUT_S)", kind="timeout"
     )

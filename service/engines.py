@@ -82,8 +82,6 @@ class Engine(Protocol):
 
     def info(self) -> dict: ...
 
-    def warmup(self) -> None: ...
-
 
 # ------------------------------------------------------------------------------------------------
 # translation
@@ -234,11 +232,6 @@ class TranslationEngine:
             "backend": self.translator.backend.name,
         }
 
-    def warmup(self) -> None:
-        langs = self.languages
-        job = TranslationJob(["Hello world."], langs[0], langs[1] if len(langs) > 1 else langs[0], DecodeOptions(beam_size=2, max_length=4))
-        self.core(job.options, self.translator.preprocess(job.texts, job.target))
-
 
 def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto") -> Translator:
     """The translator on its device and dtype (its back end is chosen for them, once)."""
@@ -332,9 +325,6 @@ class EmbeddingEngine:
             "dtype": dtype_name(p.dtype),
             "backend": self.encoder.backend,
         }
-
-    def warmup(self) -> None:
-        self.core(None, self.pre(EmbeddingJob(["Hello world."])))
 
 
 def load_encoder(path: Path | None, device: str, dtype: str) -> SentenceEncoder:

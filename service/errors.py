@@ -152,6 +152,7 @@ def _count(request: Request, kind: str) -> None:
         metrics.errors.labels(kind).inc()
 
 
+FASTAPI_PARSE_ERROR = "There was an error parsing the body"  # FastAPI's 400 for a body json.loads raised on
 MAX_ERRORS = 20  # validation errors listed in one 422
 
 
@@ -191,6 +192,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and exc.detail == FASTAPI_PARSE_ERROR:  # e.g. invalid UTF-8, JSON nested too deeply, a number too long
+            _count(request, "validation")
+            msg = "malformed JSON body: it could not be parsed (invalid UTF-8, nested too deeply, or a number too long)"
+            return error_response(request.url.path, 422, msg, detail=[{"loc": ["body"], "msg": msg, "type": "json_invalid"}])
         _count(request, f"http_{exc.status_code}")
         return error_response(request.url.path, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 

@@ -8,6 +8,9 @@ client-disconnect handling of ``service.deps.run_batched``), and ``post``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from fastapi import Request
@@ -24,15 +27,23 @@ from service.engines import (
 from service.errors import APIError
 from service.settings import Settings
 
+Admit = Callable[[Any, list[list[int]]], AbstractContextManager]
 
-async def run(request: Request, state: AppState, settings: Settings, model: str, job: Any) -> Any:
-    """One job through the engine and batcher of ``model`` ("translator" / "encoder")."""
+
+async def run(
+    request: Request, state: AppState, settings: Settings, model: str, job: Any, admit: Admit | None = None
+) -> Any:
+    """One job through the engine and batcher of ``model`` ("translator" / "encoder").
+
+    ``admit(engine, ids)``, when given, runs after ``pre`` and before the batcher: it may refuse
+    the job (raise) and returns a context held while the job runs (the admission ledger)."""
     engine: Engine
     engine, batcher = engine_or_503(state, model)
     ids = engine.pre(job)
     key = engine.key(job)
     costs = [engine.cost(x, key) for x in ids]
-    raw = await run_batched(request, settings, batcher, ids, costs, key=key, tokens=[len(x) for x in ids])
+    with admit(engine, ids) if admit is not None else contextlib.nullcontext():
+        raw = await run_batched(request, settings, batcher, ids, costs, key=key, tokens=[len(x) for x in ids])
     return engine.post(job, ids, raw)
 
 
@@ -49,11 +60,13 @@ def check_pair(state: AppState, source: str, target: str) -> None:
         raise _pair_error(e) from None
 
 
-async def translate(request: Request, state: AppState, settings: Settings, job: TranslationJob) -> TranslationOutput:
+async def translate(
+    request: Request, state: AppState, settings: Settings, job: TranslationJob, admit: Admit | None = None
+) -> TranslationOutput:
     """``InputTooLong`` (a sentence over the input limit) and ``TranslationTooLong`` pass through:
-    the route maps them to its own field and sentence."""
+    the route maps them to its own field and sentence.  ``admit``: see ``run``."""
     try:
-        return await run(request, state, settings, "translator", job)
+        return await run(request, state, settings, "translator", job, admit)
     except UnsupportedLanguagePair as e:
         raise _pair_error(e) from None
 

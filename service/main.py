@@ -2,7 +2,10 @@
 
 SIGTERM (or Ctrl-C): readiness turns 503 at once; after ``RENDITION_DRAIN_SECONDS`` (time for a
 load balancer to notice) uvicorn stops accepting connections, lets every accepted request
-finish (queued and running batches included), runs the lifespan shutdown and exits 0.  A second
+finish (queued and running batches included), runs the lifespan shutdown and exits 0.  Work still
+running ``RENDITION_DRAIN_DEADLINE_S`` after the signal is cancelled and answered 503 with
+``Retry-After`` (counted in ``rendition_shutdown_cancelled_total``), so the process exits inside
+the orchestrator's grace period.  A second
 signal skips the remaining drain delay; a third forces the exit.
 
 The signals are handled here, on the event loop, not by uvicorn: ``Server.capture_signals`` (a
@@ -24,6 +27,7 @@ from collections.abc import Generator, Sequence
 
 import uvicorn
 
+from service import connections
 from service.app import create_app
 from service.deps import AppState
 from service.exposition import metrics_app
@@ -45,13 +49,17 @@ class Drain:
     """The signal handler: first signal -> not ready, close after the drain delay; second -> close
     now (still finishing accepted requests); third -> force the exit."""
 
-    def __init__(self, state: AppState, server: uvicorn.Server, drain_seconds: float):
-        self.state, self.server, self.drain_seconds = state, server, drain_seconds
+    def __init__(self, state: AppState, server: uvicorn.Server, drain_seconds: float, deadline_s: float = 20.0):
+        self.state, self.server, self.drain_seconds, self.deadline_s = state, server, drain_seconds, deadline_s
         self.signals = 0
 
     def __call__(self, sig: signal.Signals) -> None:
         self.signals += 1
         self.state.draining = True
+        if self.signals == 1:
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.deadline_s, self.deadline)
+            loop.call_later(self.deadline_s + 5, self.force)  # backstop: whatever still runs 5 s later
         if self.signals == 1 and self.drain_seconds > 0:
             log.info("draining", extra={"signal": sig.name, "drain_seconds": self.drain_seconds})
             asyncio.get_running_loop().call_later(self.drain_seconds, self.close)
@@ -63,10 +71,21 @@ class Drain:
     def close(self) -> None:
         self.server.should_exit = True
 
+    def deadline(self) -> None:
+        """Work still running is cancelled; its requests get 503 + Retry-After (``run_batched``)."""
+        log.warning("drain deadline reached", extra={"deadline_s": self.deadline_s})
+        self.state.deadline.set()
+        self.close()
 
-async def serve(api: uvicorn.Server, metrics: uvicorn.Server | None, state: AppState, drain_seconds: float) -> None:
+    def force(self) -> None:
+        self.server.force_exit = True
+
+
+async def serve(
+    api: uvicorn.Server, metrics: uvicorn.Server | None, state: AppState, drain_seconds: float, deadline_s: float = 20.0
+) -> None:
     loop = asyncio.get_running_loop()
-    drain = Drain(state, api, drain_seconds)
+    drain = Drain(state, api, drain_seconds, deadline_s)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, drain, sig)
     metrics_task = asyncio.create_task(metrics.serve()) if metrics is not None else None
@@ -108,8 +127,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         log_config=None,
         access_log=False,
         log_level=settings.log_level,
-        timeout_graceful_shutdown=None,
+        timeout_graceful_shutdown=None,  # bounded by RENDITION_DRAIN_DEADLINE_S (Drain)
         lifespan="on",
+        **connections.uvicorn_options(settings),
     )
     server = Server(config)
     metrics = None
@@ -124,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             lifespan="off",
         )
         metrics = Server(metrics_config)
-    coroutine = serve(server, metrics, app.state.rendition, settings.drain_seconds)
+    coroutine = serve(server, metrics, app.state.rendition, settings.drain_seconds, settings.drain_deadline_s)
     if sys.version_info >= (3, 11):  # uvicorn's event loop choice (uvloop when installed), as uvicorn.run
         with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
             runner.run(coroutine)

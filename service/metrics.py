@@ -62,6 +62,11 @@ class Metrics:
             registry=r,
         )
         # lifecycle
+        self.shutdown_cancelled = Counter(
+            "rendition_shutdown_cancelled",
+            "requests still running at the drain deadline, cancelled and answered 503 (RENDITION_DRAIN_DEADLINE_S)",
+            registry=r,
+        )
         self.model_load = Gauge(
             "rendition_model_load_seconds", "time to load and warm up a model", ["model"], registry=r
         )

@@ -4,12 +4,16 @@
   put on every log line of the request;
 * body limit: a body over ``max_body_bytes`` gets 413 before any route sees it (checked on
   Content-Length and again while reading, for chunked bodies);
+* gate: ``gate(scope)`` (``service.connections.Gate``) may answer before the body is read (header
+  count, API key, overload); a body that does not arrive within ``body_timeout_s`` gets 408, and
+  the memory of an abandoned upload is released;
 * metrics: request count and latency by method, route template and status, requests in flight;
 * one JSON access-log line per request (method, route, status, duration; never the body).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -17,6 +21,7 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.connections import Gate, release_memory
 from service.errors import error_response
 from service.logs import request_id
 from service.metrics import Metrics
@@ -26,8 +31,18 @@ _RID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
 
 class ServiceMiddleware:
-    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int, known_paths: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics,
+        max_body_bytes: int,
+        known_paths: frozenset[str] = frozenset(),
+        gate: Gate | None = None,
+        body_timeout_s: float | None = None,
+    ):
         self.app = app
+        self.gate = gate
+        self.body_timeout = body_timeout_s
         self.metrics = metrics
         self.max_body = max_body_bytes
         self.known_paths = known_paths  # label values for the in-flight gauge (others: "unmatched")
@@ -54,7 +69,21 @@ class ServiceMiddleware:
         route_guess = path if path in self.known_paths else "unmatched"
         self.metrics.in_flight.labels(route_guess).inc()
         try:
-            body_receive = await self._limited_body(scope, receive, headers)
+            refused = self.gate(scope) if self.gate is not None else None
+            if refused is not None:  # decided on the headers alone: the body is never read
+                self.metrics.errors.labels(refused.kind).inc()
+                await error_response(path, refused.status, refused.message, headers=refused.headers)(
+                    scope, receive, send_wrapper
+                )
+                return
+            try:
+                body_receive = await asyncio.wait_for(self._limited_body(scope, receive, headers), self.body_timeout)
+            except asyncio.TimeoutError:
+                self.metrics.errors.labels("body_timeout").inc()
+                release_memory()
+                msg = f"request body not received within {self.body_timeout:g} s (RENDITION_BODY_TIMEOUT_S)"
+                await error_response(path, 408, msg, headers={"Connection": "close"})(scope, receive, send_wrapper)
+                return
             if body_receive is None:
                 self.metrics.errors.labels("body_too_large").inc()
                 msg = f"request body larger than the limit of {self.max_body} bytes (RENDITION_MAX_BODY_BYTES)"
@@ -62,6 +91,8 @@ class ServiceMiddleware:
             else:
                 await self.app(scope, body_receive, send_wrapper)
         finally:
+            if self.gate is not None:
+                self.gate.release(scope)
             self.metrics.in_flight.labels(route_guess).dec()
             route = scope.get("route")
             route_name = getattr(route, "path", None) or "unmatched"
@@ -96,6 +127,8 @@ class ServiceMiddleware:
             message = await receive()
             messages.append(message)
             if message["type"] != "http.request":
+                messages = [message]  # abandoned upload: drop what was read and give the memory back
+                release_memory()
                 break
             size += len(message.get("body", b""))
             if size > self.max_body:

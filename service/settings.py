@@ -24,6 +24,18 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     drain_seconds: float = Field(0.0, ge=0, description="after SIGTERM, stay up (ready=503) this long before closing")
+    # after SIGTERM, work still running this long is cancelled and answered 503 + Retry-After (must be
+    # shorter than the orchestrator's grace period: compose stop_grace_period, k8s terminationGracePeriodSeconds;
+    # longer than drain_seconds, or the deadline ends the drain early)
+    drain_deadline_s: float = Field(20.0, gt=0)
+
+    # -- connections (service.connections) ---------------------------------------------------------
+    max_header_bytes: int = Field(16_384, ge=1024)  # request line + headers; beyond it the connection gets 431
+    max_headers: int = Field(100, ge=1)  # header fields per request; beyond it 431
+    header_timeout_s: float = Field(10.0, gt=0)  # a request's line and headers must arrive within this (else 408)
+    body_timeout_s: float = Field(30.0, gt=0)  # a request's body must arrive within this of its headers (else 408)
+    keep_alive_s: float = Field(5.0, gt=0)  # an idle keep-alive connection is closed after this
+    max_connections: int = Field(1000, ge=1)  # open connections; beyond it new requests get 503
 
     # -- models ---------------------------------------------------------------------------------
     models: Annotated[list[ModelName], NoDecode] = ["translator", "encoder"]  # which models to load
@@ -43,6 +55,12 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(0.0, ge=0)  # how long a batch waits for more work once the worker is free
     max_queue: int = Field(1024, ge=1)  # queued sentences per model; beyond it requests get 429
     request_timeout_s: float = Field(60.0, gt=0)  # end-to-end wait for a result; beyond it 504
+    # admission (service.admission): seconds of model time per unit of source tokens x beam x max output
+    # tokens (measured with the shipped translator on 2 CPU cores, docs/reliability.md); a request whose
+    # estimate alone exceeds request_timeout_s is refused at once (422), and new work is refused (429)
+    # while the estimates of the work admitted and not finished exceed it
+    decode_unit_s: float = Field(4.0e-5, gt=0)
+    min_max_length: int = Field(4, ge=1)  # a request's max_length below this is a 422 (no room for an answer)
     batch_delay_ms: float = Field(0.0, ge=0)  # testing aid: sleep before every batch (simulates a slow model)
 
     # -- request limits ---------------------------------------------------------------------------
@@ -84,6 +102,8 @@ class Settings(BaseSettings):
             raise ValueError("default_beam_size must not exceed max_beam_size")
         if self.default_max_length > self.max_length_limit:
             raise ValueError("default_max_length must not exceed max_length_limit")
+        if self.min_max_length > self.default_max_length:
+            raise ValueError("min_max_length must not exceed default_max_length")
         if self.metrics_port is not None and self.metrics_port == self.port:
             raise ValueError(f"metrics_port ({self.metrics_port}) must differ from port")
         return self

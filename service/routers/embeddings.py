@@ -12,7 +12,7 @@ import base64
 import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 
-from service import inference
+from service import admission, inference
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
 from service.engines import EmbeddingJob
 from service.errors import APIError, invalid
@@ -66,6 +66,10 @@ async def embed(
     engine, _ = engine_or_503(state, "encoder")
     limit = engine.encoder.max_length
     full = engine.encoder.tokenizer.encode(texts) if ids is None else ids
+    if ids is None:
+        admission.check_usable(
+            engine.encoder.tokenizer, full, [field if len(texts) == 1 else [field, i] for i in range(len(texts))], texts
+        )
     over = [i for i, x in enumerate(full) if len(x) > limit]
     if over and not truncate:
         raise APIError(
@@ -138,7 +142,7 @@ async def similarity(
             "too_many_items",
         )
     vecs, tokens = await embed(request, state, settings, [body.source_sentence, *sentences])
-    sims = vecs[1:] @ vecs[0]  # (N,) cosine: rows are unit vectors
+    sims = admission.cosine(vecs[1:], vecs[0])
     engine, _ = engine_or_503(state, "encoder")
     return SimilarityResponse(
         similarities=[float(s) for s in sims],

@@ -20,6 +20,7 @@ import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from service import admission
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
 from service.errors import invalid
 from service.routers.embeddings import embed
@@ -134,7 +135,7 @@ async def _similarity(request: Request, state: AppState, settings: Settings, bod
     vecs, _ = await embed(
         request, state, settings, [inputs.source_sentence, *sentences], truncate=bool(body.truncate), field="inputs"
     )
-    return [float(s) for s in vecs[1:] @ vecs[0]]
+    return [float(s) for s in admission.cosine(vecs[1:], vecs[0])]
 
 
 @router.post("/embed", summary="Embeddings (TEI-compatible)")
@@ -179,7 +180,7 @@ async def tei_rerank(
         left=body.truncation_direction.lower() == "left",
         field="texts",
     )
-    cos = vecs[1:] @ vecs[0]
+    cos = admission.cosine(vecs[1:], vecs[0])
     scores = cos if body.raw_scores else (1.0 + cos) / 2.0
     out = []
     for i in np.argsort(-scores, kind="stable"):

@@ -8,8 +8,9 @@ from fastapi import APIRouter, Depends, Request
 
 from model import segment
 from model.segment import InputTooLong, Segmented
+from model.translation.search import SearchOptions, max_output_lengths
 from model.translation.translator import Translation
-from service import inference
+from service import admission, inference
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
 from service.engines import DecodeOptions, TranslationEngine, TranslationJob, TranslationTooLong
 from service.errors import APIError, invalid
@@ -34,6 +35,13 @@ def decode_options(
             "num_hypotheses", f"{num_hypotheses} is larger than beam_size {beam}", "num_hypotheses_out_of_range"
         )
     length = settings.default_max_length if max_length is None else max_length
+    if length < settings.min_max_length:
+        raise invalid(
+            "max_length",
+            f"{length} is below the minimum of {settings.min_max_length} (RENDITION_MIN_MAX_LENGTH): "
+            "it leaves no room for a translation",
+            "max_length_out_of_range",
+        )
     if length > settings.max_length_limit:
         raise invalid(
             "max_length",
@@ -115,8 +123,22 @@ async def translate_texts(
     owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]  # sentence -> (text, index)
     allow_cut = settings.truncate_translations if truncate is None else truncate
     job = TranslationJob([s for doc in docs for s in doc.sentences], source, target, opts, truncate=allow_cut)
+
+    def admit(engine: TranslationEngine, ids: list[list[int]]):
+        """422 for a text with no usable tokens; a 4xx for a job that cannot finish alone within
+        the request timeout (service.admission); else the ledger entry held while it runs."""
+        per_text: list[list[int]] = [[] for _ in docs]
+        for (i, _), x in zip(owner, ids):
+            per_text[i] += x[1:-1]  # without the target tag and </s>
+        admission.check_usable(
+            engine.translator.tokenizer, per_text, [field if len(texts) == 1 else [field, n] for n in range(len(docs))], texts
+        )
+        limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=opts.max_length))
+        units = admission.translation_units([len(x) for x in ids], max(opts.beam_size, opts.num_hypotheses), limits)
+        return state.ledger.admit(admission.check_alone(units, settings))
+
     try:
-        result = await inference.translate(request, state, settings, job)
+        result = await inference.translate(request, state, settings, job, admit)
     except InputTooLong as e:
         i, j = owner[e.index]
         raise APIError(
@@ -146,6 +168,14 @@ async def translate_texts(
         out.append(_merge(doc, sentences[start:end]))
         truncated.append(any(cut[start:end]))
         start = end
+    for i, t in enumerate(out):
+        if len(t.hypotheses) < opts.num_hypotheses:
+            raise invalid(
+                [field, i] if len(texts) > 1 else field,
+                f"only {len(t.hypotheses)} of the {opts.num_hypotheses} hypotheses asked for ended within "
+                f"max_length {opts.max_length}; raise max_length or ask for fewer",
+                "too_few_hypotheses",
+            )
     return out, result.source_tokens, truncated
 
 

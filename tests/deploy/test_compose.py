@@ -68,3 +68,13 @@ def test_replicas_stack_load_balances_with_health_checks_and_safe_retries():
         "/", "/embed", "/similarity", "/rerank", "/tokenize", "/decode",
     }, "a new POST route: is it idempotent?"
     assert acl == posts  # every POST route is retried by the load balancer, and only those
+
+
+def test_the_drain_deadline_ends_the_shutdown_inside_the_grace_period():
+    svc = load("docker-compose.yml")["services"]["rendition"]
+    default = lambda v: float(re.fullmatch(r"\$\{\w+:-([\d.]+)\}", v).group(1))  # noqa: E731
+    drain, deadline = default(svc["environment"]["RENDITION_DRAIN_SECONDS"]), default(svc["environment"]["RENDITION_DRAIN_DEADLINE_S"])
+    grace = float(svc["stop_grace_period"].removesuffix("s"))
+    # after SIGTERM: ready=503 for drain, work still running at the deadline answered 503, a 5 s backstop, then exit
+    assert drain < deadline and deadline + 5 < grace
+    assert Settings(drain_seconds=drain, drain_deadline_s=deadline).drain_deadline_s == deadline

@@ -122,6 +122,9 @@ def test_pods_are_locked_down_probed_and_drain_within_the_grace_period(rendered,
     (pre_stop,) = [int(x) for x in c["lifecycle"]["preStop"]["exec"]["command"] if x.isdigit()]
     budget = pre_stop + float(config["RENDITION_DRAIN_SECONDS"]) + float(config["RENDITION_REQUEST_TIMEOUT_S"])
     assert budget < pod["terminationGracePeriodSeconds"] <= budget + 15
+    # ... and the drain deadline (work still running is cancelled, 503) plus its 5 s backstop ends it before SIGKILL
+    deadline = float(config["RENDITION_DRAIN_DEADLINE_S"])
+    assert float(config["RENDITION_DRAIN_SECONDS"]) < deadline and pre_stop + deadline + 5 < pod["terminationGracePeriodSeconds"]
     # every port the pod serves is named, exposed by the Service and scraped on the metrics port
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"http": int(config["RENDITION_PORT"]), "metrics": int(config["RENDITION_METRICS_PORT"])}

@@ -235,7 +235,9 @@ def test_should_stop_ends_the_search_after_exactly_that_step(model_dirs, beam):
 
 
 def test_disconnect_mid_decode_stops_the_running_batch(start_server):
-    srv = start_server(max_wait_ms=0, max_length_limit=400, max_batch_size=64, max_batch_tokens=1_000_000)  # one batch
+    # one batch; the admission unit of the tiny random model, not the shipped one's (this request is
+    # ~11 M units: 455 s at the shipped model's 4e-5 s, a 422), so that it is admitted and decodes
+    srv = start_server(max_wait_ms=0, max_length_limit=400, max_batch_size=64, max_batch_tokens=1_000_000, decode_unit_s=1e-7)
     # 32 x ~240 tokens, beam 4 (128 decoder rows): a full decode is ~370 steps (~0.8 s with the
     # fused CPU step), far more than the 0.1 s before the disconnect
     texts = ["hello world this is a test sentence number " * 20] * 32

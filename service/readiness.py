@@ -1,0 +1,91 @@
+"""Readiness that proves the models work: checks at load and a warm-up that decodes.
+
+``/health/ready`` turns 200 only after ``verify`` has passed for every loaded model:
+
+* every floating-point weight and buffer is finite (a checkpoint with NaN/Inf is refused, naming
+  the tensor);
+* the tokenizer's vocabulary size equals the model's (a tokenizer of another model with the right
+  file name would produce or read ids the model does not have);
+* the translator translates a known sentence through the whole pre -> core -> post path into a
+  non-empty text with a finite score; the encoder embeds one into a finite, non-zero vector.
+
+Any failure raises ``ModelCheckFailed``; the app reports it through readiness (503) and
+``rendition serve`` exits with status 1, as for any other load failure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+WARMUP_TEXT = {"en": "Hello world.", "fr": "Bonjour le monde."}
+
+
+class ModelCheckFailed(RuntimeError):
+    pass
+
+
+def check_finite(kind: str, model: torch.nn.Module) -> None:
+    for name, t in (*model.named_parameters(), *model.named_buffers()):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            bad = int((~torch.isfinite(t)).sum())
+            raise ModelCheckFailed(
+                f"{kind}: weight {name!r} has {bad} non-finite values (NaN or Inf) of {t.numel()}; refusing to load"
+            )
+
+
+def check_vocab(kind: str, tokenizer, model_vocab: int) -> None:
+    if tokenizer.vocab_size != model_vocab:
+        raise ModelCheckFailed(
+            f"{kind}: the tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary is {model_vocab} "
+            f"({tokenizer.path}); the tokenizer does not belong to this model"
+        )
+
+
+def check_translator(engine) -> None:
+    tr = engine.translator
+    check_finite("translator", tr.model)
+    check_vocab("translator", tr.tokenizer, tr.model.cfg.vocab_size)
+
+
+def check_encoder(engine) -> None:
+    enc = engine.encoder
+    check_finite("encoder", enc.model)
+    check_vocab("encoder", enc.tokenizer, enc.model.cfg.vocab_size)
+
+
+def warm_translator(engine) -> None:
+    """Translate a known sentence (pre -> core -> post, as a request would)."""
+    from service.engines import DecodeOptions, TranslationJob  # (engines imports the model code; keep this light)
+
+    langs = engine.languages
+    source = "en" if "en" in langs else langs[0]
+    target = next((x for x in langs if x != source), source)
+    opts = DecodeOptions(beam_size=2, num_hypotheses=1, max_length=16)
+    job = TranslationJob([WARMUP_TEXT.get(source, "Hello world.")], source, target, opts, truncate=True)
+    ids = engine.pre(job)
+    (out,) = engine.post(job, ids, engine.core(engine.key(job), ids)).translations
+    if not out.text.strip() or not math.isfinite(out.score):
+        raise ModelCheckFailed(
+            f"translator: warm-up translation {source}->{target} gave {out.text!r} (score {out.score}); "
+            "expected a non-empty text with a finite score"
+        )
+
+
+def warm_encoder(engine) -> None:
+    from service.engines import EmbeddingJob
+
+    job = EmbeddingJob(["Hello world."])
+    ids = engine.pre(job)
+    (v,) = engine.core(engine.key(job), ids)
+    if not np.isfinite(v).all() or not float(np.linalg.norm(v)) > 0:
+        raise ModelCheckFailed("encoder: warm-up embedding is not finite and non-zero")
+
+
+def verify(kind: str, engine, warmup: bool = True) -> None:
+    """The load-time checks, then (with ``warmup``) a real decode or encode."""
+    (check_translator if kind == "translator" else check_encoder)(engine)
+    if warmup:
+        (warm_translator if kind == "translator" else warm_encoder)(engine)
