@@ -389,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.broad:
         from model.distill_data import CORPUS, parallel_pairs
 
-        pairs = parallel_pairs(Path(args.corpus) if args.corpus else CORPUS)
+        pairs = parallel_pairs(Path(args.corpus) if args.corpus else CORPUS, extra=[runs / "catalog.en-de.tsv"])
 
         def load_examples():
             return broad_examples(runs, pairs)

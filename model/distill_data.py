@@ -9,7 +9,8 @@ a held-out split (valid/test of each corpus source, the mixed everyday set, DDTP
 The English list is written once to ``<runs>/english.txt`` in a fixed shuffled order, so that the
 teacher job can embed it shard by shard (resumable) and any prefix is a representative mix.
 
-    python -m model.distill_data build  [--runs DIR] [--general 60000]
+    python -m model.distill_data build  [--runs DIR] [--general 60000] [--keep-shards N]
+    python -m model.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
     python -m model.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM]
 """
 
@@ -19,7 +20,7 @@ import argparse
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from model.english_text import general_english, normalise
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "build" / "corpus" / "train.en-fr.tsv"
 DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", "/work/runs/encoder"))
+EXTRACT = ROOT / "data" / "build" / "debian" / "extract"  # where `rendition data --corpus` unpacks the packages
 GENERAL_SOURCES = ("ui", "dialogue", "help", "everyday")
 
 
@@ -64,13 +66,30 @@ def held_out_texts(splits_dir: Path = SPLITS_DIR) -> set[str]:
     return out
 
 
-def parallel_pairs(corpus: Path = CORPUS, splits_dir: Path = SPLITS_DIR) -> list[tuple[str, str]]:
-    """(translation, English source) pairs: the corpus French sides and the DDTP German train split."""
+def catalog_pairs(root: Path = EXTRACT, lang: str = "de") -> Iterator[tuple[str, str]]:
+    """(English, translation) pairs from the ``lang`` gettext catalogs of the extracted Debian
+    packages (``rendition data --corpus`` unpacks them under ``root``), deduplicated."""
+    from model.corpus.gettext_source import catalogs, read_catalog
+
+    seen: set[tuple[str, str]] = set()
+    for pkg in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in catalogs(pkg, lang):
+            for pair in read_catalog(path, lang):
+                if pair not in seen:
+                    seen.add(pair)
+                    yield pair
+
+
+def parallel_pairs(
+    corpus: Path = CORPUS, splits_dir: Path = SPLITS_DIR, extra: Sequence[Path] = ()
+) -> list[tuple[str, str]]:
+    """(translation, English source) pairs: the corpus French sides, the DDTP German train split
+    and the ``extra`` English<TAB>translation files (e.g. ``catalog.en-de.tsv`` from ``build``)."""
     held = held_out_texts(splits_dir)
     pairs = [(fr, en) for _, en, fr in read_corpus(corpus) if normalise(en) not in held and normalise(fr) not in held]
-    de = splits_dir / "train.en-de.tsv"
-    if de.is_file():
-        pairs += [(p.tgt, p.src) for p in read_tsv(de) if normalise(p.src) not in held and normalise(p.tgt) not in held]
+    for path in [splits_dir / "train.en-de.tsv", *extra]:
+        if path.is_file():
+            pairs += [(p.tgt, p.src) for p in read_tsv(path) if normalise(p.src) not in held and normalise(p.tgt) not in held]
     return pairs
 
 
@@ -152,9 +171,10 @@ def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.nd
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m model.distill_data", description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "teacher"))
+    ap.add_argument("command", choices=("build", "catalogs", "teacher"))
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--extract", type=Path, default=EXTRACT, help="extracted Debian packages (German catalogs)")
     ap.add_argument("--general", type=int, default=60000, help="sentences of Debian's English text (fortunes, man pages)")
     ap.add_argument("--shard", type=int, default=8192)
     ap.add_argument(
@@ -175,6 +195,12 @@ def main(argv: list[str] | None = None) -> None:
             english = kept + [s for s in english if normalise(s) not in known]
         (args.runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
         print(f"{len(english)} distinct English sentences -> {args.runs / 'english.txt'}")
+        return
+    if args.command == "catalogs":
+        de = args.runs / "catalog.en-de.tsv"
+        with open(de, "w", encoding="utf-8") as f:
+            n = sum(f.write(f"{en}\t{xx}\n") > 0 for en, xx in catalog_pairs(args.extract, "de"))
+        print(f"{n} English-German catalog pairs -> {de}")
         return
     import torch
 

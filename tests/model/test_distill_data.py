@@ -95,3 +95,20 @@ def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatc
     assert enc.tokenizer.vocab_size == 8256
     v = enc.encode(SCRIPTS)
     assert len({tuple(np.round(x, 4)) for x in v}) == len(SCRIPTS)
+
+
+def test_german_catalog_pairs_from_extracted_packages(tmp_path: Path) -> None:
+    import polib
+
+    po = polib.POFile()
+    po.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    po.append(polib.POEntry(msgid="Open the selected file", msgstr="Die ausgewählte Datei öffnen"))
+    po.append(polib.POEntry(msgid="_Save As…", msgstr="Speichern _unter …"))
+    po.append(polib.POEntry(msgid="Untranslated entry", msgstr=""))
+    for pkg in ("app-a", "app-b"):  # the same catalog in two packages gives its pairs once
+        mo = tmp_path / pkg / "usr/share/locale/de/LC_MESSAGES/app.mo"
+        mo.parent.mkdir(parents=True)
+        po.save_as_mofile(str(mo))
+    pairs = list(distill_data.catalog_pairs(tmp_path, "de"))
+    assert ("Open the selected file", "Die ausgewählte Datei öffnen") in pairs
+    assert len(pairs) == len(set(pairs)) == 2 and all("_" not in en for en, _ in pairs)
