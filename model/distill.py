@@ -572,13 +572,14 @@ def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, 
 
 
 class _TeacherAsEncoder:
-    """all-MiniLM-L6-v2 behind SentenceEncoder.encode's signature, to evaluate it the same way."""
+    """all-MiniLM-L6-v2 behind SentenceEncoder.encode's signature, to evaluate it the same way
+    (its embeddings of the evaluation sets cached in ``cache_dir``)."""
 
-    def __init__(self, teacher):
-        self.teacher = teacher
+    def __init__(self, teacher, cache_dir: Path | None = None):
+        self.teacher, self.cache_dir = teacher, cache_dir
 
     def encode(self, sentences: Sequence[str], truncate: bool = False) -> np.ndarray:
-        return teacher_embed(self.teacher, sentences)
+        return cached_teacher_embed(self.teacher, sentences, self.cache_dir)
 
 
 def throughput(encode, sentences: Sequence[str], min_seconds: float = 5.0) -> tuple[float, float]:
@@ -614,7 +615,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     teacher = None if args.no_teacher else load_teacher()
     res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir)}
     if teacher is not None:
-        res["teacher"] = evaluate(_TeacherAsEncoder(teacher), None, split=args.split)
+        res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split)
         res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = 1.0
     if args.speed_sentences:
         sents = general_held_out(args.split)[: args.speed_sentences]
