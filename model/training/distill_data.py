@@ -1,0 +1,218 @@
+"""The broad distillation set for the sentence encoder (issue 16).
+
+English sentences come from the broad EN-FR corpus (``rendition data --corpus``: UI strings,
+dialogue, GNOME help, FreeDict, DDTP), the DDTP en-de train split and the English text Debian
+ships (``model.training.english_text``: fortunes, manual pages).  Their French and German translations are
+trained towards the teacher vector of their English source.  Every English or foreign sentence of
+a held-out split (valid/test of each corpus source, the mixed everyday set, DDTP) is kept out.
+
+The English list is written once to ``<runs>/english.txt`` in a fixed shuffled order, so that the
+teacher job can embed it shard by shard (resumable) and any prefix is a representative mix.
+
+    python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--keep-shards N]
+    python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
+    python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from model.training.data import SPLITS_DIR, read_tsv
+from model.training.english_text import general_english, normalise
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "data" / "build" / "corpus" / "train.en-fr.tsv"
+DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", "/work/runs/encoder"))
+EXTRACT = ROOT / "data" / "build" / "debian" / "extract"  # where `rendition data --corpus` unpacks the packages
+GENERAL_SOURCES = ("ui", "dialogue", "help", "everyday")
+
+
+def read_corpus(path: Path = CORPUS) -> Iterator[tuple[str, str, str]]:
+    """Rows ``(source, English, French)`` of the broad corpus."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 3 and parts[1].strip() and parts[2].strip():
+                yield parts[0], parts[1], parts[2]
+
+
+def general_held_out(split: str, splits_dir: Path = SPLITS_DIR) -> list[str]:
+    """Unique English sides of the held-out general-English splits (ui, dialogue, help, everyday;
+    no DDTP), in a fixed order: the fidelity benchmark."""
+    out: dict[str, None] = {}
+    for src in GENERAL_SOURCES:
+        path = splits_dir / f"{split}.{src}.en-fr.tsv"
+        if path.is_file():
+            out.update((p.src, None) for p in read_tsv(path) if len(p.src.split()) >= 2)
+    return list(out)
+
+
+def held_out_texts(splits_dir: Path = SPLITS_DIR) -> set[str]:
+    """Normalised English and foreign sides of every valid/test split: never trained on."""
+    out: set[str] = set()
+    for path in splits_dir.glob("*.tsv"):
+        if path.name.startswith(("valid.", "test.")):
+            for p in read_tsv(path):
+                out.add(normalise(p.src))
+                out.add(normalise(p.tgt))
+    return out
+
+
+def catalog_pairs(root: Path = EXTRACT, lang: str = "de") -> Iterator[tuple[str, str]]:
+    """(English, translation) pairs from the ``lang`` gettext catalogs of the extracted Debian
+    packages (``rendition data --corpus`` unpacks them under ``root``), deduplicated."""
+    from model.training.corpus.gettext_source import catalogs, read_catalog
+
+    seen: set[tuple[str, str]] = set()
+    for pkg in sorted(p for p in root.iterdir() if p.is_dir()):
+        for path in catalogs(pkg, lang):
+            for pair in read_catalog(path, lang):
+                if pair not in seen:
+                    seen.add(pair)
+                    yield pair
+
+
+def parallel_pairs(
+    corpus: Path = CORPUS, splits_dir: Path = SPLITS_DIR, extra: Sequence[Path] = ()
+) -> list[tuple[str, str]]:
+    """(translation, English source) pairs: the corpus French sides, the DDTP German train split
+    and the ``extra`` English<TAB>translation files (e.g. ``catalog.en-de.tsv`` from ``build``)."""
+    held = held_out_texts(splits_dir)
+    pairs = [(fr, en) for _, en, fr in read_corpus(corpus) if normalise(en) not in held and normalise(fr) not in held]
+    for path in [splits_dir / "train.en-de.tsv", *extra]:
+        if path.is_file():
+            pairs += [(p.tgt, p.src) for p in read_tsv(path) if normalise(p.src) not in held and normalise(p.tgt) not in held]
+    return pairs
+
+
+def build_english(corpus: Path = CORPUS, general: int = 60000, seed: int = 0, splits_dir: Path = SPLITS_DIR) -> list[str]:
+    """Distinct English sentences (by normalised form) of the corpus, the DDTP en-de train split
+    and ``general`` sentences of Debian's English text, held-out text excluded, shuffled."""
+    held = held_out_texts(splits_dir)
+    seen = set(held)
+    out: list[str] = []
+
+    def add(s: str) -> None:
+        n = normalise(s)
+        if n and n not in seen:
+            seen.add(n)
+            out.append(s)
+
+    for _, en, _ in read_corpus(corpus):
+        add(en)
+    de = splits_dir / "train.en-de.tsv"
+    if de.is_file():
+        for p in read_tsv(de):
+            add(p.src)
+    if general:
+        for s in general_english(general, exclude=held):
+            add(s)
+    random.Random(seed).shuffle(out)
+    return out
+
+
+def english_list(runs: Path) -> list[str]:
+    return (runs / "english.txt").read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def embed_teacher(runs: Path, shard: int = 8192, batch_size: int = 128, until: float | None = None) -> int:
+    """Embed ``english.txt`` with the teacher, shard ``i`` to ``teacher/shard_i.npy`` (float16);
+    shards already on disk are skipped, so the job resumes where it stopped.  Stops after the shard
+    that crosses ``until`` (a Unix time).  Returns the number of shards on disk."""
+    from model.training.teacher import load_teacher, teacher_embed
+
+    sents = english_list(runs)
+    tdir = runs / "teacher"
+    tdir.mkdir(parents=True, exist_ok=True)
+    n_shards = -(-len(sents) // shard)
+    teacher = None
+    done = 0
+    for s in range(n_shards):
+        path = tdir / f"shard_{s:04d}.npy"
+        if path.exists():
+            done += 1
+            continue
+        if until is not None and time.time() > until:
+            break
+        teacher = teacher or load_teacher()
+        t0 = time.time()
+        chunk = sents[s * shard : (s + 1) * shard]
+        emb = teacher_embed(teacher, chunk, batch_size).astype(np.float16)
+        tmp = tdir / f"shard_{s:04d}.tmp.npy"
+        np.save(tmp, emb)
+        os.replace(tmp, path)
+        done += 1
+        print(f"shard {s}/{n_shards}: {len(chunk)} sentences in {time.time() - t0:.0f}s ({len(chunk) / (time.time() - t0):.0f}/s)", flush=True)
+    return done
+
+
+def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.ndarray]:
+    """The English sentences embedded so far and their teacher vectors (float32)."""
+    sents = english_list(runs)
+    texts: list[str] = []
+    vecs: list[np.ndarray] = []
+    for path in sorted((runs / "teacher").glob("shard_[0-9][0-9][0-9][0-9].npy")):
+        s = int(path.stem.split("_")[1])
+        chunk = sents[s * shard : (s + 1) * shard]
+        emb = np.load(path)
+        assert len(emb) == len(chunk), path
+        texts += chunk
+        vecs.append(emb)
+    return texts, (np.concatenate(vecs).astype(np.float32) if vecs else np.zeros((0, 384), np.float32))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m model.training.distill_data", description=__doc__.split("\n\n")[0])
+    ap.add_argument("command", choices=("build", "catalogs", "teacher"))
+    ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS)
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--extract", type=Path, default=EXTRACT, help="extracted Debian packages (German catalogs)")
+    ap.add_argument("--general", type=int, default=60000, help="sentences of Debian's English text (fortunes, man pages)")
+    ap.add_argument("--shard", type=int, default=8192)
+    ap.add_argument(
+        "--keep-shards",
+        type=int,
+        default=0,
+        help="build: keep the first N shards of the existing english.txt (already embedded) and shuffle the rest",
+    )
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--until", default=None, help="HH:MM (UTC): start no shard after this time")
+    args = ap.parse_args(argv)
+    args.runs.mkdir(parents=True, exist_ok=True)
+    if args.command == "build":
+        english = build_english(args.corpus, args.general)
+        if args.keep_shards:
+            kept = english_list(args.runs)[: args.keep_shards * args.shard]
+            known = {normalise(s) for s in kept}
+            english = kept + [s for s in english if normalise(s) not in known]
+        (args.runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
+        print(f"{len(english)} distinct English sentences -> {args.runs / 'english.txt'}")
+        return
+    if args.command == "catalogs":
+        de = args.runs / "catalog.en-de.tsv"
+        with open(de, "w", encoding="utf-8") as f:
+            n = sum(f.write(f"{en}\t{xx}\n") > 0 for en, xx in catalog_pairs(args.extract, "de"))
+        print(f"{n} English-German catalog pairs -> {de}")
+        return
+    import torch
+
+    torch.set_num_threads(args.threads)
+    until = None
+    if args.until:
+        h, m = map(int, args.until.split(":"))
+        now = time.gmtime()
+        until = time.time() + ((h * 60 + m) - (now.tm_hour * 60 + now.tm_min)) * 60 - now.tm_sec
+    done = embed_teacher(args.runs, args.shard, until=until)
+    print(f"{done} shards on disk")
+
+
+if __name__ == "__main__":
+    main()

