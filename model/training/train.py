@@ -1,4 +1,4 @@
-"""Training of the relative-position translator on the DDTP splits.
+"""Training of the relative-position translator on the DDTP splits or the broad corpus (``--corpus``).
 
 Token-budget batches over both directions (the target-language tag picks the direction), Adam
 with inverse-square-root warm-up, label smoothing, dropout, gradient clipping, periodic
@@ -153,9 +153,8 @@ def load_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam | None
     if opt is not None:
         for n, p in model.named_parameters():
             if f"opt.{n}.exp_avg" in tensors:
-                fused = any(g.get("fused") for g in opt.param_groups)
                 opt.state[p] = {
-                    "step": torch.tensor(state["adam_step"], device=p.device if fused else "cpu"),
+                    "step": torch.tensor(state["adam_step"]),  # on the CPU, as (non-fused) Adam keeps it
                     "exp_avg": tensors[f"opt.{n}.exp_avg"].to(p.device),
                     "exp_avg_sq": tensors[f"opt.{n}.exp_avg_sq"].to(p.device),
                 }
@@ -176,8 +175,8 @@ def average_checkpoints(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
 def valid_loss(model: Transformer, examples: list[Example], max_tokens: int) -> float:
     model.eval()
     total, count = 0.0, 0
+    device = next(model.parameters()).device
     for idx in make_batches(examples, max_tokens, random.Random(0)):
-        device = next(model.parameters()).device
         src, tin, tout = (t.to(device) for t in collate(examples, idx))
         logits = model(src, tin)
         total += float(F.cross_entropy(logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, reduction="sum"))
