@@ -88,11 +88,13 @@ def rel_step_attention(
     max_rel: int,
     scale: float = 1.0,
     beams: int = 1,
+    steps: Tensor | None = None,
 ) -> Tensor:
     """q, k, v (N, H, 1, Dh): the step's queries (multiplied by ``scale``, Dh^-0.5, in the kernel), keys and values;
     k_store / v_store (S, H, T, Dh) contiguous storage, into which k and v are written at
     (src[:, t], :, t); src (N, >= t+1) int64 storage rows; rel_k / rel_v (2k+1, Dh) or None,
-    max_rel = k; beams: rows per sentence (adjacent), read in groups.  Returns (N, H, 1, Dh)."""
+    max_rel = k; beams: rows per sentence (adjacent), read in groups; steps (N,) int64 contiguous
+    or None: each row's own step in place of t (equal within a sentence).  Returns (N, H, 1, Dh)."""
     so = kernel()
     assert so is not None, "rel_step_attention needs the C kernel (check usable() first)"
     N, H, _, Dh = q.shape
@@ -101,7 +103,7 @@ def rel_step_attention(
     wk, wv, max_rel = _tables(rel_k, rel_v, max_rel)
     args = native.StepAttentionArgs(
         q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), k_store=k_store.data_ptr(), v_store=v_store.data_ptr(),
-        src=src.data_ptr(), src_stride=src.stride(0), rel_k=_ptr(wk), rel_v=_ptr(wv), out=out.data_ptr(), rows=N,
+        src=src.data_ptr(), src_stride=src.stride(0), steps=_ptr(steps), rel_k=_ptr(wk), rel_v=_ptr(wv), out=out.data_ptr(), rows=N,
         beams=beams, heads=H, max_len=v_store.shape[2], head_dim=Dh, t=t, max_rel=max_rel, scale=scale,
         half=_half(k_store), threads=torch.get_num_threads(),
     )  # fmt: skip

@@ -201,20 +201,17 @@ class FusedTransformer:
         return mem, mask[:, None, None, :]
 
     def decode_step(self, tokens: Tensor, cache: Any) -> Tensor:
-        """``Transformer.decode_step`` for a by-reference cache (``ReferenceCache``), in one C call:
-        logits (N, V).  Call ``refresh()`` when a search starts."""
+        """``Transformer.decode_step`` for a by-reference cache (``ReferenceCache``, or a
+        ``ReferencePool`` whose rows are each at their own step), in one C call: logits (N, V).
+        Call ``refresh()`` when a search starts."""
         so = kernel()
         assert so is not None and self._decoder is not None, "check usable() and refresh() first"
         model = self.model
         cfg = model.cfg
-        t = cache.seq_len
-        if t >= cache.max_len:
-            raise RuntimeError(f"cache is full ({cache.max_len} steps)")
         tokens = _checked_ids(tokens, cfg.vocab_size)
         if tokens.shape != (cache.batch_size,):
             raise ValueError(f"expected {cache.batch_size} tokens (one per cache row), got shape {tuple(tokens.shape)}")
-        for lc in cache.layers:
-            lc.next_position()  # (every layer records the same storage rows for position t)
+        t, steps = cache.begin_step()  # (records every row's storage row for its position; steps: per row, or None)
         N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
         bias = cache.memory_bias(torch.float32)  # (B, 1, 1, S)
         S = bias.shape[-1]
@@ -222,13 +219,15 @@ class FusedTransformer:
             *(native.LayerCache(lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr())
               for lc in cache.layers)
         )  # fmt: skip
-        src = cache.history.src
+        src = cache.src
         x, h = torch.empty(N, D), torch.empty(N, D)
         qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
-        pos = model.positions[t].contiguous() if model.positions is not None else None
+        pos = None  # the sinusoidal row of step t, or the whole table (rows picked by steps)
+        if model.positions is not None:
+            pos = (model.positions[t] if steps is None else model.positions).contiguous()
         args = native.DecoderStepArgs(
             weights=ctypes.pointer(self._decoder[1].struct), cache=caches, tokens=tokens.data_ptr(), src=src.data_ptr(),
-            src_stride=src.stride(0), mem_bias=bias.data_ptr(), pos=native.ptr(pos), x=x.data_ptr(), h=h.data_ptr(),
+            src_stride=src.stride(0), steps=native.ptr(steps), mem_bias=bias.data_ptr(), pos=native.ptr(pos), x=x.data_ptr(), h=h.data_ptr(),
             qkv=qkv.data_ptr(), ff=ff.data_ptr(), logits=logits.data_ptr(), rows=N, beams=cache.beams, d_model=D,
             heads=cfg.n_heads, d_ff=F, vocab=V, src_len=S, max_len=cache.layers[0].self_k.shape[2], t=t,
             max_rel=cfg.max_relative_position if cache.k is not None else 0, emb_scale=model.emb_scale,

@@ -20,7 +20,7 @@ import warnings
 from ctypes import POINTER, c_float, c_int, c_long, c_void_p
 from pathlib import Path
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 ISAS = ("avx512", "avx2", "generic")  # best first
 HERE = Path(__file__).resolve().parent
 
@@ -33,7 +33,7 @@ def _fields(names: str, ctype) -> list[tuple[str, object]]:
 
 class StepAttentionArgs(ctypes.Structure):
     _fields_ = (
-        _fields("q k v k_store v_store src", _P) + _fields("src_stride", c_long) + _fields("rel_k rel_v out", _P)
+        _fields("q k v k_store v_store src", _P) + _fields("src_stride", c_long) + _fields("steps rel_k rel_v out", _P)
         + _fields("rows beams heads max_len head_dim t max_rel", c_long) + _fields("scale", c_float)
         + _fields("half threads", c_int)
     )  # fmt: skip
@@ -67,7 +67,7 @@ class DecoderWeights(ctypes.Structure):
 class DecoderStepArgs(ctypes.Structure):
     _fields_ = (
         [("weights", POINTER(DecoderWeights)), ("cache", POINTER(LayerCache))] + _fields("tokens src", _P)
-        + _fields("src_stride", c_long) + _fields("mem_bias pos x h qkv ff logits", _P)
+        + _fields("src_stride", c_long) + _fields("steps mem_bias pos x h qkv ff logits", _P)
         + _fields("rows beams d_model heads d_ff vocab src_len max_len t max_rel", c_long)
         + _fields("emb_scale eps", c_float) + _fields("half threads", c_int)
     )  # fmt: skip

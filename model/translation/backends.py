@@ -27,6 +27,7 @@ from torch import Tensor
 from model.kernels import attention as attention_kernels
 from model.kernels.fused_cpu import FusedTransformer
 from model.translation.cache import DecoderCache, DenseCache, ReferenceCache
+from model.translation.cache_pool import CachePool, DensePool, ReferencePool
 from model.translation.transformer import Transformer, TransformerConfig
 
 
@@ -35,6 +36,7 @@ class TorchBackend:
 
     name = "torch"
     cache_type: type[DecoderCache] = DenseCache
+    pool_type: type[CachePool] = DensePool
 
     def __init__(self, model: Transformer):
         self.model = model
@@ -62,7 +64,18 @@ class TorchBackend:
     ) -> DecoderCache:
         return self.model.init_cache(mem, mem_mask, max_len, beams, kv_dtype, cache_type=self.cache_type)
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
+        return self.model.cross_states(mem)
+
+    @property
+    def device(self) -> torch.device:
+        return self._placed[0]
+
+    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
+        """An empty cache pool for a continuous search (``model.translation.continuous``)."""
+        return self.pool_type.for_model(self.model, beams, kv_dtype)
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache | CachePool) -> Tensor:
         return self.model.decode_step(tokens, cache)
 
     def __repr__(self) -> str:
@@ -73,6 +86,7 @@ class _CPUBackend(TorchBackend):
     """CPU float32 inference with the native kernels: keys and values kept by reference."""
 
     cache_type = ReferenceCache
+    pool_type = ReferencePool
 
     def _check_placement(self) -> None:
         super()._check_placement()
@@ -87,6 +101,10 @@ class _CPUBackend(TorchBackend):
         by_reference = kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES
         cache_type = self.cache_type if by_reference else DenseCache
         return self.model.init_cache(mem, mem_mask, max_len, beams, kv_dtype, cache_type=cache_type)
+
+    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
+        by_reference = kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES
+        return (self.pool_type if by_reference else DensePool).for_model(self.model, beams, kv_dtype)
 
 
 class AttentionKernelBackend(_CPUBackend):
@@ -142,8 +160,12 @@ class FusedCPUBackend(_CPUBackend):
         self.fused.refresh()  # (the steps of this search read the weights as they are now)
         return super().init_cache(mem, mem_mask, max_len, beams, kv_dtype)
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
-        if isinstance(cache, ReferenceCache):
+    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
+        self.fused.refresh()  # (the pool's steps read the weights as they are now)
+        return super().new_pool(beams, kv_dtype)
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache | CachePool) -> Tensor:
+        if isinstance(cache, (ReferenceCache, ReferencePool)):
             return self.fused.decode_step(tokens, cache)
         return self.model.decode_step(tokens, cache)  # (a dense cache: bfloat16 K/V storage)
 

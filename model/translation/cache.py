@@ -251,6 +251,12 @@ class DecoderCache(ABC):
         layers = [cls.layer_type.allocate(n, heads, max_len, head_dim, ck, cv, qkv, kv_dtype) for ck, cv, qkv in cross]
         return cls(layers, mem_mask, max_len, k, beams)
 
+    def positions(self) -> int:
+        """The step every row is at (the position of this step's token); refuses a full cache."""
+        if self.seq_len >= self.max_len:
+            raise RuntimeError(f"cache is full ({self.max_len} steps)")
+        return self.seq_len
+
     def step_relative_index(self) -> Tensor | None:
         if self.k is None:
             return None
@@ -324,6 +330,19 @@ class ReferenceCache(DecoderCache):
         self.history = RowHistory.start(self.batch_size, max_len, mem_mask.device, beams)
         for layer in layers:
             layer.history = self.history
+
+    @property
+    def src(self) -> Tensor:
+        """(N, max_len) the storage row of each row's position j."""
+        return self.history.src
+
+    def begin_step(self) -> tuple[int, None]:
+        """Record each row's storage row for position t in every layer (the fused step kernel
+        stores the K/V there); (t, None: every row is at step t)."""
+        t = self.positions()
+        for layer in self.layers:
+            layer.next_position()
+        return t, None
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Only the index table moves."""

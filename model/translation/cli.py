@@ -53,9 +53,12 @@ def translate_lines(
     progress: bool = True,
     **options,
 ) -> list[str]:
-    """Translate ``lines`` in length-sorted batches; blank lines map to empty strings."""
+    """Translate ``lines`` in length-sorted batches (all at once with the step-level scheduler,
+    which keeps its own batches full); blank lines map to empty strings."""
     out = [""] * len(lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
+    if getattr(translator, "scheduler", None) is not None:
+        batch_size = max(1, len(todo))
     bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
     for start in range(0, len(todo), batch_size):
         idx = todo[start : start + batch_size]
@@ -81,7 +84,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--max-length", type=int, default=256, help="cap on generated tokens")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: library default)")
+    p.add_argument(
+        "--threads", type=int, default=None,
+        help="CPU threads (torch engine: per worker, CTranslate2's intra_threads; default: cores / workers)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=0,
+        help="torch engine: workers, each running its own continuous beam search (CTranslate2's inter_threads; "
+        "default: one per core on CPU, docs/benchmarks.md)",
+    )  # fmt: skip
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
     p.add_argument(
         "--kv-cache-dtype",
@@ -94,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.beam_size < 1 or args.batch_size < 1 or args.max_length < 1:
         p.error("--beam-size, --batch-size and --max-length must be >= 1")
-    if args.threads:
+    if args.threads and args.engine == "ctranslate2":
         torch.set_num_threads(args.threads)
 
     lines = sys.stdin.buffer.read().decode("utf-8", errors="replace").splitlines()
@@ -102,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             translator = load_translator(args, stack)
             translator.check_pair(args.source, args.target)
+            if args.engine == "torch":
+                translator.start_workers(args.workers, args.threads or 0)
+                stack.callback(translator.close)
             outputs = translate_lines(
                 translator,
                 lines,

@@ -434,3 +434,24 @@ def greedy(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[Hypothesis]
     opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
     opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
     return [Hypothesis(toks, sc) for toks, sc in zip(out, final)]
+
+
+def generate_sorted(model: Seq2Seq, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int) -> list[list[Hypothesis]]:
+    """``generate`` over token-id lists (unpadded) in batches sorted by length under a budget of
+    source tokens x beam size (at least one sentence a batch); n-best per source, in input order."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    pad = model.cfg.pad_id
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and len(sources[order[end]]) * (end + 1 - start) * opts.beam_size <= max_batch_tokens:
+            end += 1
+        idx = order[start:end]
+        src = torch.full((len(idx), max(len(sources[i]) for i in idx)), pad, dtype=torch.long)
+        for r, i in enumerate(idx):
+            src[r, : len(sources[i])] = torch.tensor(sources[i])
+        for i, hyps in zip(idx, generate(model, src.to(model.device), opts)):
+            results[i] = hyps
+        start = end
+    return results

@@ -127,7 +127,8 @@ class MultiHeadAttention(nn.Module):
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, rel_idx: Tensor | None) -> Tensor:
         """q (B,H,Tq,Dh), k/v (B,H,Tk,Dh), mask broadcastable to (B,H,Tq,Tk) with True = keep,
-        rel_idx (Tq,Tk) long holding clip(j-i,k)+k, or None for no relative term."""
+        rel_idx (Tq,Tk) long holding clip(j-i,k)+k (or (B,1,Tq,Tk): one table per row, when the rows
+        are at different steps), or None for no relative term."""
         drop = self.dropout if self.training else 0.0
         if rel_idx is None:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=drop)
@@ -135,7 +136,7 @@ class MultiHeadAttention(nn.Module):
         q = q * scale
         scores = q @ k.transpose(-1, -2)  # (B, H, Tq, Tk)
         rel_logits = q @ self.rel_k.to(q.dtype).t()  # (B, H, Tq, 2k+1)
-        idx = rel_idx.expand(*scores.shape[:2], *rel_idx.shape)
+        idx = rel_idx.expand(scores.shape)  # (Tq, Tk), or per row (B, 1, Tq, Tk)
         scores = scores + rel_logits.gather(-1, idx)
         if mask is not None:
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -314,21 +315,31 @@ class Transformer(nn.Module):
         storage strategy; the CPU back ends keep them by reference), stored as ``kv_dtype``
         (default: the model's dtype; float16 halves what a step reads)."""
         cfg = self.cfg
+        k = cfg.max_relative_position if cfg.relative_positions else None
+        return cache_type.allocate(self.cross_states(mem), mem_mask, cfg.n_heads, max_len, cfg.head_dim, k, beams, kv_dtype)
+
+    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
+        """Per decoder layer: the cross-attention keys and values of memory (B, S, D), each
+        (B, H, S, Dh) contiguous, and the layer's fused self-attention Q/K/V weight and bias (the
+        step's projections as one product)."""
         cross = []
         for layer in self.decoder_layers:
             ca = layer.cross_attn
             k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
-            cross.append((k, v, layer.self_attn.fused_qkv()))  # (the step's Q/K/V projections as one product)
-        k = cfg.max_relative_position if cfg.relative_positions else None
-        return cache_type.allocate(cross, mem_mask, cfg.n_heads, max_len, cfg.head_dim, k, beams, kv_dtype)
+            cross.append((k, v, layer.self_attn.fused_qkv()))
+        return cross
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
-        """tokens (N,) at step cache.seq_len -> logits (N, V); advances the cache by one."""
-        t = cache.seq_len
-        if t >= cache.max_len:
-            raise RuntimeError(f"cache is full ({cache.max_len} steps)")
-        x = self.embed_tokens(tokens[:, None], offset=t)  # (N, 1, D)
-        rel = cache.step_relative_index()  # (1, t+1) or None
+        """tokens (N,) at step cache.positions() -> logits (N, V); advances the cache by one.  The
+        step is one t for every row, or one per row (a ``model.translation.cache_pool`` cache,
+        whose sentences joined at different times)."""
+        pos = cache.positions()  # t, or (N,) steps
+        x = F.embedding(tokens[:, None], self.embed.weight, self.cfg.pad_id) * self.emb_scale  # (N, 1, D)
+        if self.positions is not None:
+            x = x + self.positions[pos].to(x.dtype).view(-1, 1, x.shape[-1])
+        if self.training:
+            x = self.dropout(x)
+        rel = cache.step_relative_index()  # (1, t+1), or None (no relative term, or the cache's own per row)
         mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)
         for layer, lc in zip(self.decoder_layers, cache.layers):
             x = layer.step(x, lc, mem_bias, rel)

@@ -13,9 +13,10 @@ from pathlib import Path
 import torch
 
 from model.segment import InputTooLong
-from model.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from model.tokenizer import EOS_ID, Tokenizer
 from model.translation.backends import TorchBackend, select_backend
-from model.translation.search import Hypothesis, SearchOptions, generate
+from model.translation.scheduler import TranslationScheduler, worker_layout
+from model.translation.search import Hypothesis, SearchOptions, generate_sorted
 from model.translation.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained
 
@@ -77,6 +78,7 @@ class Translator:
         self.kv_cache_dtype = resolve_kv_dtype(kv_cache_dtype)
         self.backend: TorchBackend = select_backend(self.model)
         self.stats: dict[str, int] = {}
+        self.scheduler: TranslationScheduler | None = None
 
     @classmethod
     def from_pretrained(
@@ -117,22 +119,26 @@ class Translator:
         if opts.kv_cache_dtype is None and self.kv_cache_dtype is not None:
             opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)  # (same stats dict)
         budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
-        order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-        results: list[list[Hypothesis]] = [[] for _ in sources]
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and len(sources[order[end]]) * (end + 1 - start) * opts.beam_size <= budget:
-                end += 1
-            idx = order[start:end]
-            width = max(len(sources[i]) for i in idx)
-            src = torch.full((len(idx), width), PAD_ID, dtype=torch.long)
-            for r, i in enumerate(idx):
-                src[r, : len(sources[i])] = torch.tensor(sources[i])
-            for i, hyps in zip(idx, generate(self.backend, src.to(self.device), opts)):
-                results[i] = hyps
-            start = end
-        return results
+        if self.scheduler is not None and max_batch_tokens is None:
+            return self.scheduler.run(sources, opts)
+        return generate_sorted(self.backend, sources, opts, budget)
+
+    def start_workers(self, workers: int = 0, threads: int = 0) -> tuple[int, int]:
+        """From now on ``core`` / ``translate`` run on the step-level scheduler
+        (``model.translation.scheduler``): ``workers`` continuous searches of ``threads`` threads
+        each (CTranslate2's inter_threads / intra_threads; 0: ``worker_layout``'s choice).  Returns
+        the layout; ``close()`` stops the workers."""
+        self.close()
+        workers, threads = worker_layout(workers, threads, device=self.device.type)
+        self.scheduler = TranslationScheduler(
+            self.backend, workers, threads, max_tokens=self.max_batch_tokens, kv_cache_dtype=self.kv_cache_dtype
+        )
+        return workers, threads
+
+    def close(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.close()
+            self.scheduler = None
 
     def postprocess(self, results: list[list[Hypothesis]]) -> list[Translation]:
         out = []

@@ -13,8 +13,8 @@ int rk_step_attention(const rk_step_attention_args* a) {
   const long t = a->t, k = a->max_rel;
   float* out = a->out;
   if (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128) return -1;
-  step_attention_rows(q, kn, vn, H * Dh, K, V, a->half, src, ld, wk, wv, out, H * Dh, N, beams, H, T, Dh, t, k,
-                      a->scale, a->threads);
+  step_attention_rows(q, kn, vn, H * Dh, K, V, a->half, src, ld, a->steps, wk, wv, out, H * Dh, N, beams, H, T, Dh,
+                      t, k, a->scale, a->threads);
   return 0;
 }
 

@@ -148,12 +148,14 @@ static inline long group_size(long left, long Dh) {
    storage of floats, or of halves (half = 1); src (N, ld) the storage row of each row's position
    j <= t; wk, wv (2k+1, Dh) or NULL; out rows ldo apart.  Each (row, head) first stores its key
    and value at (src[r, t], h, t): its own storage row, which no other row reads at position t.
-   Rows come in sentences of ``beams`` adjacent rows, taken in groups of up to 4 (GROUP_HEAD).
+   Rows come in sentences of ``beams`` adjacent rows, taken in groups of up to 4 (GROUP_HEAD).  steps
+   (N) or NULL: each row's own step in place of t (a sentence that joined a running search later is
+   at an earlier step than the others; the beams of a sentence share theirs).
    Shared by rel_step_attention and the fused decoding step. */
 static void step_attention_rows(const float* q, const float* kn, const float* vn, long ldq, void* K, void* V,
-                                int half, const long* src, long ld, const float* wk, const float* wv,
-                                float* out, long ldo, long N, long beams, long H, long T, long Dh, long t,
-                                long k, float scale, int threads) {
+                                int half, const long* src, long ld, const long* steps, const float* wk,
+                                const float* wv, float* out, long ldo, long N, long beams, long H, long T,
+                                long Dh, long t, long k, float scale, int threads) {
   if (beams < 1 || N % beams) beams = 1;
   long per = 0;  /* groups per sentence */
   for (long left = beams; left > 0; left -= group_size(left, Dh)) ++per;
@@ -165,7 +167,7 @@ static void step_attention_rows(const float* q, const float* kn, const float* vn
     for (long i = 0; i < gi; ++i) { const long g = group_size(left, Dh); r += g; left -= g; }
     const long G = group_size(left, Dh), o = r * ldq + h * Dh;
     step_group(q + o, kn + o, vn + o, ldq, K, V, half, src + r * ld, ld, wk, wv, out + r * ldo + h * Dh, ldo,
-               G, H, h, T, t, k, scale, Dh);
+               G, H, h, T, steps ? steps[r] : t, k, scale, Dh);
   }
 }
 

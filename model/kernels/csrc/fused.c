@@ -124,7 +124,7 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
   const long Dh = D / H;
   if (!SGEMM || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
-  embed_rows(x, W->embed, a->tokens, NULL, N, D, a->emb_scale, a->pos, NULL);
+  embed_rows(x, W->embed, a->tokens, NULL, N, D, a->emb_scale, a->pos, a->pos ? a->steps : NULL);
   for (long l = 0; l < L; ++l) {
     const rk_decoder_layer* w = W->layers + l;
     const float *ck = a->cache[l].cross_k, *cv = a->cache[l].cross_v;
@@ -132,8 +132,8 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
     const float *wk = k ? w->rel_k : NULL, *wv = k ? w->rel_v : NULL;
     /* self-attention (relative, by-reference cache); its output goes to h */
     qkv_block(x, h, qkv, w->ln1_g, w->ln1_b, w->w_qkv, w->b_qkv, N, D, eps, threads);
-    step_attention_rows(qkv, qkv + D, qkv + 2 * D, 3 * D, K, Vs, half, src, ld, wk, wv, h, D, N, beams, H, T,
-                        Dh, t, k, scale, threads);
+    step_attention_rows(qkv, qkv + D, qkv + 2 * D, 3 * D, K, Vs, half, src, ld, a->steps, wk, wv, h, D, N, beams,
+                        H, T, Dh, t, k, scale, threads);
     mm_wt(h, D, w->w_o, qkv, D, N, D, D);
     add_bias_residual(x, qkv, w->b_o, N, D, threads);
     /* cross-attention: queries in qkv[:, :D], heads' outputs in qkv[:, D:2D] */

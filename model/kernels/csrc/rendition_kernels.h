@@ -7,7 +7,7 @@
 #ifndef RENDITION_KERNELS_H
 #define RENDITION_KERNELS_H
 
-#define RK_ABI_VERSION 1
+#define RK_ABI_VERSION 2
 
 /* One decoding step's self-attention over a by-reference KV cache (model/translation/cache.py). */
 typedef struct {
@@ -15,6 +15,7 @@ typedef struct {
   void *k_store, *v_store;  /* (storage rows, heads, max_len, head_dim) floats, or halves (half = 1) */
   const long* src;          /* (rows, src_stride): storage row of each row's position j <= t */
   long src_stride;
+  const long* steps;        /* (rows,) each row's own step t (sentences that joined later), or NULL: t for all */
   const float *rel_k, *rel_v; /* (2 max_rel + 1, head_dim) relative tables, or NULL */
   float* out;               /* (rows, heads, head_dim) */
   long rows, beams, heads, max_len, head_dim, t, max_rel;
@@ -62,10 +63,12 @@ typedef struct {
   const rk_decoder_weights* weights;
   const rk_layer_cache* cache; /* n_layers entries */
   const long* tokens;       /* (rows,) */
-  const long* src;          /* (rows, src_stride) storage rows, column t already set */
+  const long* src;          /* (rows, src_stride) storage rows, column t (steps[r]) already set */
   long src_stride;
+  const long* steps;        /* (rows,) each row's own step, or NULL: t for all */
   const float* mem_bias;    /* (sentences, src_len): 0 or the most negative float */
-  const float* pos;         /* (D) sinusoidal row of step t, or NULL */
+  const float* pos;         /* sinusoidal positions, or NULL: the row of step t (D), or with steps the
+                               whole table (max_positions, D), row steps[r] for row r */
   float *x, *h, *qkv, *ff;  /* scratch (rows, D), (rows, D), (rows, 3D), (rows, d_ff) */
   float* logits;            /* (rows, vocab) */
   long rows, beams, d_model, heads, d_ff, vocab, src_len, max_len, t, max_rel;

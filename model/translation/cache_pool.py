@@ -1,0 +1,347 @@
+"""A KV cache that sentences join and leave between decoding steps (continuous batching).
+
+``model.translation.cache`` holds one search's rows, all at the same step.  A *pool* holds the rows
+of a search that never ends: ``ContinuousBeamSearch`` (``model.translation.continuous``) adds newly
+arrived sentences at the next step (``join``) and drops finished or cancelled ones at once
+(``select``), so each sentence — a group of ``beams`` adjacent rows — is at its own step.  With
+relative positions only the distance j - t matters, so a sentence's rows keep their own positions
+0, 1, ... t and the attention of a step takes each row's own t (``steps``, one per row); a
+sentence's result is the same whichever sentences share its steps.
+
+Cross-attention keys and values are kept once per sentence, (B, H, S, Dh), padded to the longest
+source in the pool (a longer joiner widens them; ``select`` trims them again).  Self-attention
+storage grows to the longest output any sentence in the pool may reach.
+
+Two storage strategies, one class each, behind the interface of ``CachePool`` (``join``,
+``select``, ``reorder``, ``advance``, ``positions``, ``nbytes``):
+
+* ``DensePool`` (any device, the torch reference; ``Transformer.decode_step``): row r's past in
+  storage row r; a step attends over every position up to the largest step, masked per row, with
+  each row's own relative index;
+* ``ReferencePool`` (CPU float32/float16 storage, the C kernels of ``model.kernels``): storage rows
+  come from a pool in groups of ``beams``, and ``src[r, j]`` names the storage row holding row r's
+  position j, as in ``ReferenceCache``: beam search moves rows by permuting that table, a finished
+  sentence's group goes back to the free list, and the shared past of a sentence's beams is
+  compacted into its first storage row every ``COMPACT_EVERY`` steps.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from model.kernels import attention as attention_kernels
+from model.translation.cache import COMPACT_EVERY, MultiHeadAttention
+
+
+def _pad_cat(old: Tensor | None, new: Tensor, dim: int, fill: float | bool = 0) -> Tensor:
+    """old and new padded with ``fill`` to the same size along ``dim``, then concatenated along 0."""
+    if old is None or old.shape[0] == 0:
+        return new.contiguous()
+    width = max(old.shape[dim], new.shape[dim])
+
+    def pad(x: Tensor) -> Tensor:
+        missing = width - x.shape[dim]
+        if not missing:
+            return x
+        spec = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, missing]
+        return F.pad(x, spec, value=fill)
+
+    return torch.cat([pad(old), pad(new)], 0)
+
+
+class PoolLayer:
+    """One decoder layer's keys and values in a pool: what ``DecoderLayer.step`` uses
+    (``qkv``, ``cross_k``, ``cross_v``, ``self_attention``) and the self-attention storage."""
+
+    def __init__(self, pool: CachePool, qkv: tuple[Tensor, Tensor]):
+        self.pool = pool
+        self.qkv = qkv
+        self.cross_k: Tensor | None = None  # (B, H, S, Dh)
+        self.cross_v: Tensor | None = None
+        self.self_k: Tensor | None = None  # DensePool: (N, H, T, Dh); ReferencePool: (storage rows, H, T, Dh)
+        self.self_v: Tensor | None = None
+
+    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention, rel_idx: Tensor | None) -> Tensor:
+        """Store this step's k, v (N, H, 1, Dh) at each row's own step and attend q over its past."""
+        return self.pool.attend(self, q, k, v, attn)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v, self.cross_k, self.cross_v) if t is not None)
+
+
+class CachePool(ABC):
+    """Rows = sentences x ``beams`` (beams adjacent), each sentence at its own step ``steps``."""
+
+    WIDEN = 64  # storage positions grow in steps of this many
+
+    def __init__(
+        self,
+        qkv: list[tuple[Tensor, Tensor]],
+        heads: int,
+        head_dim: int,
+        k: int | None,
+        beams: int,
+        kv_dtype: torch.dtype,
+        device: torch.device,
+    ):
+        self.layers = [PoolLayer(self, w) for w in qkv]
+        self.heads, self.head_dim, self.k, self.beams = heads, head_dim, k, beams
+        self.kv_dtype = kv_dtype
+        self.device = device
+        self.mem_mask = torch.zeros(0, 1, 1, 0, dtype=torch.bool, device=device)  # (B, 1, 1, S)
+        self._mem_bias: Tensor | None = None
+        self.steps = torch.zeros(0, dtype=torch.long, device=device)  # (N,) each row's step
+        self.max_len = 0  # storage positions per row
+
+    @classmethod
+    def for_model(cls, model, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
+        """An empty pool for ``model`` (a ``Transformer``), storing self-attention K/V as ``kv_dtype``
+        (default: the model's dtype)."""
+        cfg = model.cfg
+        w = model.embed.weight
+        qkv = [layer.self_attn.fused_qkv() for layer in model.decoder_layers]
+        k = cfg.max_relative_position if cfg.relative_positions else None
+        return cls(qkv, cfg.n_heads, cfg.head_dim, k, beams, kv_dtype or w.dtype, w.device)
+
+    # -- sentences join and leave ---------------------------------------------------------------------
+    def join(self, cross: list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]], mem_mask: Tensor, max_len: int) -> None:
+        """Add b sentences (``beams`` rows each, at step 0) after the present ones: ``cross`` per
+        layer their cross-attention K/V (b, H, S', Dh) (``Transformer.cross_states``), mem_mask
+        (b, 1, 1, S'), max_len the most steps any of them may take."""
+        n = mem_mask.shape[0] * self.beams
+        for layer, (ck, cv, qkv) in zip(self.layers, cross):
+            layer.cross_k = _pad_cat(layer.cross_k, ck, 2)
+            layer.cross_v = _pad_cat(layer.cross_v, cv, 2)
+            layer.qkv = qkv
+        self.mem_mask = _pad_cat(self.mem_mask, mem_mask, 3, False)
+        self._mem_bias = None
+        self.steps = torch.cat([self.steps, self.steps.new_zeros(n)])
+        if max_len > self.max_len:  # (in steps of WIDEN positions: storage is copied when it widens)
+            self._widen(-(-max_len // self.WIDEN) * self.WIDEN)
+        self._add_rows(n)
+
+    def select(self, rows: Tensor) -> None:
+        """Keep only these rows, in whole sentences (groups of ``beams`` rows of one sentence, in
+        any order within the group); cross-attention K/V are trimmed to the longest kept source."""
+        sentences = rows.view(-1, self.beams)[:, 0] // self.beams
+        mask = self.mem_mask.index_select(0, sentences)
+        used = int(mask.flatten(1).any(0).nonzero().max()) + 1 if mask.numel() and mask.any() else 0
+        self.mem_mask = mask[..., :used].contiguous()
+        self._mem_bias = None
+        for layer in self.layers:
+            layer.cross_k = layer.cross_k[:, :, :used].index_select(0, sentences)
+            layer.cross_v = layer.cross_v[:, :, :used].index_select(0, sentences)
+        self._select_rows(rows, sentences)
+        self.steps = self.steps.index_select(0, rows)
+
+    @abstractmethod
+    def reorder(self, beam_idx: Tensor) -> None:
+        """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
+
+    @abstractmethod
+    def attend(self, layer: PoolLayer, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
+        """A layer's step self-attention (N, H, 1, Dh), each row at its own step."""
+
+    @abstractmethod
+    def _widen(self, max_len: int) -> None:
+        """Storage for ``max_len`` positions per row (the filled part kept)."""
+
+    @abstractmethod
+    def _add_rows(self, n: int) -> None:
+        """Storage for n new rows at the end."""
+
+    @abstractmethod
+    def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
+        """The storage part of ``select`` (``self.steps`` still the old rows')."""
+
+    # -- a step ------------------------------------------------------------------------------------
+    def positions(self) -> Tensor:
+        """(N,) each row's step (the position of its token this step); refuses a full row."""
+        if len(self.steps) and int(self.steps.max()) >= self.max_len:
+            raise RuntimeError(f"a row of the cache pool is full ({self.max_len} steps)")
+        return self.steps
+
+    def step_relative_index(self) -> None:
+        return None  # (one per row: ``attend`` builds it)
+
+    def advance(self) -> None:
+        self.steps += 1
+
+    def memory_bias(self, dtype: torch.dtype) -> Tensor:
+        """(B, 1, 1, S) additive cross-attention bias (0, or the dtype's most negative number)."""
+        if self._mem_bias is None or self._mem_bias.dtype != dtype:
+            bias = torch.zeros(self.mem_mask.shape, dtype=dtype, device=self.device)
+            self._mem_bias = bias.masked_fill_(~self.mem_mask, torch.finfo(dtype).min)
+        return self._mem_bias
+
+    @property
+    def batch_size(self) -> int:
+        """Rows (sentences x beams)."""
+        return len(self.steps)
+
+    def nbytes(self) -> int:
+        return sum(layer.nbytes() for layer in self.layers)
+
+    def _storage(self, rows: int, max_len: int) -> Tensor:
+        return torch.zeros(rows, self.heads, max_len, self.head_dim, dtype=self.kv_dtype, device=self.device)
+
+
+class DensePool(CachePool):
+    """Row r's past in storage row r (any device): the torch reference."""
+
+    def _widen(self, max_len: int) -> None:
+        for layer in self.layers:
+            for name in ("self_k", "self_v"):
+                old = getattr(layer, name)
+                new = self._storage(0 if old is None else len(old), max_len)
+                if old is not None:
+                    new[:, :, : old.shape[2]] = old
+                setattr(layer, name, new)
+        self.max_len = max_len
+
+    def _add_rows(self, n: int) -> None:
+        for layer in self.layers:
+            layer.self_k = torch.cat([layer.self_k, self._storage(n, self.max_len)])
+            layer.self_v = torch.cat([layer.self_v, self._storage(n, self.max_len)])
+
+    def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
+        for layer in self.layers:
+            layer.self_k = layer.self_k.index_select(0, rows)
+            layer.self_v = layer.self_v.index_select(0, rows)
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        """Only the moved rows' filled part is copied (gathered before it is scattered)."""
+        moved = (beam_idx != torch.arange(len(beam_idx), device=beam_idx.device)).nonzero().flatten()
+        if moved.numel() == 0:
+            return
+        sources = beam_idx.index_select(0, moved)
+        t = int(self.steps.max())
+        for layer in self.layers:
+            for buf in (layer.self_k, layer.self_v):
+                part = buf[:, :, :t]
+                part.index_copy_(0, moved, part.index_select(0, sources))
+
+    def attend(self, layer: PoolLayer, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
+        """Every row over positions 0 .. max step, masked beyond its own step; relative index
+        clip(j - t_r, k) + k per row.  Storage is zero-initialised, so masked positions hold finite
+        numbers that get weight 0."""
+        steps = self.steps
+        rows = torch.arange(len(steps), device=steps.device)
+        layer.self_k[rows, :, steps] = k[:, :, 0].to(layer.self_k.dtype)
+        layer.self_v[rows, :, steps] = v[:, :, 0].to(layer.self_v.dtype)
+        T = int(steps.max()) + 1
+        j = torch.arange(T, device=steps.device)
+        d = j.unsqueeze(0) - steps.unsqueeze(1)  # (N, T): j - t_r
+        mask = (d <= 0)[:, None, None, :]  # (N, 1, 1, T)
+        rel = (d.clamp(-attn.k, attn.k) + attn.k)[:, None, None, :] if attn.k is not None else None
+        k_all, v_all = layer.self_k[:, :, :T].to(q.dtype), layer.self_v[:, :, :T].to(q.dtype)
+        return attn.attend(q, k_all, v_all, mask, rel)  # (N, H, 1, Dh)
+
+
+class ReferencePool(CachePool):
+    """Storage rows from a pool in groups of ``beams``, read by reference (the C step kernels)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.slots = torch.zeros(0, dtype=torch.long)  # (N,) the storage row each row writes to
+        self.src = torch.zeros(0, 0, dtype=torch.long)  # (N, max_len): storage row of row r's position j
+        self.compacted = torch.zeros(0, dtype=torch.long)  # (B,) positions below: in the group's first row
+        self.free: list[int] = []  # free storage groups (storage rows g*beams .. g*beams + beams - 1)
+        self.groups = 0  # storage groups allocated
+        self._reorders = 0
+
+    @property
+    def storage_rows(self) -> int:
+        return self.groups * self.beams
+
+    def _resize(self, groups: int, max_len: int) -> None:
+        for layer in self.layers:
+            for name in ("self_k", "self_v"):
+                old = getattr(layer, name)
+                new = torch.empty(groups * self.beams, self.heads, max_len, self.head_dim, dtype=self.kv_dtype)
+                if old is not None and len(old):
+                    new[: len(old), :, : old.shape[2]] = old
+                setattr(layer, name, new)
+
+    def _widen(self, max_len: int) -> None:
+        self._resize(self.groups, max_len)
+        src = torch.zeros(len(self.src), max_len, dtype=torch.long)
+        src[:, : self.src.shape[1]] = self.src
+        self.src = src
+        self.max_len = max_len
+
+    def _add_rows(self, n: int) -> None:
+        need = n // self.beams
+        if len(self.free) < need:  # grow the storage: at least double it (and 16 sentences)
+            more = max(need - len(self.free), self.groups, 16)
+            self._resize(self.groups + more, self.max_len)
+            self.free.extend(range(self.groups, self.groups + more))
+            self.groups += more
+        self.free.sort(reverse=True)  # (lowest groups first: storage stays dense)
+        groups = torch.tensor([self.free.pop() for _ in range(need)], dtype=torch.long)
+        slots = (groups.unsqueeze(1) * self.beams + torch.arange(self.beams)).view(-1)
+        self.slots = torch.cat([self.slots, slots])
+        self.src = torch.cat([self.src, torch.zeros(n, self.max_len, dtype=torch.long)])
+        self.compacted = torch.cat([self.compacted, torch.zeros(need, dtype=torch.long)])
+
+    def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
+        kept = set(sentences.tolist())
+        base = self.slots.view(-1, self.beams)[:, 0] // self.beams  # (B,) each sentence's storage group
+        self.free.extend(int(g) for s, g in enumerate(base.tolist()) if s not in kept)
+        self.slots = self.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
+        self.src = self.src.index_select(0, rows)
+        self.compacted = self.compacted.index_select(0, sentences)
+
+    def reorder(self, beam_idx: Tensor) -> None:
+        """Only the index table moves."""
+        self.src = self.src.index_select(0, beam_idx)
+        self._reorders += 1
+        if self._reorders % COMPACT_EVERY == 0:
+            self.compact()
+
+    def begin_step(self) -> tuple[int, Tensor]:
+        """Record each row's storage row for its position this step; (largest step, steps)."""
+        steps = self.positions()
+        self.src.scatter_(1, steps.unsqueeze(1), self.slots.unsqueeze(1))
+        return int(steps.max()) if len(steps) else 0, steps
+
+    def attend(self, layer: PoolLayer, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
+        """The C kernel stores k, v and reads each row's past where it lies, at the row's own step."""
+        t, steps = self.begin_step()  # (the same for every layer)
+        rk = attn.rel_k if attn.k is not None else None
+        rv = attn.rel_v if attn.k is not None else None
+        return attention_kernels.rel_step_attention(
+            q, k, v, layer.self_k, layer.self_v, self.src, t, rk, rv, attn.k or 0, attn.head_dim**-0.5, self.beams, steps
+        )  # (N, H, 1, Dh)
+
+    def compact(self) -> None:
+        """``ReferenceCache.compact`` with one frontier and one filled length per sentence: the past
+        that all beams of a sentence share moves into the sentence's first storage row."""
+        n = self.beams
+        N = len(self.steps)
+        if n == 1 or N == 0:
+            return
+        G = N // n
+        filled = self.steps.view(G, n)[:, 0]  # (G,) positions written so far
+        lo, hi = int(self.compacted.min()), int(filled.max())
+        if hi <= lo:
+            return
+        w = hi - lo
+        src = self.src[:, lo:hi].view(G, n, w)
+        lead = src[:, 0]  # (G, w)
+        valid = torch.arange(lo, hi).unsqueeze(0) < filled.unsqueeze(1)
+        shared = ((src == lead.unsqueeze(1)).all(1) & valid).cumprod(1).bool()  # (G, w): j < frontier
+        base = self.slots.view(G, n)[:, :1]  # (G, 1): the group's first storage row
+        move = shared & (lead != base)
+        if move.any():
+            g, j = move.nonzero(as_tuple=True)
+            to, frm, pos = base[g, 0], lead[g, j], j + lo
+            for layer in self.layers:
+                for buf in (layer.self_k, layer.self_v):
+                    buf[to, :, pos] = buf[frm, :, pos]  # (moves, H, Dh)
+            self.src[:, lo:hi] = torch.where(shared.unsqueeze(1), base.unsqueeze(-1), src).view(N, w)
+        self.compacted = torch.maximum(self.compacted, lo + shared.sum(1))

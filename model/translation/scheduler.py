@@ -1,0 +1,325 @@
+"""The step-level scheduler: worker threads, each running continuous beam searches, fed from one
+queue with a fair share per request.
+
+    sched = TranslationScheduler(backend, workers=2, threads=1)
+    ticket = sched.submit(sources, SearchOptions(beam_size=4))   # one request's sentences
+    hyps = ticket.future.result()                                # n-best per sentence, in order
+    sched.cancel(ticket)                                         # its beams leave at the next step
+    sched.run(sources, opts)                                     # submit and wait
+    sched.close()
+
+Each worker owns one ``ContinuousBeamSearch`` per set of search options and steps them in turn.
+Between two steps it admits waiting sentences while it runs fewer than ``max_sentences`` and their
+source tokens x beam size stay within ``max_tokens`` (a worker with nothing running takes one
+sentence whatever its size).  The next sentence admitted is always one of the request with the
+fewest sentences running, oldest first: a one-sentence request waits for one free place, never
+for a heavy request's whole batch.  A sentence's result is answered the step it is done.
+
+``workers`` x ``threads`` is CTranslate2's inter_threads x intra_threads: with one core per worker,
+two single-threaded workers keep both cores busy where one two-threaded worker leaves them idle
+in its serial parts (``benchmarks/bench_engine.py`` measures both).  Options the continuous search
+does not run (greedy, sampling, logits processors, a target prefix; ``ContinuousBeamSearch.supports``)
+are searched by ``generate`` as one job, in length-sorted batches, between steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field, fields
+from typing import Protocol
+
+import torch
+
+from model.translation.continuous import ContinuousBeamSearch, PoolSeq2Seq
+from model.translation.search import Hypothesis, SearchOptions, generate_sorted
+
+log = logging.getLogger("rendition.scheduler")
+
+_NOT_KEYS = {"stats", "should_stop"}
+
+
+def options_key(opts: SearchOptions) -> tuple:
+    """What makes two sentences' searches compatible: every option but the per-call ones."""
+    return tuple(getattr(opts, f.name) for f in fields(opts) if f.name not in _NOT_KEYS)
+
+
+def worker_layout(workers: int = 0, threads: int = 0, cores: int = 0, device: str = "cpu") -> tuple[int, int]:
+    """(workers, threads per worker); 0 means auto: on CPU one single-threaded worker per core (CTranslate2's
+    best layout on the 2-core machine of ``docs/benchmarks.md``: inter_threads = cores, intra_threads = 1; ours
+    measures best the same way), at most 8 workers, the cores shared out among them; on a GPU one worker."""
+    cores = cores or torch.get_num_threads()
+    if not workers:
+        workers = 1 if device.startswith("cuda") else min(cores, 8)
+    return workers, threads or max(1, cores // workers)
+
+
+class Observer(Protocol):
+    """What the scheduler reports (the service turns it into metrics)."""
+
+    def admitted(self, queued_s: float) -> None: ...  # a sentence joins a search after waiting this long
+
+    def stepped(self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float) -> None: ...
+
+    def finished(self, tokens: int, compute_s: float) -> None: ...  # a sentence done: its tokens, time in a search
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One request's sentences in the scheduler; ``future`` resolves to their n-best lists."""
+
+    sources: list[list[int]]
+    opts: SearchOptions
+    future: Future = field(default_factory=Future)
+    results: list[list[Hypothesis] | None] = field(default_factory=list)
+    admitted: int = 0  # sentences handed to a worker so far (in order)
+    running: int = 0  # in a search now
+    remaining: int = 0  # not done yet
+    cancelled: bool = False
+    submitted: float = field(default_factory=time.perf_counter)
+    started: list[float] = field(default_factory=list)  # per admitted sentence: when it joined
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.sources)
+        self.remaining = len(self.sources)
+
+    @property
+    def waiting(self) -> int:
+        return len(self.sources) - self.admitted
+
+
+class _Worker:
+    def __init__(self, index: int):
+        self.index = index
+        self.searches: dict[tuple, ContinuousBeamSearch] = {}
+        self.owned: dict[tuple[Ticket, int], ContinuousBeamSearch] = {}  # sentence -> its search
+        self.cost = 0  # source tokens x beams of the sentences in its searches
+        self.whole: list[Ticket] = []  # tickets to search with ``generate`` (unsupported options)
+        self.thread: threading.Thread | None = None
+        self.steps = 0
+
+
+class TranslationScheduler:
+    def __init__(
+        self,
+        model: PoolSeq2Seq,
+        workers: int = 1,
+        threads: int = 0,
+        max_sentences: int = 64,
+        max_tokens: int = 8192,
+        observer: Observer | None = None,
+        kv_cache_dtype: torch.dtype | None = None,
+        join_delay_s: float = 0.0,
+    ):
+        """``threads``: torch and kernel threads per worker (0: the cores torch sees / workers);
+        ``join_delay_s``: a testing aid, a pause whenever sentences join a worker's searches (a slow model)."""
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.model = model
+        self.threads = threads or max(1, torch.get_num_threads() // workers)
+        self.max_sentences, self.max_tokens = max_sentences, max_tokens
+        self.observer = observer
+        self.kv_cache_dtype = kv_cache_dtype
+        self.join_delay_s = join_delay_s
+        self._cond = threading.Condition()
+        self._waiting: list[Ticket] = []  # tickets with sentences not yet admitted, oldest first
+        self._closing = False
+        self._workers = [_Worker(i) for i in range(workers)]
+        for w in self._workers:
+            w.thread = threading.Thread(target=self._work, args=(w,), name=f"rendition-translate-{w.index}", daemon=True)
+            w.thread.start()
+
+    # -- the caller's side ------------------------------------------------------------------------
+    def submit(self, sources: list[list[int]], opts: SearchOptions) -> Ticket:
+        opts.validate()
+        if self.kv_cache_dtype is not None and opts.kv_cache_dtype is None:
+            opts.kv_cache_dtype = self.kv_cache_dtype
+        ticket = Ticket([list(s) for s in sources], opts)
+        if not sources:
+            ticket.future.set_result([])
+            return ticket
+        with self._cond:
+            if self._closing:
+                raise RuntimeError("the scheduler is closed")
+            self._waiting.append(ticket)
+            self._cond.notify_all()
+        return ticket
+
+    def run(self, sources: list[list[int]], opts: SearchOptions) -> list[list[Hypothesis]]:
+        return self.submit(sources, opts).future.result()
+
+    def cancel(self, ticket: Ticket) -> int:
+        """Drop a request: sentences not admitted at once, running ones at their worker's next step.
+        Returns how many had not been admitted (they never ran)."""
+        with self._cond:
+            never_ran = 0 if ticket.cancelled else ticket.waiting
+            ticket.cancelled = True
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+            self._cond.notify_all()
+        return never_ran
+
+    @property
+    def waiting_sentences(self) -> int:
+        with self._cond:
+            return sum(t.waiting for t in self._waiting)
+
+    @property
+    def running_sentences(self) -> int:
+        return sum(len(w.owned) for w in self._workers)
+
+    @property
+    def workers(self) -> int:
+        return len(self._workers)
+
+    def close(self, wait: bool = True) -> None:
+        """Finish everything submitted, then stop the workers."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if wait:
+            for w in self._workers:
+                w.thread.join()
+
+    # -- a worker ---------------------------------------------------------------------------------
+    def _pick(self) -> Ticket | None:
+        """The waiting ticket with the fewest sentences running, oldest first."""
+        best = None
+        for t in self._waiting:
+            if best is None or t.running < best.running:
+                best = t
+        return best
+
+    def _admit(self, w: _Worker) -> int:
+        """Under the lock: move waiting sentences into w's searches while it has room; how many."""
+        n = 0
+        while self._waiting:
+            ticket = self._pick()
+            if not ContinuousBeamSearch.supports(ticket.opts):
+                if w.owned or w.whole:
+                    return n  # (taken whole by an idle worker)
+                self._waiting.remove(ticket)
+                ticket.admitted = len(ticket.sources)
+                ticket.running = len(ticket.sources)
+                w.whole.append(ticket)
+                return n + len(ticket.sources)
+            i = ticket.admitted
+            cost = len(ticket.sources[i]) * ticket.opts.beam_size
+            if w.owned and (len(w.owned) >= self.max_sentences or w.cost + cost > self.max_tokens):
+                return n
+            ticket.admitted += 1
+            ticket.running += 1
+            if ticket.admitted == len(ticket.sources):
+                self._waiting.remove(ticket)
+            key = options_key(ticket.opts)
+            search = w.searches.get(key)
+            if search is None:
+                search = w.searches[key] = ContinuousBeamSearch(self.model, ticket.opts)
+            search.add((ticket, i), ticket.sources[i])
+            w.owned[(ticket, i)] = search
+            w.cost += cost
+            now = time.perf_counter()
+            ticket.started.append(now)
+            if self.observer:
+                self.observer.admitted(now - ticket.submitted)
+            n += 1
+        return n
+
+    def _drop_cancelled(self, w: _Worker) -> None:
+        for sentence, search in list(w.owned.items()):
+            ticket, i = sentence
+            if ticket.cancelled:
+                search.cancel(sentence)
+                self._release(w, sentence)
+
+    def _release(self, w: _Worker, sentence: tuple[Ticket, int]) -> None:
+        ticket, i = sentence
+        del w.owned[sentence]
+        w.cost -= len(ticket.sources[i]) * ticket.opts.beam_size
+        ticket.running -= 1
+
+    def _work(self, w: _Worker) -> None:
+        torch.set_num_threads(self.threads)
+        while True:
+            with self._cond:
+                self._drop_cancelled(w)
+                joined = self._admit(w)
+                while not w.owned and not w.whole:
+                    if self._closing and not self._waiting:
+                        return
+                    self._cond.wait()
+                    self._drop_cancelled(w)
+                    joined += self._admit(w)
+                whole, w.whole = w.whole, []
+            if joined and self.join_delay_s:
+                time.sleep(self.join_delay_s)
+            for ticket in whole:
+                self._run_whole(ticket)
+            for search in list(w.searches.values()):
+                if not search.idle:
+                    self._step(w, search)
+
+    def _step(self, w: _Worker, search: ContinuousBeamSearch) -> None:
+        start = time.perf_counter()
+        try:
+            done = search.step()
+        except Exception as e:  # fail the requests with sentences in this search; start it afresh
+            log.exception("a decoding step failed")
+            key = options_key(search.opts)
+            with self._cond:
+                failed = {t for (t, _), s in w.owned.items() if s is search}
+                for sentence in [s for s, srch in w.owned.items() if srch is search]:
+                    self._release(w, sentence)
+                w.searches.pop(key, None)
+            for t in failed:
+                self.cancel(t)
+                if not t.future.done():
+                    t.future.set_exception(e)
+            return
+        now = time.perf_counter()
+        w.steps += 1
+        if self.observer:
+            self.observer.stepped(w.index, search.live, search.pool.batch_size, search.pool.nbytes(), now - start)
+        complete = []
+        with self._cond:
+            for (ticket, i), hyps in done:
+                if (ticket, i) not in w.owned:
+                    continue
+                self._release(w, (ticket, i))
+                if ticket.cancelled:
+                    continue
+                ticket.results[i] = hyps
+                ticket.remaining -= 1
+                if self.observer:
+                    self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, now - ticket.started[i])
+                if ticket.remaining == 0:
+                    complete.append(ticket)
+        for ticket in complete:
+            if not ticket.future.done():
+                ticket.future.set_result(ticket.results)
+
+    def _run_whole(self, ticket: Ticket) -> None:
+        opts = ticket.opts
+        opts.should_stop = lambda: ticket.cancelled
+        start = time.perf_counter()
+        try:
+            out = generate_sorted(self.model, ticket.sources, opts, self.max_tokens)
+        except Exception as e:
+            log.exception("a search failed")
+            out, err = None, e
+        else:
+            err = None
+        with self._cond:
+            ticket.running = 0
+            ticket.remaining = 0
+        if self.observer and out is not None:
+            for hyps in out:
+                self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, time.perf_counter() - start)
+        if ticket.future.done():
+            return
+        if err is not None:
+            ticket.future.set_exception(err)
+        elif not ticket.cancelled:
+            ticket.future.set_result(out)

@@ -1,0 +1,204 @@
+"""Continuous batching (``model.translation.continuous``, ``cache_pool``): a sentence that joins a
+running search mid-flight gets the result it gets alone, on every back end; cancelled sentences
+leave at the next step; storage is reused."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from model.kernels import native
+from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
+from model.translation.cache_pool import DensePool, ReferencePool
+from model.translation.continuous import ContinuousBeamSearch, encoder_buckets
+from model.translation.search import SearchOptions, generate
+from model.translation.transformer import Transformer, TransformerConfig
+from model.translation.translator import Translator
+
+BACKENDS = (TorchBackend, AttentionKernelBackend, FusedCPUBackend)
+SCORE_TOL, SCORE_REL = 1e-5, 1e-6  # float32: the same sums, but a product's blocking depends on how many rows share it
+
+
+def random_model(rel: str = "kv", vocab: int = 96, seed: int = 0) -> Transformer:
+    """A peaky random model (hypotheses differ and end) with head_dim 16; rel: none (sinusoidal
+    positions), k (relative keys) or kv (relative keys and values)."""
+    cfg = TransformerConfig(
+        vocab_size=vocab, d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=2,
+        max_relative_position=3, relative_positions=rel != "none", relative_values=rel == "kv",
+        sinusoidal_positions=rel == "none", dropout=0.0,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    m = Transformer(cfg).eval()
+    with torch.no_grad():
+        m.embed.weight.mul_(6)
+        for name, p in m.named_parameters():
+            if "norm" in name or name.endswith("bias") or "rel_" in name:
+                p.add_(torch.randn_like(p) * 0.5)
+    return m
+
+
+def random_sources(n: int, vocab: int, seed: int = 1) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [[rng.randrange(4, vocab) for _ in range(rng.randint(1, 14))] + [3] for _ in range(n)]
+
+
+def alone(backend, src: list[int], opts: SearchOptions):
+    return generate(backend, torch.tensor([src]), opts)[0]
+
+
+def run_staggered(search: ContinuousBeamSearch, sources: list[list[int]], seed: int = 0) -> dict[int, list]:
+    """Sentences join 0-3 at a time between steps, so each joins a search already running."""
+    rng = random.Random(seed)
+    queue, out = list(range(len(sources))), {}
+    while queue or not search.idle:
+        for _ in range(rng.randint(0, 3)):
+            if queue:
+                i = queue.pop(0)
+                search.add(i, sources[i])
+        out.update(search.step())
+    return out
+
+
+def assert_same(got, want) -> None:
+    assert [h.tokens for h in got] == [h.tokens for h in want]
+    for g, w in zip(got, want):
+        assert g.score == pytest.approx(w.score, rel=SCORE_REL, abs=SCORE_TOL)
+
+
+def need(cls) -> None:
+    """Skip a test of a native back end where the kernels are not built; under
+    RENDITION_REQUIRE_NATIVE=1 (CI) that is a failure."""
+    if cls is TorchBackend or cls.usable(random_model()):
+        return
+    if native.required():
+        pytest.fail(f"the {cls.name} back end is unavailable and RENDITION_REQUIRE_NATIVE=1")
+    pytest.skip(f"the {cls.name} back end is unavailable (native kernels not built)")
+
+
+@pytest.fixture(scope="module")
+def shipped_translator() -> Translator:
+    return Translator.from_pretrained(device="cpu")
+
+
+@pytest.mark.parametrize("backend_cls", BACKENDS, ids=lambda c: c.name)
+@pytest.mark.parametrize("rel", ["none", "k", "kv"])
+def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: str) -> None:
+    need(backend_cls)
+    backend = backend_cls(random_model(rel))
+    sources = random_sources(24, 96)
+    opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
+    search = ContinuousBeamSearch(backend, opts)
+    out = run_staggered(search, sources)
+    assert sorted(out) == list(range(len(sources)))
+    for i, src in enumerate(sources):
+        assert_same(out[i], alone(backend, src, opts))
+    assert search.pool.batch_size == 0
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        SearchOptions(beam_size=3, length_penalty=0.0, max_length=6),  # most end at the absolute cap
+        SearchOptions(beam_size=2, min_length=5, length_penalty=0.6),  # EOS forbidden early, per sentence's own step
+        SearchOptions(beam_size=5, num_hypotheses=5, max_length_a=0.5, max_length_b=2),  # n-best, short relative caps
+        SearchOptions(beam_size=4, kv_cache_dtype=torch.float16),  # half storage
+    ],
+    ids=["abs-cap", "min-length", "n-best", "kv-half"],
+)
+def test_joined_searches_keep_every_rule_of_generate(opts: SearchOptions) -> None:
+    need(FusedCPUBackend)
+    backend = FusedCPUBackend(random_model("kv", seed=3))
+    sources = random_sources(16, 96, seed=4)
+    out = run_staggered(ContinuousBeamSearch(backend, opts), sources, seed=2)
+    for i, src in enumerate(sources):
+        assert_same(out[i], alone(backend, src, opts))
+
+
+def test_the_shipped_translator_joined_mid_flight_equals_alone(shipped_translator) -> None:
+    tr = shipped_translator
+    texts = ["Hello, how are you?", "The weather is nice today.", "This package contains the development files.",
+             "Good morning", "A library for parsing and writing configuration files, with a command line tool.",
+             "Click the button to save the document.", "Yes", "I see a rose."]  # fmt: skip
+    sources = tr.preprocess(texts, "fr")
+    opts = SearchOptions(beam_size=4)
+    out = run_staggered(ContinuousBeamSearch(tr.backend, opts), sources, seed=5)
+    for i, src in enumerate(sources):
+        assert_same(out[i], alone(tr.backend, src, opts))
+
+
+@pytest.mark.parametrize("backend_cls", BACKENDS, ids=lambda c: c.name)
+def test_a_cancelled_sentence_leaves_at_the_next_step_and_the_others_are_unchanged(backend_cls) -> None:
+    need(backend_cls)
+    backend = backend_cls(random_model("kv", seed=5))
+    opts = SearchOptions(beam_size=4, max_length=40, max_length_a=3.0)
+    sources = random_sources(3, 96, seed=9)
+    search = ContinuousBeamSearch(backend, opts)
+    for i, src in enumerate(sources):
+        search.add(i, src)
+    out = dict(search.step())
+    assert search.pool.batch_size == 4 * search.live
+    live = search.live
+    assert 1 in [s.key for s in search.sentences], "the sentence to cancel ended at the first step"
+    search.cancel(1)
+    out.update(search.step())
+    assert 1 not in [s.key for s in search.sentences]
+    assert search.live <= live - 1 and search.pool.batch_size == 4 * search.live
+    while not search.idle:
+        out.update(search.step())
+    assert 1 not in out
+    for i in (0, 2):
+        assert_same(out[i], alone(backend, sources[i], opts))
+
+
+def test_a_cancelled_sentence_that_has_not_joined_never_runs() -> None:
+    backend = TorchBackend(random_model())
+    search = ContinuousBeamSearch(backend, SearchOptions(beam_size=2))
+    search.add("a", [5, 6, 3])
+    search.cancel("a")
+    assert search.idle and search.step() == []
+
+
+def test_the_reference_pool_reuses_the_storage_of_finished_sentences() -> None:
+    need(FusedCPUBackend)
+    backend = FusedCPUBackend(random_model("kv", seed=7))
+    search = ContinuousBeamSearch(backend, SearchOptions(beam_size=4))
+    assert isinstance(search.pool, ReferencePool)
+    sources = random_sources(200, 96, seed=11)
+    queue, out, most = list(range(len(sources))), {}, 0
+    while queue or not search.idle:
+        while queue and search.live + len(search.pending) < 8:  # at most 8 sentences at once
+            i = queue.pop(0)
+            search.add(i, sources[i])
+        out.update(search.step())
+        most = max(most, search.pool.groups)
+    assert len(out) == len(sources)
+    assert most <= 32  # 200 sentences ran in storage for at most 32 (it grows by doubling from 16)
+    assert len(search.pool.free) == search.pool.groups  # everything returned
+
+
+def test_the_torch_back_end_keeps_a_dense_pool_and_bfloat16_storage_stays_dense() -> None:
+    m = random_model()
+    assert isinstance(TorchBackend(m).new_pool(4), DensePool)
+    need(FusedCPUBackend)
+    assert isinstance(FusedCPUBackend(m).new_pool(4), ReferencePool)
+    assert isinstance(FusedCPUBackend(m).new_pool(4, torch.bfloat16), DensePool)
+
+
+def test_options_the_continuous_search_does_not_run_are_refused() -> None:
+    backend = TorchBackend(random_model())
+    for opts in (SearchOptions(beam_size=1), SearchOptions(beam_size=1, sampling_topk=5), SearchOptions(repetition_penalty=1.2)):
+        assert not ContinuousBeamSearch.supports(opts)
+        with pytest.raises(ValueError):
+            ContinuousBeamSearch(backend, opts)
+
+
+def test_encoder_buckets_group_sentences_of_similar_length() -> None:
+    lengths = [3, 40, 4, 38, 5, 3, 41]
+    groups = encoder_buckets(lengths)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for g in groups:
+        longest, real = max(lengths[i] for i in g), sum(lengths[i] for i in g)
+        assert longest * len(g) <= 1.25 * real + 8
+    assert len(groups) == 2

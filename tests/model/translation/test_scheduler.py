@@ -1,0 +1,143 @@
+"""The step-level scheduler (``model.translation.scheduler``): the same results as searches alone
+with one or two workers, a fair share per request, cancellation, failures kept to their search."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import torch
+from test_continuous import assert_same, random_model, random_sources  # (this directory is on sys.path)
+
+from model.translation.backends import select_backend
+from model.translation.scheduler import TranslationScheduler, worker_layout
+from model.translation.search import SearchOptions, generate
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return select_backend(random_model("kv", seed=21))
+
+
+def alone(backend, src, opts):
+    return generate(backend, torch.tensor([src]), opts)[0]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_results_equal_searches_alone(backend, workers: int) -> None:
+    sources = random_sources(20, 96, seed=3)
+    opts = SearchOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
+    sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
+    try:
+        tickets = [sched.submit(sources[i : i + 5], opts) for i in range(0, 20, 5)]  # four requests at once
+        got = [h for t in tickets for h in t.future.result(timeout=120)]
+    finally:
+        sched.close()
+    for src, hyps in zip(sources, got):
+        assert_same(hyps, alone(backend, src, opts))
+
+
+def test_options_the_continuous_search_does_not_run_go_through_generate(backend) -> None:
+    sources = random_sources(6, 96, seed=4)
+    sched = TranslationScheduler(backend, workers=1, threads=1)
+    try:
+        for opts in (SearchOptions(beam_size=1), SearchOptions(beam_size=2, repetition_penalty=1.5)):
+            got = sched.run(sources, opts)
+            want = [alone(backend, s, opts) for s in sources]
+            for g, w in zip(got, want):
+                assert_same(g, w)
+    finally:
+        sched.close()
+
+
+class SlowSteps:
+    """A back end whose decoding steps take at least ``pause`` seconds (so the test sees the order
+    in which requests finish, not the speed of the machine)."""
+
+    def __init__(self, backend, pause: float):
+        self.backend, self.pause = backend, pause
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def decode_step(self, tokens, cache):
+        time.sleep(self.pause)
+        return self.backend.decode_step(tokens, cache)
+
+
+def test_a_one_sentence_request_is_not_held_behind_a_heavy_one(backend) -> None:
+    """64 long sentences first, 2 sentences running at a time; a one-sentence request that arrives
+    after them gets the next free place (fair share), not the place after the 64."""
+    heavy_src = random_sources(64, 96, seed=5)
+    opts = SearchOptions(beam_size=2, max_length=12, max_length_a=0, max_length_b=12)
+    sched = TranslationScheduler(SlowSteps(backend, 0.002), workers=1, threads=1, max_sentences=2)
+    try:
+        heavy = sched.submit(heavy_src, opts)
+        while heavy.admitted < 2:
+            time.sleep(0.001)
+        light = sched.submit(random_sources(1, 96, seed=6), opts)
+        light.future.result(timeout=60)
+        assert not heavy.future.done()
+        assert heavy.remaining > 50  # the light request waited for about one sentence, not 64
+        heavy.future.result(timeout=120)
+    finally:
+        sched.close()
+
+
+def test_a_cancelled_request_leaves_at_the_next_step_and_the_next_one_runs(backend) -> None:
+    opts = SearchOptions(beam_size=4, max_length=60, max_length_a=0, max_length_b=60)
+    sched = TranslationScheduler(SlowSteps(backend, 0.005), workers=1, threads=1, max_sentences=8)
+    try:
+        gone = sched.submit(random_sources(16, 96, seed=7), opts)
+        while sched.running_sentences < 8:
+            time.sleep(0.001)
+        assert sched.cancel(gone) == 8  # the 8 not admitted never run
+        deadline = time.monotonic() + 5
+        while sched.running_sentences:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert not gone.future.done()  # (nobody waits for it)
+        src = random_sources(2, 96, seed=8)
+        after = sched.run(src, SearchOptions(beam_size=4))
+        for s, h in zip(src, after):
+            assert_same(h, alone(backend, s, SearchOptions(beam_size=4)))
+    finally:
+        sched.close()
+
+
+class FailOnce:
+    """A back end whose first encoder pass raises."""
+
+    def __init__(self, backend):
+        self.backend, self.failed = backend, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def encode(self, src):
+        if not self.failed.is_set():
+            self.failed.set()
+            raise RuntimeError("boom")
+        return self.backend.encode(src)
+
+
+def test_a_failing_search_fails_its_requests_and_the_scheduler_goes_on(backend) -> None:
+    sched = TranslationScheduler(FailOnce(backend), workers=1, threads=1)
+    try:
+        first = sched.submit(random_sources(2, 96, seed=9), SearchOptions(beam_size=2))
+        with pytest.raises(RuntimeError, match="boom"):
+            first.future.result(timeout=30)
+        src = random_sources(3, 96, seed=10)
+        for s, h in zip(src, sched.run(src, SearchOptions(beam_size=2))):
+            assert_same(h, alone(backend, s, SearchOptions(beam_size=2)))
+    finally:
+        sched.close()
+
+
+def test_worker_layout() -> None:
+    assert worker_layout(cores=2) == (2, 1)  # the layout measured best on 2 cores (docs/benchmarks.md)
+    assert worker_layout(1, 0, cores=2) == (1, 2)
+    assert worker_layout(cores=16) == (8, 2)
+    assert worker_layout(cores=4, device="cuda") == (1, 4)
+    assert worker_layout(2, 3, cores=2) == (2, 3)
