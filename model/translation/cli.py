@@ -24,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from model.segment import InputTooLong
+from model.translation.search import SearchOptions
 from model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from model.weights import ModelLoadError
 
@@ -53,20 +54,30 @@ def translate_lines(
     progress: bool = True,
     **options,
 ) -> list[str]:
-    """Translate ``lines`` in length-sorted batches (all at once with the step-level scheduler,
-    which keeps its own batches full); blank lines map to empty strings."""
+    """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
+    scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings."""
     out = [""] * len(lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
-    if getattr(translator, "scheduler", None) is not None:
-        batch_size = max(1, len(todo))
     bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
-    for start in range(0, len(todo), batch_size):
-        idx = todo[start : start + batch_size]
+    chunks = [todo[s : s + batch_size] for s in range(0, len(todo), batch_size)]
+    scheduler = getattr(translator, "scheduler", None)
+    if scheduler is not None:  # every chunk to the scheduler at once: its searches stay full
+        translator.check_pair(source, target)
         try:
-            results = translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options)
+            sources = translator.preprocess([lines[i].strip() for i in todo], target)
+        except InputTooLong as e:
+            raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
+        opts = SearchOptions(**options)
+        tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in range(0, len(todo), batch_size)]
+        results = (translator.postprocess(t.future.result()) for t in tickets)
+    else:
+        results = (translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options) for idx in chunks)
+    for idx in chunks:
+        try:
+            batch = next(results)
         except InputTooLong as e:  # name the line (1-based), not its place in the batch
             raise InputTooLong(idx[e.index] + 1, e.length, e.limit, "line") from None
-        for i, r in zip(idx, results):
+        for i, r in zip(idx, batch):
             out[i] = r.text
         bar.update(len(idx))
     bar.close()

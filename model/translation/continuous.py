@@ -12,6 +12,7 @@ search that never ends:
     search.add("b", ids_b)            # encoded and joined at the next step, next to "a"'s beams
     search.cancel("a")                # its beams leave at the next step
 
+``beam_size`` 1 is greedy search (``search.greedy``'s rule: the argmax token, done at EOS).
 Each sentence is a group of ``beam_size`` rows of a ``CachePool`` (``model.translation.cache_pool``)
 at its own step: it starts with one live beam (the others at -inf, so the first step expands it
 as ``generate`` does), and its result does not depend on which sentences share its steps (the
@@ -39,6 +40,7 @@ from model.translation.search import (
     beam_step,
     length_penalty,
     lse_chunk_max,
+    row_max,
 )
 
 
@@ -85,7 +87,7 @@ class ContinuousBeamSearch:
     def __init__(self, model: PoolSeq2Seq, opts: SearchOptions):
         opts.validate()
         if not self.supports(opts):
-            raise ValueError("the continuous search runs beam search (beam_size >= 2) without logits processors or sampling")
+            raise ValueError("the continuous search runs beam search and greedy search without logits processors or sampling")
         self.model, self.opts = model, opts
         self.K = opts.beam_size
         self.pool = model.new_pool(self.K, opts.kv_cache_dtype)
@@ -97,11 +99,12 @@ class ContinuousBeamSearch:
         self.tokens = torch.zeros(0, dtype=torch.long, device=dev)  # (B * K,) the next step's input tokens
         self.pending: dict[Hashable, list[int]] = {}  # added, joining at the next step
         self.cancelled: set[Hashable] = set()
+        self.failed: list[tuple[Hashable, Exception]] = []  # sentences whose encoder pass raised (they never joined)
         self.decode_steps = 0
 
     @staticmethod
     def supports(opts: SearchOptions) -> bool:
-        return opts.beam_size >= 2 and not opts.processed and not opts.sampling
+        return not opts.processed and not opts.sampling
 
     # -- the caller's side ------------------------------------------------------------------------
     def add(self, key: Hashable, source: list[int]) -> None:
@@ -132,7 +135,9 @@ class ContinuousBeamSearch:
     @torch.inference_mode()
     def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
         """Drop cancelled sentences, join the pending ones, run one decoding step for every live
-        sentence; returns the sentences done at this step with their n-best hypotheses."""
+        sentence; returns the sentences done at this step with their n-best hypotheses.  Sentences
+        whose encoder pass raised are in ``failed`` (the caller takes them); an exception of the
+        decoding step itself leaves the search unusable (the caller drops it)."""
         self._leave_cancelled()
         self._join_pending()
         if not self.sentences:
@@ -148,22 +153,16 @@ class ContinuousBeamSearch:
         forbid = t < opts.min_length  # (Nb,) EOS forbidden
         C = _chunk_size(V, 2 * K)
         if C is None or bool(ending.any()):
-            lprobs = torch.log_softmax(logits, dim=-1).view(Nb, K, V)
-            eos_lp = lprobs[:, :, eos].clone()
-            lprobs[:, :, eos] = eos_lp.masked_fill(forbid.unsqueeze(1), NEG_INF)
-            lprobs.masked_fill_(ending.view(Nb, 1, 1), NEG_INF)  # a sentence at its max length: EOS only,
-            lprobs[:, :, eos] = torch.where(ending.unsqueeze(1), eos_lp, lprobs[:, :, eos])  # min_length or not
-            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores, 2 * K)
+            lprobs, lse, cmax = self._log_probs(logits, ending, forbid).view(Nb, K, V), None, None
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
-            lse, cmax = lse_chunk_max(logits, C)
-            if bool(forbid.any()):  # (the normaliser still counts EOS, as log_softmax then -inf does)
-                rows = forbid.repeat_interleave(K)
-                logits[rows, eos] = NEG_INF
-                c = eos // C
-                cmax[rows, c] = logits[rows, c * C : (c + 1) * C].amax(-1)
-            cand_scores, cand_tokens, cand_beams = beam_step(
-                logits.view(Nb, K, V), self.scores - lse.view(Nb, K), 2 * K, cmax.view(Nb, K, -1)
-            )
+            lse, cmax = self._lse_chunk_max(logits, C, forbid)
+            lprobs = logits.view(Nb, K, V)
+        if K == 1:
+            return self._greedy(lprobs.view(Nb, V), lse, cmax, ending)
+        if lse is None:
+            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores, 2 * K)
+        else:
+            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores - lse.view(Nb, K), 2 * K, cmax.view(Nb, K, -1))
 
         # Finish EOS candidates that rank within the top K.
         is_eos = (cand_tokens == eos) & torch.isfinite(cand_scores)
@@ -209,6 +208,60 @@ class ContinuousBeamSearch:
             self.pool.reorder(row_beams)
         return out
 
+    def _log_probs(self, logits: Tensor, ending: Tensor, forbid: Tensor) -> Tensor:
+        """log_softmax of logits (N, V), rows = sentences x K: EOS forbidden where ``forbid`` (before
+        min_length), only EOS, with its own log-probability, where ``ending`` (at max length)."""
+        eos, K = self.model.cfg.eos_id, self.K
+        lprobs = torch.log_softmax(logits, dim=-1)
+        eos_lp = lprobs[:, eos].clone()
+        rows_end = ending.repeat_interleave(K)
+        lprobs[:, eos] = eos_lp.masked_fill(forbid.repeat_interleave(K), NEG_INF)
+        lprobs.masked_fill_(rows_end.unsqueeze(1), NEG_INF)
+        lprobs[:, eos] = torch.where(rows_end, eos_lp, lprobs[:, eos])  # (min_length or not)
+        return lprobs
+
+    def _lse_chunk_max(self, logits: Tensor, C: int, forbid: Tensor) -> tuple[Tensor, Tensor]:
+        """``lse_chunk_max`` of logits (N, V); then EOS set to -inf in the rows of sentences that
+        ``forbid`` it (the normaliser still counts it, as log_softmax then -inf does)."""
+        eos = self.model.cfg.eos_id
+        lse, cmax = lse_chunk_max(logits, C)
+        if bool(forbid.any()):
+            rows = forbid.repeat_interleave(self.K)
+            logits[rows, eos] = NEG_INF
+            c = eos // C
+            cmax[rows, c] = logits[rows, c * C : (c + 1) * C].amax(-1)
+        return lse, cmax
+
+    def _greedy(self, lprobs: Tensor, lse: Tensor | None, cmax: Tensor | None, ending: Tensor) -> list:
+        """beam_size 1: the argmax token of each sentence (``search.greedy``'s rule): lprobs (Nb, V)
+        log-probabilities, or the raw logits with their ``lse`` and chunk maxima."""
+        eos, opts = self.model.cfg.eos_id, self.opts
+        if lse is None:
+            best, tokens = row_max(lprobs)
+        else:
+            best, tokens = row_max(lprobs, cmax)
+            best = best - lse
+        Nb = len(self.sentences)
+        self.scores = self.scores + best.unsqueeze(1)
+        t = self.t
+        width = int(t.max()) + 1
+        if width > self.history.shape[2]:
+            self.history = torch.cat([self.history, self.history.new_zeros(Nb, 1, width - self.history.shape[2])], 2)
+        self.history[torch.arange(Nb, device=self.device), 0, t] = tokens
+        t_list, done, out = t.tolist(), [], []
+        scores = self.scores[:, 0].tolist()
+        for r, end in enumerate((tokens == eos).tolist()):
+            if end or self.sentences[r].max_len - 1 <= t_list[r]:
+                n = t_list[r] if end else t_list[r] + 1  # tokens without EOS
+                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                out.append((self.sentences[r].key, [Hypothesis(self.history[r, 0, :n].tolist(), scores[r] / lp)]))
+                done.append(r)
+        self.tokens = tokens
+        self.t = t + 1
+        if done:
+            self._keep([r for r in range(Nb) if r not in set(done)])
+        return out
+
     # -- joining and leaving ----------------------------------------------------------------------
     def _keep(self, kept: list[int], row_beams: Tensor | None = None) -> None:
         """Keep these sentences (pool order); ``row_beams`` (B * K,): the rows' sources this step
@@ -244,8 +297,13 @@ class ContinuousBeamSearch:
                 src[r, : len(ids)] = torch.tensor(ids)
             src = src.to(dev)
             max_lens = _max_lengths(torch.tensor([len(ids) for _, ids in batch]), opts).tolist()
-            mem, mem_mask = self.model.encode(src)
-            self.pool.join(self.model.cross_states(mem), mem_mask, max(max_lens))
+            try:
+                mem, mem_mask = self.model.encode(src)
+                cross = self.model.cross_states(mem)
+            except Exception as e:  # only these sentences fail; the running ones go on
+                self.failed.extend((key, e) for key, _ in batch)
+                continue
+            self.pool.join(cross, mem_mask, max(max_lens))
             b = len(batch)
             for (key, ids), m in zip(batch, max_lens):
                 lp_max = float(length_penalty(m, opts.length_penalty))

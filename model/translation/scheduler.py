@@ -278,6 +278,14 @@ class TranslationScheduler:
                 if not t.future.done():
                     t.future.set_exception(e)
             return
+        failed, search.failed = search.failed, []
+        for (ticket, _), e in failed:  # an encoder pass raised: those sentences' requests fail, nobody else's
+            if ticket.future.done():
+                continue
+            self.cancel(ticket)
+            with self._cond:
+                self._drop_cancelled(w)
+            ticket.future.set_exception(e)
         now = time.perf_counter()
         w.steps += 1
         if self.observer:

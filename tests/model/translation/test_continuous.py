@@ -104,8 +104,9 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: s
         SearchOptions(beam_size=2, min_length=5, length_penalty=0.6),  # EOS forbidden early, per sentence's own step
         SearchOptions(beam_size=5, num_hypotheses=5, max_length_a=0.5, max_length_b=2),  # n-best, short relative caps
         SearchOptions(beam_size=4, kv_cache_dtype=torch.float16),  # half storage
+        SearchOptions(beam_size=1, min_length=2, length_penalty=0.8),  # greedy
     ],
-    ids=["abs-cap", "min-length", "n-best", "kv-half"],
+    ids=["abs-cap", "min-length", "n-best", "kv-half", "greedy"],
 )
 def test_joined_searches_keep_every_rule_of_generate(opts: SearchOptions) -> None:
     need(FusedCPUBackend)
@@ -188,7 +189,7 @@ def test_the_torch_back_end_keeps_a_dense_pool_and_bfloat16_storage_stays_dense(
 
 def test_options_the_continuous_search_does_not_run_are_refused() -> None:
     backend = TorchBackend(random_model())
-    for opts in (SearchOptions(beam_size=1), SearchOptions(beam_size=1, sampling_topk=5), SearchOptions(repetition_penalty=1.2)):
+    for opts in (SearchOptions(beam_size=1, sampling_topk=5), SearchOptions(repetition_penalty=1.2), SearchOptions(target_prefix=(5,))):
         assert not ContinuousBeamSearch.supports(opts)
         with pytest.raises(ValueError):
             ContinuousBeamSearch(backend, opts)
