@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from model.embedding.encoder import SentenceEncoder
+from model.translation.scheduler import worker_layout
 from model.translation.translator import Translator
 from model.weights import resolve_device
 from service import connections, errors, readiness, tracing
@@ -43,6 +44,7 @@ from service.engines import (
 from service.metrics import Metrics
 from service.middleware import ServiceMiddleware
 from service.routers import embeddings, libretranslate, system, tei, translate
+from service.scheduler import TranslationQueue
 from service.settings import Settings
 
 log = logging.getLogger("rendition.app")
@@ -122,13 +124,29 @@ async def _start(
         delay_ms=s.batch_delay_ms,
         executor=state.model_thread,
     )
-    for name, engine in (("translator", state.translator), ("encoder", state.encoder)):
-        if engine is not None:
-            state.batchers[name] = _batcher(name, engine, limits)
+    workers, threads = worker_layout(s.translation_workers, s.worker_threads, s.torch_threads, state.device)
+    if state.translator is not None:
+        if s.translation_engine == "continuous":
+            state.batchers["translator"] = TranslationQueue(
+                "translator", state.translator, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
+                max_batch_size=s.max_batch_size, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
+            )  # fmt: skip
+        else:
+            state.batchers["translator"] = _batcher("translator", state.translator, limits)
+    if state.encoder is not None:
+        # Embeddings never wait behind a translation: their batches run on a thread of their own.
+        state.embedding_thread = ThreadPoolExecutor(
+            1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(threads)
+        )
+        state.batchers["encoder"] = _batcher("encoder", state.encoder, {**limits, "executor": state.embedding_thread})
     for b in state.batchers.values():
         b.start()
     state.ready = True
-    log.info("ready", extra={"models": sorted(state.batchers), "device": state.device, "dtype": state.dtype})
+    log.info(
+        "ready",
+        extra={"models": sorted(state.batchers), "device": state.device, "dtype": state.dtype,
+               "engine": s.translation_engine, "workers": workers, "threads_per_worker": threads},
+    )  # fmt: skip
 
 
 def create_app(
@@ -173,6 +191,8 @@ def create_app(
         for b in state.batchers.values():
             await b.stop()  # finishes queued and running work
         state.model_thread.shutdown(wait=True)
+        if state.embedding_thread is not None:
+            state.embedding_thread.shutdown(wait=True)
         log.info("stopped")
 
     app = FastAPI(

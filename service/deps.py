@@ -19,6 +19,7 @@ from service.batcher import Batcher, BatcherClosed, BatchFailed, QueueFull
 from service.engines import EmbeddingEngine, TranslationEngine
 from service.errors import APIError, invalid
 from service.metrics import Metrics
+from service.scheduler import TranslationQueue
 from service.settings import Settings
 
 log = logging.getLogger("rendition.deps")
@@ -30,13 +31,14 @@ class AppState:
     metrics: Metrics
     translator: TranslationEngine | None = None
     encoder: EmbeddingEngine | None = None
-    batchers: dict[str, Batcher] = field(default_factory=dict)  # "translator" / "encoder"
+    batchers: dict[str, Batcher | TranslationQueue] = field(default_factory=dict)  # "translator" / "encoder"
     ready: bool = False
     draining: bool = False
     load_error: str | None = None
     device: str = "cpu"
     dtype: str = "float32"
-    model_thread: ThreadPoolExecutor | None = None  # runs every model call (service.app)
+    model_thread: ThreadPoolExecutor | None = None  # loads and warms up the models (service.app); the batch engine's batches
+    embedding_thread: ThreadPoolExecutor | None = None  # the encoder's batches
     ledger: Ledger = field(default_factory=lambda: Ledger(0.0))  # estimated work in flight (service.admission)
     deadline: asyncio.Event = field(default_factory=asyncio.Event)  # set at the drain deadline: running work -> 503
 

@@ -172,13 +172,26 @@ class TranslationEngine:
         it again).  ``should_stop`` is polled once per decoding step; the search then ends early
         and its partial results are discarded."""
         stats: dict[str, int] = {}
-        search = SearchOptions(
+        search = self.search_options(key, stats, should_stop)
+        out = _split_on_oom(lambda items: self.translator.core(items, search, max_batch_tokens=NO_SPLIT), batch)
+        if self.metrics:
+            self.metrics.decode_steps.inc(stats.get("decode_steps", 0))
+            self.metrics.kv_cache_bytes.labels("batch").set(stats.get("kv_cache_bytes", 0))
+            self.metrics.generated_tokens.inc(sum(len(hyps[0].tokens) for hyps in out if hyps))
+        return out
+
+    @staticmethod
+    def search_options(
+        key: DecodeOptions, stats: dict[str, int] | None = None, should_stop: Callable[[], bool] | None = None
+    ) -> SearchOptions:
+        """The beam search's options for a request's ``DecodeOptions``."""
+        return SearchOptions(
             beam_size=key.beam_size,
             num_hypotheses=key.num_hypotheses,
             length_penalty=key.length_penalty,
             max_length=key.max_length,
             min_length=key.min_length,
-            stats=stats,
+            stats={} if stats is None else stats,
             should_stop=should_stop,
             repetition_penalty=key.repetition_penalty,
             no_repeat_ngram_size=key.no_repeat_ngram_size,
@@ -186,12 +199,6 @@ class TranslationEngine:
             sampling_topk=key.sampling_topk,
             sampling_temperature=key.sampling_temperature,
         )
-        out = _split_on_oom(lambda items: self.translator.core(items, search, max_batch_tokens=NO_SPLIT), batch)
-        if self.metrics:
-            self.metrics.decode_steps.inc(stats.get("decode_steps", 0))
-            self.metrics.kv_cache_bytes.set(stats.get("kv_cache_bytes", 0))
-            self.metrics.generated_tokens.inc(sum(len(hyps[0].tokens) for hyps in out if hyps))
-        return out
 
     # post: one request's core outputs -> Translation objects; nothing cut silently
     def post(self, job: TranslationJob, ids: list[list[int]], raw: list[list[Hypothesis]]) -> TranslationOutput:

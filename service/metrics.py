@@ -39,13 +39,35 @@ class Metrics:
             registry=r,
         )
         self.batch_size = Histogram(
-            "rendition_batch_size", "sentences per batch", ["model"], buckets=SIZE_BUCKETS, registry=r
+            "rendition_batch_size", "sentences per batch (the continuous translator: per decoding step)", ["model"], buckets=SIZE_BUCKETS, registry=r
         )
         self.batch_tokens = Histogram(
             "rendition_batch_tokens", "input tokens per batch (unpadded)", ["model"], buckets=TOKEN_BUCKETS, registry=r
         )
         self.batch_seconds = Histogram(
             "rendition_batch_seconds", "model time per batch", ["model"], buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.compute_seconds = Histogram(
+            "rendition_compute_seconds",
+            "time a sentence spends in the model (translator: from joining a search to its result; the rest of "
+            "its latency is rendition_queue_wait_seconds)",
+            ["model"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.running_sentences = Gauge(
+            "rendition_running_sentences", "sentences in the translator's running searches, per worker", ["worker"],
+            registry=r,
+        )
+        self.running_rows = Gauge(
+            "rendition_running_rows", "rows (sentences x beams) each decoding step computes, per worker", ["worker"],
+            registry=r,
+        )
+        self.step_seconds = Histogram(
+            "rendition_decode_step_seconds",
+            "time of one decoding step of a running search (steps per second: rate(rendition_decode_steps_total))",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            registry=r,
         )
         self.dropped = Counter(
             "rendition_dropped_sentences", "queued sentences dropped before running", ["model", "reason"], registry=r
@@ -58,7 +80,9 @@ class Metrics:
         self.decode_steps = Counter("rendition_decode_steps", "decoder steps run by the translator", registry=r)
         self.kv_cache_bytes = Gauge(
             "rendition_kv_cache_bytes",
-            "KV-cache bytes held by the running batch (peak of the last batch when idle)",
+            "KV-cache bytes held by the translator's running searches, per worker (batch engine: the running "
+            "batch's peak)",
+            ["worker"],
             registry=r,
         )
         # lifecycle

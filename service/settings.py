@@ -49,9 +49,16 @@ class Settings(BaseSettings):
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 
+    # -- the translator's engine (service.scheduler) ----------------------------------------------
+    # continuous: step-level scheduler, sentences join running beam searches (model.translation.scheduler);
+    # batch: the batcher's whole batches (the previous engine)
+    translation_engine: Literal["continuous", "batch"] = "continuous"
+    translation_workers: int = Field(0, ge=0)  # workers, each its own searches (CTranslate2's inter_threads); 0: auto
+    worker_threads: int = Field(0, ge=0)  # torch/kernel threads per worker (intra_threads); 0: cores / workers
+
     # -- dynamic batching (per model) -------------------------------------------------------------
     max_batch_tokens: int = Field(8192, ge=1)  # padded tokens per batch (x beam size for translation)
-    max_batch_size: int = Field(64, ge=1)  # sentences per batch
+    max_batch_size: int = Field(64, ge=1)  # sentences per batch (continuous engine: running per worker)
     max_wait_ms: float = Field(0.0, ge=0)  # how long a batch waits for more work once the worker is free
     max_queue: int = Field(1024, ge=1)  # queued sentences per model; beyond it requests get 429
     request_timeout_s: float = Field(60.0, gt=0)  # end-to-end wait for a result; beyond it 504

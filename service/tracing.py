@@ -11,8 +11,13 @@ request's span the batcher adds, for every batch that carries some of its senten
 * ``rendition.encode`` (sentence encoder) or ``rendition.decode`` (translator: its encoder pass
   and the beam search, one model call): the batch's model time, with the batch's size and tokens.
 
-The batch spans are written once the batch has finished, with the times it measured, so the
-model thread pays nothing; with tracing off ``capture`` and ``record_batch`` return at once.
+The translator's continuous engine (``service.scheduler``) has no batches: per request,
+``rendition.queue_wait`` runs from submission until its first sentence joins a running search
+and ``rendition.decode`` from then until its last sentence is done (``record_request``).
+
+The spans are written once the work has finished, with the times it measured, so the model
+threads pay nothing; with tracing off ``capture``, ``record_batch`` and ``record_request`` return
+at once.
 """
 
 from __future__ import annotations
@@ -91,3 +96,20 @@ def record_batch(model: str, batch: Sequence[Any], start: float, end: float) -> 
         _tracer.start_span("rendition.queue_wait", context=ctx, start_time=ns(enqueued), attributes=attrs).end(end_time=ns(start))
         span = _tracer.start_span(SPAN_NAMES.get(model, f"rendition.{model}"), context=ctx, start_time=ns(start), attributes=attrs | batch_attrs)
         span.end(end_time=ns(end))
+
+
+def record_request(model: str, ctx: Any, submitted: float, started: float, end: float, sentences: int, tokens: int) -> None:
+    """Spans for one request that ran in continuous searches: queued from ``submitted`` until its
+    first sentence joined (``started``), decoding until ``end`` (``time.perf_counter()`` values)."""
+    if _tracer is None or ctx is None:
+        return
+    offset = time.time_ns() - time.perf_counter_ns()
+    attrs = {"rendition.model": model, "rendition.sentences": sentences}
+    _tracer.start_span("rendition.queue_wait", context=ctx, start_time=int(submitted * 1e9) + offset, attributes=attrs).end(
+        end_time=int(started * 1e9) + offset
+    )
+    span = _tracer.start_span(
+        SPAN_NAMES.get(model, f"rendition.{model}"), context=ctx, start_time=int(started * 1e9) + offset,
+        attributes=attrs | {"rendition.tokens": tokens},
+    )  # fmt: skip
+    span.end(end_time=int(end * 1e9) + offset)

@@ -45,7 +45,7 @@ def access_log(server) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_sigterm_under_load_loses_no_accepted_request(start_server, model_dirs):
-    srv = start_server(batch_delay_ms=100, max_batch_size=4, max_wait_ms=2, drain_seconds=1.5, max_queue=256,
+    srv = start_server(batch_delay_ms=100, translation_workers=1, max_batch_size=4, max_wait_ms=2, drain_seconds=1.5, max_queue=256,
                        default_beam_size=1, default_max_length=4)
     ref = Translator.from_pretrained(model_dirs["translator"], device="cpu")
     expected = {t: ref.translate([t], "en", "fr", beam_size=1, max_length=4)[0].text for t in DEFAULT_TEXTS}
@@ -95,20 +95,25 @@ def test_sigterm_under_load_loses_no_accepted_request(start_server, model_dirs):
 POISON = "Poisoned sentence"
 
 
-class PoisonTranslator(Translator):
-    """Raises inside ``core`` when a batch holds the poison sentence; records every batch."""
+class PoisonBackend:
+    """The translator's back end, raising in the encoder pass of any batch that holds the poison
+    sentence; records every encoder pass (the sentences joining a running search together)."""
 
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.poison_ids = None
+    def __init__(self, backend, poison_ids: tuple[int, ...]):
+        self.backend, self.poison_ids = backend, poison_ids
         self.batches: list[tuple[list[tuple[int, ...]], bool]] = []
 
-    def core(self, sources, opts, **kw):
-        failed = any(tuple(s) == self.poison_ids for s in sources)
-        self.batches.append(([tuple(s) for s in sources], failed))
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def encode(self, src):
+        pad = self.backend.cfg.pad_id
+        sources = [tuple(t for t in row if t != pad) for row in src.tolist()]
+        failed = self.poison_ids in sources
+        self.batches.append((sources, failed))
         if failed:
             raise RuntimeError("injected fault")
-        return super().core(sources, opts, **kw)
+        return self.backend.encode(src)
 
 
 def free_port() -> int:
@@ -119,10 +124,10 @@ def free_port() -> int:
 
 def test_an_exception_in_one_batch_fails_only_that_batchs_requests(model_dirs):
     base = Translator.from_pretrained(model_dirs["translator"], device="cpu")
-    tr = PoisonTranslator(base.model, base.tokenizer)
-    tr.poison_ids = tuple(tr.preprocess([POISON], "fr")[0])
-    settings = Settings(models=["translator"], default_max_length=4, default_beam_size=1, max_wait_ms=30, truncate_translations=True,
-                        batch_delay_ms=30, max_batch_size=4, warmup=False)
+    tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
+    tr.backend = PoisonBackend(tr.backend, tuple(tr.preprocess([POISON], "fr")[0]))
+    settings = Settings(models=["translator"], default_max_length=4, default_beam_size=2, max_wait_ms=30, truncate_translations=True,
+                        batch_delay_ms=30, translation_workers=1, max_batch_size=4, warmup=False)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings, translator=tr), host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="on"))
@@ -142,18 +147,19 @@ def test_an_exception_in_one_batch_fails_only_that_batchs_requests(model_dirs):
         texts = [POISON if i in (5, 17) else f"Sentence number {i}." for i in range(24)]
         res = asyncio.run(run_load(url, body=lambda i: {"text": texts[i], "source": "en", "target": "fr"},
                                    concurrency=24, max_requests=24, seconds=60, timeout=30, keep_bodies=True))
-        failed_ids = {ids for batch, failed in tr.batches if failed for ids in batch}
+        batches = tr.backend.batches
+        failed_ids = {ids for batch, failed in batches if failed for ids in batch}
         for r in res.records:
             ids = tuple(tr.preprocess([texts[r.index]], "fr")[0])
             if ids in failed_ids:
                 assert r.status == 500 and "injected fault" in r.error, r
             else:
                 assert r.status == 200, r
-                assert r.body["results"][0]["text"] == base.translate([texts[r.index]], "en", "fr", beam_size=1, max_length=4)[0].text
+                assert r.body["results"][0]["text"] == base.translate([texts[r.index]], "en", "fr", beam_size=2, max_length=4)[0].text
         n_failed = sum(r.status == 500 for r in res.records)
-        print(f"\n{len(tr.batches)} batches, {sum(f for _, f in tr.batches)} failed; {n_failed} of 24 requests got 500")
-        assert 2 <= n_failed < 24 and sum(f for _, f in tr.batches) >= 1
-        assert any(len(b) > 1 for b, _ in tr.batches)  # requests really shared batches
+        print(f"\n{len(batches)} encoder passes, {sum(f for _, f in batches)} failed; {n_failed} of 24 requests got 500")
+        assert 2 <= n_failed < 24 and sum(f for _, f in batches) >= 1
+        assert any(len(b) > 1 for b, _ in batches)  # requests really shared encoder passes (and decoding steps)
         assert httpx.get(url + "/health/ready", timeout=10).status_code == 200
         after = httpx.post(url + "/v1/translate", json={"text": "Still here", "source": "en", "target": "fr"}, timeout=30)
         assert after.status_code == 200

@@ -119,6 +119,45 @@ def test_1_a_request_that_cannot_finish_in_time_is_refused_at_once_and_the_large
     assert srv.http.post("/v1/translate", json={**TR, "text": "Hello."}).status_code == 200
 
 
+def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server):
+    """Fairness: two 192-sentence requests fill both workers' searches; one-sentence requests sent
+    meanwhile get the next free place in a running search (the request with the fewest sentences
+    running goes first) and are answered while the heavy ones still run, within a small multiple
+    of their latency alone.  (Before: one FIFO batch at a time, 59.9 s behind a heavy request.)"""
+    srv = start_server(request_timeout_s=120)
+    light = {**TR, "text": "Hello, how are you?"}
+
+    def latency() -> float:
+        t0 = time.monotonic()
+        r = srv.http.post("/v1/translate", json=light, timeout=120)
+        assert r.status_code == 200, r.text
+        return time.monotonic() - t0
+
+    alone = sorted(latency() for _ in range(5))[2]
+    item = "{s} It is item number {i} of the agenda, after lunch. The minutes of the last meeting were approved."
+    heavy_body = {**TR, "text": [item.format(s=SENTENCE, i=i) for i in range(64)]}  # 192 sentences
+    boxes: list[dict] = [{}, {}]
+    heavies = [threading.Thread(target=lambda b=b: b.update(r=srv.http.post("/v1/translate", json=heavy_body, timeout=120)))
+               for b in boxes]  # fmt: skip
+    for h in heavies:
+        h.start()
+    deadline = time.monotonic() + 30
+    while sum(srv.sample("rendition_running_sentences", worker=str(w)) or 0 for w in (0, 1)) < 32:
+        assert time.monotonic() < deadline, "the heavy requests did not start"
+        time.sleep(0.02)
+    loaded = []
+    while len(loaded) < 5 and any(h.is_alive() for h in heavies):
+        t = latency()
+        if any(h.is_alive() for h in heavies):  # (answered while the heavy requests still ran)
+            loaded.append(t)
+    assert len(loaded) >= 3, "the heavy requests ended first: too little was measured under load"
+    for h in heavies:
+        h.join(timeout=120)
+    assert all(b["r"].status_code == 200 and len(b["r"].json()["results"]) == 64 for b in boxes)
+    print(f"\none sentence alone {alone * 1000:.0f} ms; under two 192-sentence requests {[round(x * 1000) for x in loaded]} ms")
+    assert sorted(loaded)[len(loaded) // 2] <= 15 * alone + 0.1  # a small multiple (measured: 7 ms alone, 40-64 ms loaded)
+
+
 # -- 2. header size and count --------------------------------------------------------------------------
 
 
@@ -319,7 +358,7 @@ def test_5_every_script_is_accepted_with_a_byte_fallback_tokenizer(start_server,
 
 
 def test_6_a_full_queue_is_429_before_the_body_is_read(start_server):
-    srv = start_server(batch_delay_ms=2000, max_batch_size=1, max_queue=4, max_items=4, request_timeout_s=30)
+    srv = start_server(batch_delay_ms=2000, translation_workers=1, max_batch_size=1, max_queue=4, max_items=4, request_timeout_s=30)
     filler = threading.Thread(target=lambda: srv.http.post("/v1/translate", json={**TR, "text": ["One.", "Two.", "Three.", "Four."]}))
     filler.start()  # 4 sentences at 2 s each: the queue stays full for seconds
     deadline = time.monotonic() + 10
@@ -341,7 +380,7 @@ def test_6_a_full_queue_is_429_before_the_body_is_read(start_server):
 
 
 def test_7_work_running_at_the_drain_deadline_is_answered_503_and_the_process_exits_in_time(start_server):
-    srv = start_server(batch_delay_ms=1000, max_batch_size=1, drain_seconds=0.5, drain_deadline_s=3, request_timeout_s=60)
+    srv = start_server(batch_delay_ms=1000, translation_workers=1, max_batch_size=1, drain_seconds=0.5, drain_deadline_s=3, request_timeout_s=60)
     box: dict = {}
     heavy = threading.Thread(target=lambda: box.update(r=srv.http.post("/v1/translate", json={**TR, "text": [f"Sentence {i}." for i in range(20)]})))
     heavy.start()  # 20 sentences x 1 s: far longer than the deadline

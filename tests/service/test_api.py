@@ -34,6 +34,7 @@ FAMILIES = [
     "rendition_queue_wait_seconds", "rendition_batch_size", "rendition_batch_tokens", "rendition_batch_seconds",
     "rendition_generated_tokens", "rendition_decode_steps", "rendition_kv_cache_bytes", "rendition_input_tokens",
     "rendition_errors", "rendition_model_load_seconds", "rendition_build_info", "rendition_dropped_sentences",
+    "rendition_compute_seconds", "rendition_running_sentences", "rendition_running_rows", "rendition_decode_step_seconds",
 ]
 
 
@@ -87,8 +88,7 @@ def test_concurrent_requests_are_batched_and_each_gets_its_own_answers(server, t
         assert res["score"] == pytest.approx(ref.score, abs=1e-4)
     batches = server.sample("rendition_batch_size", "_count", model="translator") - before_count
     singles = server.sample("rendition_batch_size", "_bucket", model="translator", le="1.0") - before_single
-    assert batches < len(jobs)  # fewer batches than requests ...
-    assert batches - singles > 0  # ... and at least one batch held sentences of several requests
+    assert batches - singles > 0  # at least one decoding step ran sentences of several requests
 
 
 def test_list_input_keeps_order_and_reports_nbest_and_usage(server, translator):
@@ -191,7 +191,9 @@ def test_metrics_parse_and_hold_every_family(server):
     assert server.sample("rendition_requests", "_total", route="/v1/translate", status="200") >= 1
     assert server.sample("rendition_generated_tokens", "_total") > 0
     assert server.sample("rendition_decode_steps", "_total") > 0
-    assert server.sample("rendition_kv_cache_bytes") > 0
+    assert server.sample("rendition_kv_cache_bytes", worker="0") > 0
+    assert server.sample("rendition_compute_seconds", "_count", model="translator") >= 1
+    assert server.sample("rendition_decode_step_seconds", "_count") > 0
     assert server.sample("rendition_input_tokens", "_total", model="translator") > 0
     assert server.sample("rendition_model_load_seconds", model="translator") > 0
     assert server.sample("rendition_requests_in_flight", route="/metrics") == 1  # this very scrape

@@ -1,5 +1,5 @@
 """The app in-process (FastAPI TestClient): settings injected through the dependency, and a model
-whose batch raises failing only that batch's request while the server stays ready."""
+whose search raises failing only that search's request while the server stays ready."""
 
 from __future__ import annotations
 
@@ -14,19 +14,25 @@ from service.deps import get_settings
 from service.settings import Settings
 
 
-class PoisonedTranslator(Translator):
-    """Raises on any batch decoded with max_length == 7 (a batch key of its own)."""
+class PoisonedBackend:
+    """The translator's back end, raising on any source that holds the word "Poison"."""
 
-    def core(self, sources, opts, **kw):
-        if opts.max_length == 7:
+    def __init__(self, backend, poison: list[int]):
+        self.backend, self.poison = backend, poison
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def encode(self, src):
+        if any(tok in self.poison for tok in src.flatten().tolist()):
             raise RuntimeError("poisoned batch")
-        return super().core(sources, opts, **kw)
+        return self.backend.encode(src)
 
 
 @pytest.fixture(scope="module")
 def client(model_dirs):
-    tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
-    poisoned = PoisonedTranslator(tr.model, tr.tokenizer)
+    poisoned = Translator.from_pretrained(model_dirs["translator"], device="cpu")
+    poisoned.backend = PoisonedBackend(poisoned.backend, poisoned.tokenizer.encode(["Poison"])[0])
     settings = Settings(models=["translator"], default_max_length=8, default_beam_size=2, max_wait_ms=0, truncate_translations=True)
     app = create_app(settings, translator=poisoned)
     with TestClient(app) as c:
@@ -37,9 +43,9 @@ def client(model_dirs):
         yield c
 
 
-def test_a_failing_batch_fails_only_its_request_and_the_server_stays_ready(client):
+def test_a_failing_search_fails_only_its_request_and_the_server_stays_ready(client):
     body = {"text": ["Hello", "World"], "source": "en", "target": "fr"}
-    bad = client.post("/v1/translate", json={**body, "max_length": 7})
+    bad = client.post("/v1/translate", json={**body, "text": ["Hello", "Poison"]})
     assert bad.status_code == 500
     assert "poisoned batch" in bad.json()["detail"] and "RuntimeError" in bad.json()["detail"]
     assert client.get("/health/ready").status_code == 200

@@ -98,7 +98,7 @@ def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
 
 
 def test_a_full_queue_is_libretranslates_429(start_server):
-    srv = start_server(max_queue=1, max_items=1, batch_delay_ms=1000, models="translator")
+    srv = start_server(max_queue=1, max_items=1, batch_delay_ms=1000, translation_workers=1, models="translator")
     body = {"q": "Hello.", "source": "en", "target": "fr"}
     with ThreadPoolExecutor(3) as pool:  # one runs (1 s), one waits in the queue of 1, one is refused
         answers = list(pool.map(lambda _: srv.http.post("/translate", json=body), range(3)))

@@ -41,7 +41,7 @@ def batches_started(server) -> float:
 @pytest.fixture(scope="module")
 def slow(start_server):
     """Every batch takes >= 2 s, one sentence per batch, at most 6 sentences queued."""
-    return start_server(batch_delay_ms=2000, max_queue=6, max_items=4, max_batch_size=1, max_wait_ms=0)
+    return start_server(batch_delay_ms=2000, translation_workers=1, max_queue=6, max_items=4, max_batch_size=1, max_wait_ms=0)
 
 
 def depth(server) -> float:
@@ -68,7 +68,7 @@ def test_overload_gets_429_with_retry_after_at_once(slow):
 
 def test_disconnected_client_work_is_dropped(slow):
     n0 = batches_started(slow)
-    sentences0 = slow.sample("rendition_batch_size", "_sum", model="translator")
+    sentences0 = slow.sample("rendition_compute_seconds", "_count", model="translator")
     with ThreadPoolExecutor(2) as pool:
         running = pool.submit(translate, slow, "Hello")
         wait_for(lambda: batches_started(slow) > n0, what="first batch to start")
@@ -86,11 +86,11 @@ def test_disconnected_client_work_is_dropped(slow):
         assert ahead.result().status_code == 200
     assert depth(slow) == 0
     # only the surviving requests' sentences ever reached the model
-    assert slow.sample("rendition_batch_size", "_sum", model="translator") - sentences0 == 3
+    assert slow.sample("rendition_compute_seconds", "_count", model="translator") - sentences0 == 3
 
 
 def test_timeout_gives_504_and_drops_queued_work(start_server):
-    srv = start_server(batch_delay_ms=2000, request_timeout_s=0.5, max_batch_size=1, max_wait_ms=0)
+    srv = start_server(batch_delay_ms=2000, translation_workers=1, request_timeout_s=0.5, max_batch_size=1, max_wait_ms=0)
     with ThreadPoolExecutor(2) as pool:
         a = pool.submit(translate, srv, "Hello")
         b = pool.submit(translate, srv, "World")
@@ -105,7 +105,7 @@ def test_timeout_gives_504_and_drops_queued_work(start_server):
 
 def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dirs):
     # the first request's batch takes 2.5 s; the other five queue behind it
-    srv = start_server(batch_delay_ms=2500, max_batch_size=8, max_wait_ms=0, drain_seconds=2)
+    srv = start_server(batch_delay_ms=2500, translation_workers=1, max_batch_size=8, max_wait_ms=0, drain_seconds=2)
     texts = [f"Sentence number {i}." for i in range(6)]
     with ThreadPoolExecutor(len(texts)) as pool:
         futures = [pool.submit(translate, srv, t) for t in texts]

@@ -1,0 +1,147 @@
+"""The translator's queue in the service: requests go to the step-level scheduler
+(``model.translation.scheduler``), whose workers run continuous beam searches; each sentence joins
+a running search at the next decoding step and each request is answered the step its last
+sentence is done.
+
+``TranslationQueue`` has the batcher's interface (``service.batcher.Batcher``: ``submit``,
+``queued``, ``retry_after``, ``start``, ``stop``), so the routes, the facade
+(``service.inference``) and the pre-body gate (``service.connections``) use either.  A request
+that goes away (disconnect, timeout, drain deadline) is cancelled in the scheduler: its sentences
+not admitted yet are dropped at once, its running beams leave at the worker's next step.
+``RENDITION_TRANSLATION_ENGINE=batch`` keeps the previous engine (the batcher; whole batches).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from model.translation.scheduler import TranslationScheduler
+from service import tracing
+from service.batcher import BatcherClosed, BatchFailed, QueueFull
+from service.engines import DecodeOptions, TranslationEngine
+from service.metrics import Metrics
+
+log = logging.getLogger("rendition.scheduler")
+
+
+class MetricsObserver:
+    """The scheduler's reports as Prometheus metrics (``service.metrics``), and a running mean of
+    a sentence's compute time (for Retry-After)."""
+
+    def __init__(self, metrics: Metrics | None, model: str):
+        self.m, self.model = metrics, model
+        self.sentence_s = 0.05
+
+    def admitted(self, queued_s: float) -> None:
+        if self.m:
+            self.m.queue_wait.labels(self.model).observe(queued_s)
+
+    def stepped(self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float) -> None:
+        if self.m:
+            w = str(worker)
+            self.m.running_sentences.labels(w).set(sentences)
+            self.m.running_rows.labels(w).set(rows)
+            self.m.kv_cache_bytes.labels(w).set(cache_bytes)
+            self.m.step_seconds.observe(seconds)
+            self.m.batch_size.labels(self.model).observe(sentences)  # (the continuous engine's batch is a step's)
+            self.m.decode_steps.inc()
+
+    def finished(self, tokens: int, compute_s: float) -> None:
+        self.sentence_s = 0.9 * self.sentence_s + 0.1 * compute_s
+        if self.m:
+            self.m.generated_tokens.inc(tokens)
+            self.m.compute_seconds.labels(self.model).observe(compute_s)
+
+
+class TranslationQueue:
+    """``submit`` a request's sentences (token ids) with their ``DecodeOptions``; await the n-best
+    hypotheses per sentence."""
+
+    def __init__(
+        self,
+        name: str,
+        engine: TranslationEngine,
+        *,
+        workers: int,
+        threads: int,
+        max_batch_tokens: int,
+        max_batch_size: int,
+        max_queue: int,
+        metrics: Metrics | None = None,
+        delay_ms: float = 0.0,
+    ):
+        self.name = name
+        self.engine = engine
+        self.max_queue = max_queue
+        self.max_batch_size = max_batch_size  # sentences running per worker
+        self.metrics = metrics
+        self.observer = MetricsObserver(metrics, name)
+        translator = engine.translator
+        self.scheduler = TranslationScheduler(
+            translator.backend, workers=workers, threads=threads, max_sentences=max_batch_size,
+            max_tokens=max_batch_tokens, observer=self.observer, kv_cache_dtype=translator.kv_cache_dtype,
+            join_delay_s=delay_ms / 1000,  # (testing aid, RENDITION_BATCH_DELAY_MS: sentences joining take this long)
+        )  # fmt: skip
+        self._closing = False
+
+    @property
+    def queued(self) -> int:
+        return self.scheduler.waiting_sentences
+
+    def retry_after(self) -> int:
+        """Seconds until the queue ahead has drained, estimated from the sentences' compute times
+        and the sentences running at once."""
+        at_once = self.scheduler.workers * self.max_batch_size
+        return max(1, math.ceil((self.queued + 1) / at_once * self.observer.sentence_s))
+
+    def start(self) -> None:
+        pass  # (the scheduler's workers start with it)
+
+    async def stop(self) -> None:
+        """Finish everything queued or running, then stop the workers."""
+        self._closing = True
+        await asyncio.get_running_loop().run_in_executor(None, self.scheduler.close)
+
+    async def submit(
+        self, payloads: Sequence[list[int]], costs: Sequence[int], key: DecodeOptions, tokens: Sequence[int] | None = None
+    ) -> list[Any]:
+        if self._closing:
+            raise BatcherClosed(f"the {self.name} queue is shutting down")
+        if not payloads:
+            return []
+        if self.queued + len(payloads) > self.max_queue:
+            raise QueueFull(self.name, self.retry_after())
+        m = self.metrics
+        if m:
+            m.input_tokens.labels(self.name).inc(sum(len(p) for p in payloads) if tokens is None else sum(tokens))
+        trace = tracing.capture()
+        ticket = self.scheduler.submit(list(payloads), self.engine.search_options(key))
+        self._set_depth()
+        try:
+            out = await asyncio.wrap_future(ticket.future)
+        except asyncio.CancelledError as e:
+            never_ran = self.scheduler.cancel(ticket)  # (running beams leave at the next step)
+            reason = str(e.args[0]) if e.args and e.args[0] else "cancelled"
+            if m and never_ran:
+                m.dropped.labels(self.name, reason).inc(never_ran)
+            raise
+        except Exception as e:
+            log.exception("translation failed", extra={"model": self.name, "sentences": len(payloads)})
+            if m:
+                m.errors.labels("batch_failed").inc()
+            raise BatchFailed(f"{self.name}: {len(payloads)} sentences failed: {type(e).__name__}: {e}") from None
+        finally:
+            self._set_depth()
+        if trace is not None and ticket.started:
+            tokens = sum(len(p) for p in payloads)
+            tracing.record_request(self.name, trace, ticket.submitted, min(ticket.started), time.perf_counter(), len(payloads), tokens)
+        return out
+
+    def _set_depth(self) -> None:
+        if self.metrics:
+            self.metrics.queue_depth.labels(self.name).set(self.queued)
