@@ -154,6 +154,7 @@ def _open(isa: str) -> ctypes.CDLL:
     lib.rk_isa.restype = ctypes.c_char_p
     lib.rk_cpu_supports.argtypes, lib.rk_cpu_supports.restype = [ctypes.c_char_p], c_int
     lib.rk_set_sgemm.argtypes, lib.rk_set_sgemm.restype = [c_void_p], None
+    lib.rk_set_dnnl_sgemm.argtypes, lib.rk_set_dnnl_sgemm.restype = [c_void_p], None
     for name, (struct, restype) in FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [POINTER(struct)], restype

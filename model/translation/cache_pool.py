@@ -138,6 +138,9 @@ class CachePool(ABC):
         self._select_rows(rows, sentences)
         self.steps = self.steps.index_select(0, rows)
 
+    def reserve(self, sentences: int) -> None:
+        """A hint: this many sentences may run at once (storage that grows by copying reserves it)."""
+
     @abstractmethod
     def reorder(self, beam_idx: Tensor) -> None:
         """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
@@ -253,10 +256,16 @@ class ReferencePool(CachePool):
         self.free: list[int] = []  # free storage groups (storage rows g*beams .. g*beams + beams - 1)
         self.groups = 0  # storage groups allocated
         self._reorders = 0
+        self._reserved = 16
 
     @property
     def storage_rows(self) -> int:
         return self.groups * self.beams
+
+    def reserve(self, sentences: int) -> None:
+        """Storage for this many sentences at once (allocated at the first join), so the pool
+        does not grow step by step as a search fills up."""
+        self._reserved = max(self._reserved, sentences)
 
     def _resize(self, groups: int, max_len: int) -> None:
         for layer in self.layers:
@@ -276,8 +285,8 @@ class ReferencePool(CachePool):
 
     def _add_rows(self, n: int) -> None:
         need = n // self.beams
-        if len(self.free) < need:  # grow the storage: at least double it (and 16 sentences)
-            more = max(need - len(self.free), self.groups, 16)
+        if len(self.free) < need:  # grow the storage: at least double it (at first: what was reserved)
+            more = max(need - len(self.free), self.groups, self._reserved - self.groups)
             self._resize(self.groups + more, self.max_len)
             self.free.extend(range(self.groups, self.groups + more))
             self.groups += more

@@ -84,13 +84,15 @@ class ContinuousBeamSearch:
     """A beam search over a changing set of sentences, one decoding step per ``step()`` call
     (one thread drives it; see ``model.translation.scheduler`` for the workers that do)."""
 
-    def __init__(self, model: PoolSeq2Seq, opts: SearchOptions):
+    def __init__(self, model: PoolSeq2Seq, opts: SearchOptions, capacity: int = 16):
+        """``capacity``: how many sentences may run at once (the pool reserves their storage)."""
         opts.validate()
         if not self.supports(opts):
             raise ValueError("the continuous search runs beam search and greedy search without logits processors or sampling")
         self.model, self.opts = model, opts
         self.K = opts.beam_size
         self.pool = model.new_pool(self.K, opts.kv_cache_dtype)
+        self.pool.reserve(capacity)
         self.device = dev = model.device
         self.sentences: list[_Sentence] = []  # live, in pool order
         self.scores = torch.zeros(0, self.K, device=dev)  # (B, K) running log-probabilities

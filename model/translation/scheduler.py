@@ -11,7 +11,8 @@ queue with a fair share per request.
 Each worker owns one ``ContinuousBeamSearch`` per set of search options and steps them in turn.
 Between two steps it admits waiting sentences while it runs fewer than ``max_sentences`` and their
 source tokens x beam size stay within ``max_tokens`` (a worker with nothing running takes one
-sentence whatever its size).  The next sentence admitted is always one of the request with the
+sentence whatever its size); a full worker is refilled once ``max_sentences / 8`` places are free,
+so that under load sentences join several at a time (one encoder pass, one cache join).  The next sentence admitted is always one of the request with the
 fewest sentences running, oldest first: a one-sentence request waits for one free place, never
 for a heavy request's whole batch.  A sentence's result is answered the step it is done.
 
@@ -120,6 +121,9 @@ class TranslationScheduler:
         self.model = model
         self.threads = threads or max(1, torch.get_num_threads() // workers)
         self.max_sentences, self.max_tokens = max_sentences, max_tokens
+        # Sentences join a worker's searches once this many places are free (or it runs fewer than
+        # this): under load they join several at a time, in one encoder pass and one cache join.
+        self.refill = max(1, max_sentences // 8)
         self.observer = observer
         self.kv_cache_dtype = kv_cache_dtype
         self.join_delay_s = join_delay_s
@@ -209,6 +213,8 @@ class TranslationScheduler:
             cost = len(ticket.sources[i]) * ticket.opts.beam_size
             if w.owned and (len(w.owned) >= self.max_sentences or w.cost + cost > self.max_tokens):
                 return n
+            if n == 0 and self.max_sentences - len(w.owned) < self.refill:
+                return n  # (a full search is refilled a few sentences at a time: one encoder pass for them)
             ticket.admitted += 1
             ticket.running += 1
             if ticket.admitted == len(ticket.sources):
@@ -216,7 +222,7 @@ class TranslationScheduler:
             key = options_key(ticket.opts)
             search = w.searches.get(key)
             if search is None:
-                search = w.searches[key] = ContinuousBeamSearch(self.model, ticket.opts)
+                search = w.searches[key] = ContinuousBeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search
             w.cost += cost

@@ -1,6 +1,6 @@
 /* The translator's encoder and its decoding step, each in one call (model/kernels/fused_cpu.py), over
-   the MKL sgemm that torch itself calls (its address is handed over with rk_set_sgemm), so every
-   product is bitwise the one torch computes. */
+   oneDNN's sgemm (rk_set_dnnl_sgemm; about 2.5x MKL's on AMD CPUs, where MKL takes a slow path) or
+   the MKL sgemm that torch itself calls (rk_set_sgemm), whose products are then bitwise torch's. */
 #include "rendition_kernels.h"
 #include "attention_impl.h"
 
@@ -8,14 +8,27 @@
    reads their low 32 bits (little-endian), an ILP64 one all 64. */
 typedef void (*sgemm_t)(const char*, const char*, const long*, const long*, const long*, const float*,
                         const float*, const long*, const float*, const long*, const float*, float*, const long*);
+/* oneDNN's dnnl_sgemm (row-major, arguments by value; dnnl_dim_t is int64). */
+typedef int (*dnnl_sgemm_t)(char, char, long, long, long, float, const float*, long, const float*, long, float,
+                            float*, long);
 static sgemm_t SGEMM = NULL;
-void rk_set_sgemm(void* fn) { SGEMM = (sgemm_t)fn; }
+static dnnl_sgemm_t DNNL_SGEMM = NULL;
+void rk_set_sgemm(void* fn) { SGEMM = (sgemm_t)fn; DNNL_SGEMM = NULL; }
+void rk_set_dnnl_sgemm(void* fn) { DNNL_SGEMM = (dnnl_sgemm_t)fn; SGEMM = NULL; }
 
-/* out (M, N), rows ldo apart = a (M, K), rows lda apart, @ W^T, W (N, K) row-major: the call torch
-   makes for a @ W.t() */
+/* out (M, N), rows ldo apart = a (M, K), rows lda apart, @ W^T, W (N, K) row-major: with MKL the call
+   torch makes for a @ W.t() */
 static void mm_wt(const float* a, long lda, const float* W, float* out, long ldo, long M, long N, long K) {
+  if (DNNL_SGEMM) { DNNL_SGEMM('N', 'T', M, N, K, 1.0f, a, lda, W, K, 0.0f, out, ldo); return; }
   const float one = 1.0f, zero = 0.0f;
   SGEMM("T", "N", &N, &M, &K, &one, W, &K, a, &lda, &zero, out, &ldo);
+}
+
+/* out (M, N) = a (M, K) @ P (K, N), all row-major and contiguous: with MKL the call torch makes for a @ P */
+static void mm(const float* a, const float* P, float* out, long M, long N, long K) {
+  if (DNNL_SGEMM) { DNNL_SGEMM('N', 'N', M, N, K, 1.0f, a, K, P, N, 0.0f, out, N); return; }
+  const float one = 1.0f, zero = 0.0f;
+  SGEMM("N", "N", &N, &M, &K, &one, P, &N, a, &K, &zero, out, &N);
 }
 
 static void layer_norm(const float* x, float* y, const float* g, const float* b, long N, long D, float eps,
@@ -122,7 +135,7 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
   const float eps = a->eps;
   float *x = a->x, *h = a->h, *qkv = a->qkv, *ff = a->ff;
   const long Dh = D / H;
-  if (!SGEMM || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
+  if ((!SGEMM && !DNNL_SGEMM) || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
   embed_rows(x, W->embed, a->tokens, NULL, N, D, a->emb_scale, a->pos, a->pos ? a->steps : NULL);
   for (long l = 0; l < L; ++l) {
@@ -159,8 +172,7 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
     ffn_block(x, h, ff, w->ln3_g, w->ln3_b, w->w_1, w->b_1, w->w_2, w->b_2, N, D, F, eps, threads);
   }
   layer_norm(x, h, W->norm_g, W->norm_b, N, D, eps, threads);
-  const float one = 1.0f, zero = 0.0f;
-  SGEMM("N", "N", &V, &N, &D, &one, W->out_proj, &V, h, &D, &zero, a->logits, &V);  /* h @ (D, V): torch's call */
+  mm(h, W->out_proj, a->logits, N, V, D);  /* h @ (D, V) */
   return 0;
 }
 
@@ -177,7 +189,7 @@ int rk_encoder_forward(const rk_encoder_args* a) {
   float *x = a->x, *h = a->h, *qkv = a->qkv, *ff = a->ff, *mem = a->mem;
   long *rows = a->rows, *pos = a->pos, *off = a->off;
   const long Dh = D / H;
-  if (!SGEMM || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
+  if ((!SGEMM && !DNNL_SGEMM) || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
   long n = 0;
   for (long b = 0; b < B; ++b) {

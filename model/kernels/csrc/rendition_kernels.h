@@ -128,10 +128,11 @@ long rk_struct_size(int which);   /* sizeof the struct RK_<which>, or -1 */
 const char* rk_isa(void);         /* the instruction set this library was built for */
 int rk_cpu_supports(const char* isa); /* 1 when the running CPU has it ("avx2", "avx512") */
 
-/* Return 0, or -1 for an unsupported head_dim (16, 32, 64, 128) or no sgemm (rk_set_sgemm). */
+/* Return 0, or -1 for an unsupported head_dim (16, 32, 64, 128) or no sgemm (rk_set_sgemm / rk_set_dnnl_sgemm). */
 int rk_step_attention(const rk_step_attention_args* a);
 int rk_self_attention(const rk_self_attention_args* a);
 void rk_set_sgemm(void* fortran_sgemm);
+void rk_set_dnnl_sgemm(void* dnnl_sgemm);  /* oneDNN's row-major sgemm in place of the Fortran one */
 int rk_decoder_step(const rk_decoder_step_args* a);
 int rk_encoder_forward(const rk_encoder_args* a);
 void rk_lse_chunk_max(const rk_lse_args* a);

@@ -158,9 +158,10 @@ def test_step_kernel_two_threads_equals_one() -> None:
 
 
 def test_without_sgemm_the_torch_step_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A torch without MKL's sgemm: no step kernel, the attention-kernel back end is chosen, and
+    """Neither oneDNN's nor MKL's sgemm: no step kernel, the attention-kernel back end is chosen, and
     decoding works (the torch step)."""
     monkeypatch.setattr(fused_cpu, "_sgemm_address", lambda: None)
+    monkeypatch.setattr(fused_cpu, "_dnnl_sgemm_address", lambda: None)
     monkeypatch.setattr(fused_cpu, "_WIRED", {})
     assert fused_cpu.kernel() is None
     m = random_model(16, "kv")
@@ -179,3 +180,18 @@ def test_shipped_translator_same_hypotheses_with_and_without_fused_kernels(beam_
     for a, b in zip(fused, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)
+
+
+@pytest.mark.parametrize("sgemm", ["onednn", "mkl"])
+def test_both_sgemms_give_the_torch_step(monkeypatch: pytest.MonkeyPatch, sgemm: str) -> None:
+    """oneDNN's sgemm (the default where the onednn-cpu-gomp wheel is installed: x86-64 Linux, so in
+    CI) and MKL's (RENDITION_SGEMM=mkl) compute the same step, to float rounding."""
+    monkeypatch.setenv("RENDITION_SGEMM", "mkl" if sgemm == "mkl" else "auto")
+    monkeypatch.setattr(fused_cpu, "_WIRED", {})
+    assert fused_cpu.sgemm_name() == sgemm
+    m = random_model(32, "kv")
+    for a, b in zip(run_steps(m, backend=FusedCPUBackend), run_steps(m, backend=TorchBackend)):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+    monkeypatch.setenv("RENDITION_SGEMM", "auto")  # wire the library back as the other tests found it
+    monkeypatch.setattr(fused_cpu, "_WIRED", {})
+    fused_cpu.kernel()
