@@ -138,7 +138,7 @@ class CachePool(ABC):
         self._select_rows(rows, sentences)
         self.steps = self.steps.index_select(0, rows)
 
-    def reserve(self, sentences: int) -> None:
+    def reserve(self, sentences: int) -> None:  # noqa: B027 (a hint; most storage ignores it)
         """A hint: this many sentences may run at once (storage that grows by copying reserves it)."""
 
     @abstractmethod
