@@ -5,7 +5,7 @@
 
 Workload: the first ``--n`` English sentences of the DDTP test split (``data/splits/test.en-fr.tsv``,
 unseen in training) translated to French with beam 4, length penalty 0 (both engines then stop on
-the same rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10))), on the
+the same rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10)), on the
 shipped translator and the same weights exported to CTranslate2 (``export_ct2``, float32).
 
 Configurations (``--only`` takes their keys):
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_translate import EngineProcess, _tempdir  # noqa: E402
 
 from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.translation.search import Hypothesis, SearchOptions  # noqa: E402
+from model.translation.search import SearchOptions  # noqa: E402
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 SPLITS = ROOT / "data" / "splits"
@@ -66,10 +66,6 @@ def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[
     if n is not None and len(rows) < n:
         raise SystemExit(f"{split} has {len(rows)} sentences, fewer than {n}")
     return rows[:n]
-
-
-def search_options() -> SearchOptions:
-    return SearchOptions(beam_size=BEAM, length_penalty=0.0)
 
 
 def layout(key: str) -> tuple[str, int, int]:
@@ -95,26 +91,31 @@ class ConfigBench:
             )  # fmt: skip
         else:
             torch.set_num_threads(self.threads)
-        self._translate(self.sources[:16])  # warm-up
+        self.run(self.sources[:16])  # warm-up
 
-    def _translate(self, sources: list[list[int]]) -> list[list[Hypothesis]]:
+    def run(self, sources: list[list[int]] | None = None) -> tuple[float, list[list[int]]]:
+        """(wall seconds, best hypothesis tokens per sentence) of one pass over ``sources`` (default:
+        all).  A scheduler is started before the clock and closed after it, so that no idle
+        worker of one configuration sits beside another's measurement."""
+        sources = self.sources if sources is None else sources
+        opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
         if self.kind == "ct2":
-            return self.ct2.core(sources, search_options())
-        if self.kind == "core":
-            return self.translator.core(sources, search_options())
-        from model.translation.scheduler import TranslationScheduler
+            translate = self.ct2.core
+        elif self.kind == "core":
+            translate = self.translator.core
+        else:
+            from model.translation.scheduler import TranslationScheduler
 
-        sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
+            sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
+            translate = sched.run
         try:
-            return sched.run(sources, search_options())
+            t0 = time.perf_counter()
+            hyps = translate(sources, opts)
+            seconds = time.perf_counter() - t0
         finally:
-            sched.close()
-
-    def run(self) -> tuple[float, list[list[int]]]:
-        """(wall seconds, best hypothesis tokens per sentence) of one pass over the sources."""
-        t0 = time.perf_counter()
-        hyps = self._translate(self.sources)
-        return time.perf_counter() - t0, [h[0].tokens for h in hyps]
+            if self.kind == "sched":
+                sched.close()
+        return seconds, [h[0].tokens for h in hyps]
 
 
 def main() -> None:
