@@ -27,9 +27,9 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
 
 Thread layout: ``--workers`` / ``--threads`` are passed to the server as
 ``RENDITION_TRANSLATION_WORKERS`` / ``RENDITION_WORKER_THREADS`` (the serving engine's settings);
-left out, the server runs on its defaults.  The in-process reference uses torch's default thread
-count (all cores).  One table, then one JSON line.  Requests that fail are counted and reported,
-never dropped from the figures silently.
+left out, the server runs on its defaults; ``--env NAME=VALUE ...`` sets any other setting.  The
+in-process reference uses torch's default thread count (all cores).  One table, then one JSON
+line.  Requests that fail are counted and reported, never dropped from the figures silently.
 """
 
 from __future__ import annotations
@@ -257,6 +257,14 @@ def main() -> None:
     p.add_argument("--root", type=Path, default=ROOT, help="checkout whose service runs (before/after comparisons)")
     p.add_argument("--workers", type=int, default=None, help="RENDITION_TRANSLATION_WORKERS for the server")
     p.add_argument("--threads", type=int, default=None, help="RENDITION_WORKER_THREADS for the server")
+    p.add_argument(
+        "--env",
+        nargs="+",
+        dest="env_pairs",
+        default=[],
+        metavar="NAME=VALUE",
+        help="more server settings, e.g. RENDITION_TORCH_THREADS=1",
+    )
     p.add_argument("--n", type=int, default=256, help="(a) requests")
     p.add_argument("--in-flight", type=int, default=64, help="concurrent translation requests in (a), (b) and (c)")
     p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
@@ -268,6 +276,7 @@ def main() -> None:
         args.n, args.in_flight, args.capacity_seconds, args.seconds, args.embeddings = 32, 16, 5.0, 5.0, 20
     args.env = {name: str(v) for name, v in (("RENDITION_TRANSLATION_WORKERS", args.workers),
                                              ("RENDITION_WORKER_THREADS", args.threads)) if v is not None}  # fmt: skip
+    args.env |= dict(kv.split("=", 1) for kv in args.env_pairs)
     load0 = os.getloadavg()[0]
     texts = test_sentences(n=args.n)
     with serve(args.root, args.port, args.env) as url:
