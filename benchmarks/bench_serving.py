@@ -11,8 +11,10 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     loop), against one in-process ``Translator.core`` call, in this script's process while the
     server idles, on the same sentences (split as the service splits them) with the route's
     defaults (beam 4, length penalty 1.0, max_length 256).  efficiency = in-process seconds / HTTP
-    seconds.  Also the requests' p50/p99 latency and, from ``/metrics``, the mean translator batch
-    (``rendition_batch_size``) over the run when the server reports it.
+    seconds (``--reference scheduler``: the in-process call runs on the step-level scheduler at
+    ``--workers`` x ``--threads``, the layout given to the server).  Also the requests' p50/p99
+    latency and, from ``/metrics``, the mean translator batch (``rendition_batch_size``) over the
+    run when the server reports it.
 (b) Open loop: single sentences of mixed lengths (drawn with a fixed seed from the DDTP and
     everyday test splits) arriving as a Poisson process (exponential gaps, fixed seed), not a
     closed loop.  Capacity (sentences/s) is first measured by a saturating closed loop
@@ -120,8 +122,9 @@ def latencies(result: LoadResult) -> dict:
             "max_ms": round(max(ok, default=float("nan")) * 1e3, 1), "seconds": round(result.seconds, 3)}  # fmt: skip
 
 
-def in_process_seconds(texts: list[str]) -> float:
-    """One ``Translator.core`` call on the sentences the service would run for ``texts``."""
+def in_process_seconds(texts: list[str], reference: str, workers: int, threads: int) -> float:
+    """One ``Translator.core`` call on the sentences the service would run for ``texts``: the batch
+    path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto)."""
     import torch
 
     from model import segment
@@ -129,29 +132,31 @@ def in_process_seconds(texts: list[str]) -> float:
     from model.translation.translator import Translator
 
     tr = Translator.from_pretrained(device="cpu")
+    if reference == "scheduler":
+        tr.start_workers(workers, threads)
     sources = tr.preprocess([s for t in texts for s in segment.split(t, "en").sentences], "fr")
     opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # the route's defaults
     tr.core(sources[:8], opts)  # warm-up
     t0 = time.perf_counter()
     tr.core(sources, opts)
     seconds = time.perf_counter() - t0
-    del tr
+    tr.close()
     torch.set_num_threads(1)  # this process's pool stays quiet while the server is measured
     time.sleep(1.0)
     return seconds
 
 
-def http_efficiency(url: str, texts: list[str], in_flight: int) -> dict:
+def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int]) -> dict:
     asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
                          max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
-    local = in_process_seconds(texts)
+    local = in_process_seconds(texts, *reference)
     s0, c0 = batch_sums(url)
     res = asyncio.run(run_load(url, body=lambda i: translate_body(texts[i]), concurrency=in_flight,
                                max_requests=len(texts), seconds=600, timeout=300))  # fmt: skip
     s1, c1 = batch_sums(url)
     out = latencies(res)
     mean_batch = (s1 - s0) / (c1 - c0) if c1 > c0 else float("nan")
-    return out | {"n": len(texts), "in_flight": in_flight, "in_process_s": round(local, 3),
+    return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "in_process_s": round(local, 3),
                   "efficiency": round(local / res.seconds, 3), "mean_batch": round(mean_batch, 1)}  # fmt: skip
 
 
@@ -266,6 +271,8 @@ def main() -> None:
         help="more server settings, e.g. RENDITION_TORCH_THREADS=1",
     )
     p.add_argument("--n", type=int, default=256, help="(a) requests")
+    p.add_argument("--reference", choices=["core", "scheduler"], default="core",
+                   help="(a) in-process: the batch path, or the scheduler at --workers x --threads")  # fmt: skip
     p.add_argument("--in-flight", type=int, default=64, help="concurrent translation requests in (a), (b) and (c)")
     p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
     p.add_argument("--seconds", type=float, default=30.0, help="(b) arrivals per load level")
@@ -280,7 +287,7 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     texts = test_sentences(n=args.n)
     with serve(args.root, args.port, args.env) as url:
-        a = http_efficiency(url, texts, args.in_flight)
+        a = http_efficiency(url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0))
         b = open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds)
         c = asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings))
     report(args, a, b, c, load0)
