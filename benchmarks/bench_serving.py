@@ -1,6 +1,7 @@
 """Serving benchmarks of issue 17 against a real uvicorn process on the shipped models.
 
     python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--root DIR]
+    python benchmarks/bench_serving.py --env RENDITION_TRANSLATION_ENGINE=batch   # before issue 17's engine
     python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
 
 The script starts ``python -m service.main`` (``rendition serve``; with ``--root`` another checkout's,
@@ -13,8 +14,10 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     defaults (beam 4, length penalty 1.0, max_length 256).  efficiency = in-process seconds / HTTP
     seconds (``--reference scheduler``: the in-process call runs on the step-level scheduler at
     ``--workers`` x ``--threads``, the layout given to the server).  Also the requests' p50/p99
-    latency and, from ``/metrics``, the mean translator batch (``rendition_batch_size``) over the
-    run when the server reports it.
+    latency and, from ``/metrics`` over the run, the translator's mean batch
+    (``rendition_batch_size``: sentences per batch, or per decoding step for the continuous
+    engine) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
+    ``rendition_compute_seconds``), each when the server exports it.
 (b) Open loop: single sentences of mixed lengths (drawn with a fixed seed from the DDTP and
     everyday test splits) arriving as a Poisson process (exponential gaps, fixed seed), not a
     closed loop.  Capacity (sentences/s) is first measured by a saturating closed loop
@@ -98,14 +101,27 @@ def _ready(url: str) -> bool:
         return False
 
 
-def batch_sums(url: str) -> tuple[float, float]:
-    """(sum, count) of the translator's ``rendition_batch_size`` histogram; (nan, nan) if absent."""
+TRANSLATOR_HISTOGRAMS = ("rendition_batch_size", "rendition_queue_wait_seconds", "rendition_compute_seconds")
+
+
+def histogram_sums(url: str) -> dict[str, tuple[float, float]]:
+    """(sum, count) of the translator's histograms in TRANSLATOR_HISTOGRAMS that the server exports."""
+    out = {}
     for fam in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=10).text):
-        if fam.name == "rendition_batch_size":
+        if fam.name in TRANSLATOR_HISTOGRAMS:
             got = {s.name: s.value for s in fam.samples if s.labels.get("model") == "translator"}
-            if "rendition_batch_size_count" in got:
-                return got["rendition_batch_size_sum"], got["rendition_batch_size_count"]
-    return float("nan"), float("nan")
+            if f"{fam.name}_count" in got:
+                out[fam.name] = (got[f"{fam.name}_sum"], got[f"{fam.name}_count"])
+    return out
+
+
+def histogram_means(before: dict, after: dict) -> dict[str, float]:
+    """Mean of each histogram's observations between two ``histogram_sums``."""
+    out = {}
+    for name in TRANSLATOR_HISTOGRAMS:
+        (s0, c0), (s1, c1) = before.get(name, (0.0, 0.0)), after.get(name, (0.0, 0.0))
+        out[name] = (s1 - s0) / (c1 - c0) if c1 > c0 else float("nan")
+    return out
 
 
 # -- measurements ---------------------------------------------------------------------------------
@@ -150,14 +166,15 @@ def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple
     asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
                          max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
     local = in_process_seconds(texts, *reference)
-    s0, c0 = batch_sums(url)
+    h0 = histogram_sums(url)
     res = asyncio.run(run_load(url, body=lambda i: translate_body(texts[i]), concurrency=in_flight,
                                max_requests=len(texts), seconds=600, timeout=300))  # fmt: skip
-    s1, c1 = batch_sums(url)
+    means = histogram_means(h0, histogram_sums(url))
     out = latencies(res)
-    mean_batch = (s1 - s0) / (c1 - c0) if c1 > c0 else float("nan")
     return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "in_process_s": round(local, 3),
-                  "efficiency": round(local / res.seconds, 3), "mean_batch": round(mean_batch, 1)}  # fmt: skip
+                  "efficiency": round(local / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
+                  "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
+                  "mean_compute_ms": round(means["rendition_compute_seconds"] * 1e3, 1)}  # fmt: skip
 
 
 def mixed_pool() -> list[str]:
@@ -238,7 +255,8 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
     rows = [
         (f"(a) {a['n']} requests, {a['in_flight']} in flight", a,
          f"HTTP {a['seconds']:.2f} s vs in-process {a['in_process_s']:.2f} s: efficiency {a['efficiency']:.2f};"
-         f" mean batch {a['mean_batch']}"),
+         f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
+         f" {a['mean_compute_ms']} ms"),
         (f"(b) capacity: closed loop, {args.in_flight} in flight", b["capacity_run"],
          f"{b['capacity_per_s']} sentences/s"),
         ("(b) Poisson at 50% of capacity", b["load_50"], f"offered {b['load_50']['offered_per_s']}/s"),
