@@ -248,6 +248,12 @@ async def embeddings_under_load(url: str, texts: list[str], in_flight: int, n: i
 
 
 # -- report ---------------------------------------------------------------------------------------
+def progress(part: str, result: dict) -> dict:
+    """Each part's figures on stderr as soon as they exist (a run cut short keeps them)."""
+    print(f"# ({part}) {json.dumps(result)}", file=sys.stderr, flush=True)
+    return result
+
+
 def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) -> None:
     print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  root {args.root}")
     print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}")
@@ -305,9 +311,11 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     texts = test_sentences(n=args.n)
     with serve(args.root, args.port, args.env) as url:
-        a = http_efficiency(url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0))
-        b = open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds)
-        c = asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings))
+        a = progress(
+            "a", http_efficiency(url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0))
+        )
+        b = progress("b", open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds))
+        c = progress("c", asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings)))
     report(args, a, b, c, load0)
 
 
