@@ -391,8 +391,8 @@ class EngineBench:
         return cost(self.model if nocache else self.backend, pad(self.batches[0]), self.args.beam, ts, repeats)
 
 
-def _serve(engine: str, args: argparse.Namespace, tmp: Path, conn) -> None:
-    bench = EngineBench(engine, args, tmp)
+def _serve(factory, params: tuple, conn) -> None:
+    bench = factory(*params)
     conn.send("ready")
     while (msg := conn.recv()) is not None:
         name, params = msg
@@ -400,17 +400,19 @@ def _serve(engine: str, args: argparse.Namespace, tmp: Path, conn) -> None:
 
 
 class EngineProcess:
-    """An engine's measurements, asked for from the parent process one at a time."""
+    """An engine's measurements, asked for from the parent process one at a time: the process
+    builds ``factory(*params)`` (``EngineBench`` here; other benchmarks pass their own class) and
+    answers ``proc("method", *args)`` with ``bench.method(*args)``."""
 
-    def __init__(self, engine: str, args: argparse.Namespace, tmp: Path):
+    def __init__(self, factory, *params):
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(engine, args, tmp, child), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(factory, params, child), daemon=True)
         self.proc.start()
         if self.conn.recv() != "ready":
-            raise RuntimeError(f"{engine} benchmark process failed to start")
+            raise RuntimeError(f"{factory.__name__}{params[:1]} benchmark process failed to start")
 
     def __call__(self, name: str, *params):
         time.sleep(0.3)  # let the other process's threads settle
@@ -440,8 +442,8 @@ def main() -> None:
     args = p.parse_args()
 
     tmp = _tempdir("bench_translate_")
-    ours = EngineProcess("ours", args, tmp)
-    ct2 = EngineProcess("ct2", args, tmp)
+    ours = EngineProcess(EngineBench, "ours", args, tmp)
+    ct2 = EngineProcess(EngineBench, "ct2", args, tmp)
     info = ours("info")
 
     print(f"# bench_translate  {time.strftime('%Y-%m-%d %H:%M:%S')}")

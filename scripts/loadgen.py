@@ -7,7 +7,8 @@ tale", NSDI 2006):
   answered; the offered load adapts to the server, so this measures *capacity*;
 * open loop (``--rate R``): requests start on a fixed schedule of R per second whatever the
   server does (up to ``--max-in-flight`` at once); above capacity this *overloads* the server,
-  which must shed the excess (429) and keep serving the rest.
+  which must shed the excess (429) and keep serving the rest.  ``run_load(arrivals=...)`` takes
+  any schedule instead (e.g. a Poisson process: ``benchmarks/bench_serving.py``).
 
 Everything is bounded: ``--seconds`` and ``--max-requests`` (whichever comes first), per-request
 timeout, in-flight cap.  Usable from tests: ``asyncio.run(run_load(...))`` returns every
@@ -25,7 +26,7 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -72,6 +73,7 @@ async def run_load(
     body: Callable[[int], dict] = translate_body,
     concurrency: int | None = 8,
     rate: float | None = None,
+    arrivals: Sequence[float] | None = None,
     seconds: float = 10.0,
     max_requests: int = 100_000,
     max_in_flight: int = 512,
@@ -82,7 +84,8 @@ async def run_load(
     sink: list[Record] | None = None,
     request_headers: Callable[[int], dict[str, str]] | None = None,
 ) -> LoadResult:
-    """Closed loop with ``concurrency`` workers, or open loop at ``rate`` requests/s (if given).
+    """Closed loop with ``concurrency`` workers, or open loop at ``rate`` requests/s (if given) or
+    at the start times ``arrivals`` (seconds from the start, ascending; request i starts at the i-th).
 
     Stops starting requests after ``seconds`` or ``max_requests`` (or when ``stop`` is set) and
     waits for the ones in flight (each bounded by ``timeout``).  Records are appended to ``sink``
@@ -113,7 +116,7 @@ async def run_load(
                 rec = Record(i, start - t0, time.perf_counter() - start, 0, error=f"{type(e).__name__}: {e}"[:300])
             records.append(rec)
 
-        if rate is None:  # closed loop
+        if rate is None and arrivals is None:  # closed loop
 
             async def worker() -> None:
                 while more():
@@ -123,10 +126,10 @@ async def run_load(
                     await one(i)
 
             await asyncio.gather(*(worker() for _ in range(concurrency or 1)))
-        else:  # open loop: start i at t0 + i / rate
+        else:  # open loop: start i at t0 + arrivals[i], or t0 + i / rate
             tasks: set[asyncio.Task] = set()
-            for i in range(max_requests):
-                due = t0 + i / rate
+            for i in range(max_requests if arrivals is None else min(max_requests, len(arrivals))):
+                due = t0 + (i / rate if arrivals is None else arrivals[i])
                 now = time.perf_counter()
                 if due > now:
                     await asyncio.sleep(due - now)

@@ -188,7 +188,11 @@ def is_ct2_dir(path: str | Path) -> bool:
 # -- engine ------------------------------------------------------------------------------------
 class CT2Engine:
     """``core(sources, opts)`` over a ``ctranslate2.Translator``: same ids in, same (ids, score) out
-    as ``Translator.core``; ids are mapped to pieces with the tokenizer's vocabulary."""
+    as ``Translator.core``; ids are mapped to pieces with the tokenizer's vocabulary.
+
+    ``threads`` is CTranslate2's ``intra_threads`` (per worker), ``inter_threads`` its number of
+    workers; the workers share the batches ``core`` cuts under its token budget, so with more than
+    one worker pass a budget that leaves each of them batches to run."""
 
     def __init__(
         self,
@@ -198,11 +202,12 @@ class CT2Engine:
         compute_type: str = "default",
         threads: int = 0,
         max_batch_tokens: int = 8192,
+        inter_threads: int = 1,
     ):
         import ctranslate2
 
         self.translator = ctranslate2.Translator(
-            str(ct2_dir), device=device, compute_type=compute_type, inter_threads=1, intra_threads=threads
+            str(ct2_dir), device=device, compute_type=compute_type, inter_threads=inter_threads, intra_threads=threads
         )
         self.pieces = list(pieces)
         self.ids = {p: i for i, p in enumerate(self.pieces)}

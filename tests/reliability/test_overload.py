@@ -89,3 +89,8 @@ def test_loadgen_is_bounded(server):
     assert len(res.records) == 10 and all(r.status == 200 for r in res.records)
     res = asyncio.run(run_load(server.url, rate=50, seconds=1, max_requests=1000, timeout=30))
     assert 0 < len(res.records) <= 51
+    # an explicit schedule (bench_serving's Poisson arrivals): one request per start time, none early
+    arrivals = [0.0, 0.25, 0.5, 0.75]
+    res = asyncio.run(run_load(server.url, arrivals=arrivals, seconds=30, timeout=30))
+    assert [r.status for r in res.records] == [200] * 4
+    assert all(r.start >= t for r, t in zip(res.records, arrivals)), [r.start for r in res.records]

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from model.tokenizer import train_tokenizer
-from model.translation.ct2 import CT2Translator
+from model.translation.ct2 import CT2Engine, CT2Translator
 from model.translation.ct2 import main as export_main
 from model.translation.search import SearchOptions
 from model.translation.transformer import Transformer, TransformerConfig
@@ -182,6 +182,19 @@ def test_search_parity(engines, beam):
         assert ours[i][0].score == pytest.approx(theirs[i][0].score, abs=1e-3)
     # Non-degenerate: outputs depend on the input.
     assert len({tuple(a[0].tokens) for a in ours}) >= 80
+
+
+def test_two_workers_share_the_batches(engines, dirs):
+    """inter_threads=2 (bench_engine's CTranslate2 2 x 1 layout): two workers, and with a budget that
+    cuts the input into several batches the answers are those of one worker, in input order."""
+    _, ct2_dir = dirs
+    tr, ct = engines
+    srcs = random_sources(40, seed=5)
+    two = CT2Engine(ct2_dir, tr.tokenizer.pieces(), threads=1, inter_threads=2, max_batch_tokens=4 * 40)
+    assert two.translator.num_translators == 2
+    opts = SearchOptions(beam_size=4, length_penalty=0.0, max_length=30, max_length_a=0.0, max_length_b=30)
+    one = ct.engine.core(srcs, opts, max_batch_tokens=4 * 40)  # the same batches, one worker
+    assert [h[0].tokens for h in two.core(srcs, opts)] == [h[0].tokens for h in one]
 
 
 def test_nbest_parity(engines):

@@ -1,0 +1,180 @@
+"""Library throughput of the serving engine (issue 17): ours at each thread layout vs CTranslate2 at each of its own.
+
+    python benchmarks/bench_engine.py [--n 1000] [--rounds 2] [--only ct2-2x1 sched-2x1 ...]
+    python benchmarks/bench_engine.py --quick          # smoke run: 100 sentences, 1 round
+
+Workload: the first ``--n`` English sentences of the DDTP test split (``data/splits/test.en-fr.tsv``,
+unseen in training) translated to French with beam 4, length penalty 0 (both engines then stop on
+the same rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10)), on the
+shipped translator and the same weights exported to CTranslate2 (``export_ct2``, float32).
+
+Configurations (``--only`` takes their keys):
+
+* ``ct2-IxJ``: CTranslate2 with ``inter_threads=I`` workers of ``intra_threads=J`` threads, I, J in
+  {1, 2}.  ``translate_batch`` with ``max_batch_size`` in tokens cuts the input into batches and
+  queues them to its workers (CTranslate2's documented way to keep several workers busy, see its
+  docs/parallel.md); the budget is ours (8,192 padded tokens x beam, i.e. 2,048 source tokens per
+  batch), cut smaller when needed so that every worker gets at least two batches;
+* ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads, the batch path
+  the service used before issue 17 (sorted by length, batches under the same budget, each run to
+  completion);
+* ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
+  continuous-batching scheduler of issue 17, at 1x2 and 2x1.
+
+Each configuration lives in a process of its own (``bench_translate.EngineProcess``), asked for one
+measurement at a time, so engines never run at once and never share a thread pool.  The
+configurations take turns for ``--rounds`` rounds; each row is the configuration's best round.
+Output tokens are counted the same way for both engines: the best hypothesis's tokens plus one
+``</s>`` per sentence (emitted, or forced by ours at the length cap).  Each row also says how many
+best hypotheses are token for token those of ``core`` (the scheduler should match all; CTranslate2
+differs in float rounding only).  One table, then one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_translate import EngineProcess, _tempdir  # noqa: E402
+
+from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
+from model.translation.search import SearchOptions  # noqa: E402
+from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+
+SPLITS = ROOT / "data" / "splits"
+BEAM = 4
+BATCH_TOKENS = 8192  # padded tokens x beam per batch: Translator's and the service's default budget
+CONFIGS = ["ct2-1x1", "ct2-1x2", "ct2-2x1", "ct2-2x2", "core", "sched-1x2", "sched-2x1"]
+
+
+def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[str]:
+    """The first ``n`` English sides of a committed split (all of them for None)."""
+    with open(SPLITS / split, newline="") as f:
+        rows = [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
+    if n is not None and len(rows) < n:
+        raise SystemExit(f"{split} has {len(rows)} sentences, fewer than {n}")
+    return rows[:n]
+
+
+def layout(key: str) -> tuple[str, int, int]:
+    """``"ct2-2x1"`` -> ("ct2", 2, 1); ``"core"`` -> ("core", 1, 2)."""
+    kind, _, shape = key.partition("-")
+    workers, threads = map(int, shape.split("x")) if shape else (1, 2)
+    return kind, workers, threads
+
+
+class ConfigBench:
+    """One configuration, inside its own process: ``run()`` translates all sources once, timed."""
+
+    def __init__(self, key: str, n: int, ct2_dir: Path):
+        self.kind, self.workers, self.threads = layout(key)
+        self.translator = Translator.from_pretrained(DEFAULT_TRANSLATOR, device="cpu")
+        self.sources = self.translator.preprocess(test_sentences(n=n), "fr")
+        if self.kind == "ct2":
+            total = sum(map(len, self.sources))
+            per_batch = max(1, min(BATCH_TOKENS // BEAM, total // (2 * self.workers)))  # source tokens per batch
+            self.ct2 = CT2Engine(
+                ct2_dir, self.translator.tokenizer.pieces(), device="cpu", compute_type="float32",
+                threads=self.threads, inter_threads=self.workers, max_batch_tokens=per_batch * BEAM,
+            )  # fmt: skip
+        else:
+            torch.set_num_threads(self.threads)
+        self.run(self.sources[:16])  # warm-up
+
+    def run(self, sources: list[list[int]] | None = None) -> tuple[float, list[list[int]]]:
+        """(wall seconds, best hypothesis tokens per sentence) of one pass over ``sources`` (default:
+        all).  A scheduler is started before the clock and closed after it, so that no idle
+        worker of one configuration sits beside another's measurement."""
+        sources = self.sources if sources is None else sources
+        opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
+        if self.kind == "ct2":
+            translate = self.ct2.core
+        elif self.kind == "core":
+            translate = self.translator.core
+        else:
+            from model.translation.scheduler import TranslationScheduler
+
+            sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
+            translate = sched.run
+        try:
+            t0 = time.perf_counter()
+            hyps = translate(sources, opts)
+            seconds = time.perf_counter() - t0
+        finally:
+            if self.kind == "sched":
+                sched.close()
+        return seconds, [h[0].tokens for h in hyps]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=1000, help="sentences from the DDTP test split")
+    p.add_argument("--rounds", type=int, default=2, help="rounds, configurations in turns; best round reported")
+    p.add_argument("--only", nargs="+", choices=CONFIGS, default=CONFIGS, help="configurations to run")
+    p.add_argument("--quick", action="store_true", help="smoke run: 100 sentences, 1 round")
+    args = p.parse_args()
+    if args.quick:
+        args.n, args.rounds = 100, 1
+
+    tmp = _tempdir("bench_engine_")
+    ct2_dir = export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2")
+    procs = {key: EngineProcess(ConfigBench, key, args.n, ct2_dir) for key in args.only}
+    times: dict[str, list[float]] = {key: [] for key in args.only}
+    outputs: dict[str, list[list[int]]] = {}
+    load0 = os.getloadavg()[0]
+    for _ in range(args.rounds):
+        for key, proc in procs.items():
+            seconds, outputs[key] = proc("run")
+            times[key].append(seconds)
+    for proc in procs.values():
+        proc.close()
+
+    import ctranslate2
+
+    print(f"# bench_engine  {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores; torch {torch.__version__},"
+        f" ctranslate2 {ctranslate2.__version__}; load average at start {load0:.2f}"
+    )
+    print(
+        f"workload: {args.n} DDTP test sentences en->fr, beam {BEAM}, length penalty 0; shipped translator;"
+        f" one process per configuration; best of {args.rounds} rounds taken in turns"
+    )
+    rows = {}
+    for key in args.only:
+        tokens = sum(len(t) + 1 for t in outputs[key])  # + </s>, emitted or forced, for both engines
+        best = min(times[key])
+        same = sum(a == b for a, b in zip(outputs[key], outputs["core"])) if "core" in outputs else None
+        rows[key] = {"seconds": round(best, 3), "rounds_s": [round(t, 3) for t in times[key]], "tokens": tokens,
+                     "tokens_per_s": round(tokens / best, 1), "sentences_per_s": round(args.n / best, 1),
+                     "same_as_core": same}  # fmt: skip
+    ct2_best = max((r["tokens_per_s"] for k, r in rows.items() if k.startswith("ct2")), default=None)
+    print(
+        f"{'configuration':<14}{'best s':>9}{'tokens':>8}{'tokens/s':>10}{'sent/s':>9}{'vs ct2 best':>13}{'same as core':>14}"
+    )
+    for key, r in rows.items():
+        r["vs_ct2_best"] = round(r["tokens_per_s"] / ct2_best, 3) if ct2_best else None
+        ratio = f"{r['vs_ct2_best']:.2f}" if ct2_best else "-"
+        same = f"{r['same_as_core']}/{args.n}" if r["same_as_core"] is not None else "-"
+        print(
+            f"{key:<14}{r['seconds']:>9.2f}{r['tokens']:>8}{r['tokens_per_s']:>10.1f}{r['sentences_per_s']:>9.1f}"
+            f"{ratio:>13}{same:>14}"
+        )
+    print(json.dumps({"bench": "engine", "n": args.n, "rounds": args.rounds, "beam": BEAM, "load_avg_start": load0,
+                      "ct2_best_tokens_per_s": ct2_best, "configs": rows}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""Serving benchmarks of issue 17 against a real uvicorn process on the shipped models.
+
+    python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--root DIR]
+    python benchmarks/bench_serving.py --env RENDITION_TRANSLATION_ENGINE=batch   # before issue 17's engine
+    python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
+
+The script starts ``python -m service.main`` (``rendition serve``; with ``--root`` another checkout's,
+for a before/after comparison), waits for ``/health/ready`` and measures, in this order:
+
+(a) HTTP efficiency: ``--n`` (256) single-sentence ``POST /v1/translate`` requests, the first
+    sentences of the DDTP test split, ``--in-flight`` (64) at a time (httpx.AsyncClient, closed
+    loop), against one in-process ``Translator.core`` call, in this script's process while the
+    server idles, on the same sentences (split as the service splits them) with the route's
+    defaults (beam 4, length penalty 1.0, max_length 256).  efficiency = in-process seconds / HTTP
+    seconds (``--reference scheduler``: the in-process call runs on the step-level scheduler at
+    ``--workers`` x ``--threads``, the layout given to the server).  Also the requests' p50/p99
+    latency and, from ``/metrics`` over the run, the translator's mean batch
+    (``rendition_batch_size``: sentences per batch, or per decoding step for the continuous
+    engine) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
+    ``rendition_compute_seconds``), each when the server exports it.
+(b) Open loop: single sentences of mixed lengths (drawn with a fixed seed from the DDTP and
+    everyday test splits) arriving as a Poisson process (exponential gaps, fixed seed), not a
+    closed loop.  Capacity (sentences/s) is first measured by a saturating closed loop
+    (``--in-flight`` requests; completions while it was full, ramp-up and drain left out); then
+    ``--seconds`` of arrivals at 50% and 80% of it: p50/p99/max latency.  Next to them, the
+    latency of the pool's median-length sentence alone on the idle server (median of 10); issue
+    17's target: p99 at 80% <= 3x that.
+(c) Embedding latency under translation load: one-sentence ``POST /v1/embeddings`` requests sent
+    one after the other (``--embeddings``, 200) while ``--in-flight`` translation requests keep
+    the translator saturated (each answered request is replaced at once); p50/p99/max, and the
+    same on the idle server.  Issue 17's target: p99 <= 50 ms under load.
+
+Thread layout: ``--workers`` / ``--threads`` are passed to the server as
+``RENDITION_TRANSLATION_WORKERS`` / ``RENDITION_WORKER_THREADS`` (the serving engine's settings);
+left out, the server runs on its defaults; ``--env NAME=VALUE ...`` sets any other setting.  The
+in-process reference uses torch's default thread count (all cores).  One table, then one JSON
+line.  Requests that fail are counted and reported, never dropped from the figures silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_engine import test_sentences  # noqa: E402
+from loadgen import LoadResult, percentile, run_load  # noqa: E402
+
+SEED = 17
+
+
+# -- the server -------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def serve(root: Path, port: int, extra_env: dict[str, str], timeout: float = 300.0) -> Iterator[str]:
+    """``python -m service.main`` from ``root`` on ``port`` (0: a free one); yields its URL once ready."""
+    if port == 0:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")} | extra_env
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen([sys.executable, "-m", "service.main", "--port", str(port)], cwd=root, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            deadline = time.monotonic() + timeout
+            while not _ready(url):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise SystemExit(f"server did not start:\n{log.read().decode(errors='replace')[-3000:]}")
+                time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health/ready", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+TRANSLATOR_HISTOGRAMS = ("rendition_batch_size", "rendition_queue_wait_seconds", "rendition_compute_seconds")
+
+
+def histogram_sums(url: str) -> dict[str, tuple[float, float]]:
+    """(sum, count) of the translator's histograms in TRANSLATOR_HISTOGRAMS that the server exports."""
+    out = {}
+    for fam in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=10).text):
+        if fam.name in TRANSLATOR_HISTOGRAMS:
+            got = {s.name: s.value for s in fam.samples if s.labels.get("model") == "translator"}
+            if f"{fam.name}_count" in got:
+                out[fam.name] = (got[f"{fam.name}_sum"], got[f"{fam.name}_count"])
+    return out
+
+
+def histogram_means(before: dict, after: dict) -> dict[str, float]:
+    """Mean of each histogram's observations between two ``histogram_sums``."""
+    out = {}
+    for name in TRANSLATOR_HISTOGRAMS:
+        (s0, c0), (s1, c1) = before.get(name, (0.0, 0.0)), after.get(name, (0.0, 0.0))
+        out[name] = (s1 - s0) / (c1 - c0) if c1 > c0 else float("nan")
+    return out
+
+
+# -- measurements ---------------------------------------------------------------------------------
+def translate_body(text: str) -> dict:
+    return {"text": text, "source": "en", "target": "fr"}  # the route's defaults for everything else
+
+
+def latencies(result: LoadResult) -> dict:
+    """p50/p99/max (ms) of the 2xx answers, and how many requests failed."""
+    ok = [r.latency for r in result.records if 200 <= r.status < 300]
+    failed = sorted({r.status for r in result.records} - set(range(200, 300)))
+    return {"requests": len(result.records), "failed": len(result.records) - len(ok), "failed_statuses": failed,
+            "p50_ms": round(percentile(ok, 50) * 1e3, 1), "p99_ms": round(percentile(ok, 99) * 1e3, 1),
+            "max_ms": round(max(ok, default=float("nan")) * 1e3, 1), "seconds": round(result.seconds, 3)}  # fmt: skip
+
+
+def in_process_seconds(texts: list[str], reference: str, workers: int, threads: int) -> float:
+    """One ``Translator.core`` call on the sentences the service would run for ``texts``: the batch
+    path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto)."""
+    import torch
+
+    from model import segment
+    from model.translation.search import SearchOptions
+    from model.translation.translator import Translator
+
+    tr = Translator.from_pretrained(device="cpu")
+    if reference == "scheduler":
+        tr.start_workers(workers, threads)
+    sources = tr.preprocess([s for t in texts for s in segment.split(t, "en").sentences], "fr")
+    opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # the route's defaults
+    tr.core(sources[:8], opts)  # warm-up
+    t0 = time.perf_counter()
+    tr.core(sources, opts)
+    seconds = time.perf_counter() - t0
+    tr.close()
+    torch.set_num_threads(1)  # this process's pool stays quiet while the server is measured
+    time.sleep(1.0)
+    return seconds
+
+
+def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int]) -> dict:
+    asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
+                         max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
+    local = in_process_seconds(texts, *reference)
+    h0 = histogram_sums(url)
+    res = asyncio.run(run_load(url, body=lambda i: translate_body(texts[i]), concurrency=in_flight,
+                               max_requests=len(texts), seconds=600, timeout=300))  # fmt: skip
+    means = histogram_means(h0, histogram_sums(url))
+    out = latencies(res)
+    return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "in_process_s": round(local, 3),
+                  "efficiency": round(local / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
+                  "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
+                  "mean_compute_ms": round(means["rendition_compute_seconds"] * 1e3, 1)}  # fmt: skip
+
+
+def mixed_pool() -> list[str]:
+    return test_sentences("test.en-fr.tsv") + test_sentences("test.everyday.en-fr.tsv")
+
+
+def median_sentence(pool: list[str]) -> str:
+    """The pool's sentence of median length in words (ties: the first)."""
+    by_len = sorted(pool, key=lambda s: len(s.split()))
+    return by_len[len(by_len) // 2]
+
+
+async def sequential(url: str, path: str, body: dict, n: int) -> list[float]:
+    """Latencies (s) of ``n`` identical requests sent one after the other; any non-2xx raises."""
+    out = []
+    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            r = await http.post(path, json=body)
+            out.append(time.perf_counter() - t0)
+            r.raise_for_status()
+    return out
+
+
+def steady_rate(result: LoadResult, seconds: float) -> float:
+    """Answers per second of a closed loop while it was full: 2xx completions between a fifth of
+    ``seconds`` (ramp-up) and ``seconds`` (after it the loop stops refilling and drains)."""
+    lo = seconds / 5
+    done = [r.start + r.latency for r in result.records if 200 <= r.status < 300]
+    if not any(lo <= t <= seconds for t in done):  # nothing finished while full: too short a run
+        raise SystemExit(f"no answer came back between {lo:.0f} s and {seconds:.0f} s: raise --capacity-seconds")
+    return sum(lo <= t <= seconds for t in done) / (seconds - lo)
+
+
+def open_loop(url: str, pool: list[str], in_flight: int, capacity_s: float, seconds: float) -> dict:
+    rng = random.Random(SEED)
+    picks = [rng.choice(pool) for _ in range(100_000)]
+    body = lambda i: translate_body(picks[i])  # noqa: E731
+    cap = asyncio.run(run_load(url, body=body, concurrency=in_flight, seconds=capacity_s, timeout=300))
+    capacity = steady_rate(cap, capacity_s)
+    median = median_sentence(pool)
+    idle = asyncio.run(sequential(url, "/v1/translate", translate_body(median), 10))
+    out = {"capacity_per_s": round(capacity, 2), "capacity_run": latencies(cap), "median_sentence": median,
+           "idle_median_sentence_ms": round(statistics.median(idle) * 1e3, 1)}  # fmt: skip
+    for load in (0.5, 0.8):
+        rate, t, arrivals = load * capacity, 0.0, []
+        while (t := t + rng.expovariate(rate)) < seconds:
+            arrivals.append(t)
+        res = asyncio.run(run_load(url, body=body, arrivals=arrivals, seconds=seconds + 1, max_in_flight=4096,
+                                   timeout=300))  # fmt: skip
+        out[f"load_{round(load * 100)}"] = latencies(res) | {"offered_per_s": round(len(arrivals) / seconds, 2)}
+    out["p99_80_over_idle"] = round(out["load_80"]["p99_ms"] / out["idle_median_sentence_ms"], 2)
+    return out
+
+
+async def embeddings_under_load(url: str, texts: list[str], in_flight: int, n: int) -> dict:
+    body = {"input": "The weather is nice today, so we will walk to the station."}
+    idle = await sequential(url, "/v1/embeddings", body, max(10, n // 4))
+    stop = asyncio.Event()
+    load = asyncio.create_task(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]),
+                                        concurrency=in_flight, seconds=3600, stop=stop, timeout=300))  # fmt: skip
+    await asyncio.sleep(3.0)  # the translator fills up
+    try:
+        busy = await sequential(url, "/v1/embeddings", body, n)
+    finally:
+        stop.set()
+        translations = await load
+    ms = lambda xs, q: round(percentile(xs, q) * 1e3, 1)  # noqa: E731
+    return {"idle_p50_ms": ms(idle, 50), "idle_p99_ms": ms(idle, 99), "n": n, "p50_ms": ms(busy, 50),
+            "p99_ms": ms(busy, 99), "max_ms": round(max(busy) * 1e3, 1), "translations": latencies(translations)}  # fmt: skip
+
+
+# -- report ---------------------------------------------------------------------------------------
+def progress(part: str, result: dict) -> dict:
+    """Each part's figures on stderr as soon as they exist (a run cut short keeps them)."""
+    print(f"# ({part}) {json.dumps(result)}", file=sys.stderr, flush=True)
+    return result
+
+
+def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) -> None:
+    print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  root {args.root}")
+    print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}")
+    print(f"{'measurement':<58}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  other")
+    rows = [
+        (f"(a) {a['n']} requests, {a['in_flight']} in flight", a,
+         f"HTTP {a['seconds']:.2f} s vs in-process {a['in_process_s']:.2f} s: efficiency {a['efficiency']:.2f};"
+         f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
+         f" {a['mean_compute_ms']} ms"),
+        (f"(b) capacity: closed loop, {args.in_flight} in flight", b["capacity_run"],
+         f"{b['capacity_per_s']} sentences/s"),
+        ("(b) Poisson at 50% of capacity", b["load_50"], f"offered {b['load_50']['offered_per_s']}/s"),
+        ("(b) Poisson at 80% of capacity", b["load_80"],
+         f"offered {b['load_80']['offered_per_s']}/s; p99 / idle median sentence {b['p99_80_over_idle']} (target <= 3)"),
+        ("(b) median-length sentence alone, idle (median of 10)", {"p50_ms": b["idle_median_sentence_ms"]}, ""),
+        ("(c) embedding alone, idle", {"p50_ms": c["idle_p50_ms"], "p99_ms": c["idle_p99_ms"]}, ""),
+        (f"(c) embedding, translator saturated ({c['n']} sequential)", c, "target p99 <= 50 ms"),
+    ]  # fmt: skip
+    for name, r, other in rows:
+        fails = f"; {r['failed']} failed {r['failed_statuses']}" if r.get("failed") else ""
+        cells = "".join(f"{r.get(k, float('nan')):>9.1f}" for k in ("p50_ms", "p99_ms", "max_ms"))
+        print(f"{name:<58}{cells}  {other}{fails}")
+    print(json.dumps({"bench": "serving", "root": str(args.root), "env": args.env, "load_avg_start": load0,
+                      "http_efficiency": a, "open_loop": b, "embeddings": c}))  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, default=0, help="the server's port (0: a free one)")
+    p.add_argument("--root", type=Path, default=ROOT, help="checkout whose service runs (before/after comparisons)")
+    p.add_argument("--workers", type=int, default=None, help="RENDITION_TRANSLATION_WORKERS for the server")
+    p.add_argument("--threads", type=int, default=None, help="RENDITION_WORKER_THREADS for the server")
+    p.add_argument(
+        "--env",
+        nargs="+",
+        dest="env_pairs",
+        default=[],
+        metavar="NAME=VALUE",
+        help="more server settings, e.g. RENDITION_TORCH_THREADS=1",
+    )
+    p.add_argument("--n", type=int, default=256, help="(a) requests")
+    p.add_argument("--reference", choices=["core", "scheduler"], default="core",
+                   help="(a) in-process: the batch path, or the scheduler at --workers x --threads")  # fmt: skip
+    p.add_argument("--in-flight", type=int, default=64, help="concurrent translation requests in (a), (b) and (c)")
+    p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
+    p.add_argument("--seconds", type=float, default=30.0, help="(b) arrivals per load level")
+    p.add_argument("--embeddings", type=int, default=200, help="(c) sequential embedding requests under load")
+    p.add_argument("--quick", action="store_true", help="smoke run: n 32, 16 in flight, 5 s runs, 20 embeddings")
+    args = p.parse_args()
+    if args.quick:
+        args.n, args.in_flight, args.capacity_seconds, args.seconds, args.embeddings = 32, 16, 5.0, 5.0, 20
+    args.env = {name: str(v) for name, v in (("RENDITION_TRANSLATION_WORKERS", args.workers),
+                                             ("RENDITION_WORKER_THREADS", args.threads)) if v is not None}  # fmt: skip
+    args.env |= dict(kv.split("=", 1) for kv in args.env_pairs)
+    load0 = os.getloadavg()[0]
+    texts = test_sentences(n=args.n)
+    with serve(args.root, args.port, args.env) as url:
+        a = progress(
+            "a", http_efficiency(url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0))
+        )
+        b = progress("b", open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds))
+        c = progress("c", asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings)))
+    report(args, a, b, c, load0)
+
+
+if __name__ == "__main__":
+    main()
