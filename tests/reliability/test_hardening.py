@@ -135,7 +135,8 @@ def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server)
 
     alone = sorted(latency() for _ in range(5))[2]
     item = "{s} It is item number {i} of the agenda, after lunch. The minutes of the last meeting were approved."
-    heavy_body = {**TR, "text": [item.format(s=SENTENCE, i=i) for i in range(64)]}  # 192 sentences
+    # 192 sentences, each allowed 64 tokens (the tests' random models seldom end before their limit)
+    heavy_body = {**TR, "text": [item.format(s=SENTENCE, i=i) for i in range(64)], "max_length": 64, "truncate": True}
     boxes: list[dict] = [{}, {}]
     heavies = [threading.Thread(target=lambda b=b: b.update(r=srv.http.post("/v1/translate", json=heavy_body, timeout=120)))
                for b in boxes]  # fmt: skip
@@ -155,7 +156,7 @@ def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server)
         h.join(timeout=120)
     assert all(b["r"].status_code == 200 and len(b["r"].json()["results"]) == 64 for b in boxes)
     print(f"\none sentence alone {alone * 1000:.0f} ms; under two 192-sentence requests {[round(x * 1000) for x in loaded]} ms")
-    assert sorted(loaded)[len(loaded) // 2] <= 15 * alone + 0.1  # a small multiple (measured: 7 ms alone, 40-64 ms loaded)
+    assert sorted(loaded)[len(loaded) // 2] <= 15 * alone + 0.1  # a small multiple (measured: 8 ms alone, medians 54-76 ms loaded)
 
 
 # -- 2. header size and count --------------------------------------------------------------------------
