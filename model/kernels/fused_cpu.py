@@ -247,11 +247,15 @@ class FusedTransformer:
             raise ValueError(f"expected {cache.batch_size} tokens (one per cache row), got shape {tuple(tokens.shape)}")
         t, steps = cache.begin_step()  # (records every row's storage row for its position; steps: per row, or None)
         N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
-        bias = cache.memory_bias(torch.float32)  # (B, 1, 1, S)
+        if hasattr(cache, "cross_tables"):  # a ReferencePool: cross K/V in slots, each sentence's real length
+            cross, bias, cross_rows, cross_lens = cache.cross_tables()  # [(G, H, S, Dh) x 2], (G, S), (B,), (G,)
+        else:
+            cross = [(lc.cross_k, lc.cross_v) for lc in cache.layers]  # (B, H, S, Dh)
+            bias, cross_rows, cross_lens = cache.memory_bias(torch.float32), None, None  # (B, 1, 1, S)
         S = bias.shape[-1]
         caches = (native.LayerCache * len(cache.layers))(
-            *(native.LayerCache(lc.cross_k.data_ptr(), lc.cross_v.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr())
-              for lc in cache.layers)
+            *(native.LayerCache(ck.data_ptr(), cv.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr())
+              for (ck, cv), lc in zip(cross, cache.layers))
         )  # fmt: skip
         src = cache.src
         x, h = torch.empty(N, D), torch.empty(N, D)
@@ -261,7 +265,8 @@ class FusedTransformer:
             pos = (model.positions[t] if steps is None else model.positions).contiguous()
         args = native.DecoderStepArgs(
             weights=ctypes.pointer(self._decoder[1].struct), cache=caches, tokens=tokens.data_ptr(), src=src.data_ptr(),
-            src_stride=src.stride(0), steps=native.ptr(steps), mem_bias=bias.data_ptr(), pos=native.ptr(pos), x=x.data_ptr(), h=h.data_ptr(),
+            src_stride=src.stride(0), steps=native.ptr(steps), cross_rows=native.ptr(cross_rows),
+            cross_lens=native.ptr(cross_lens), mem_bias=bias.data_ptr(), pos=native.ptr(pos), x=x.data_ptr(), h=h.data_ptr(),
             qkv=qkv.data_ptr(), ff=ff.data_ptr(), logits=logits.data_ptr(), rows=N, beams=cache.beams, d_model=D,
             heads=cfg.n_heads, d_ff=F, vocab=V, src_len=S, max_len=cache.layers[0].self_k.shape[2], t=t,
             max_rel=cfg.max_relative_position if cache.k is not None else 0, emb_scale=model.emb_scale,

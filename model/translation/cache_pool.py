@@ -57,9 +57,10 @@ class PoolLayer:
     """One decoder layer's keys and values in a pool: what ``DecoderLayer.step`` uses
     (``qkv``, ``cross_k``, ``cross_v``, ``self_attention``) and the self-attention storage."""
 
-    def __init__(self, pool: CachePool, qkv: tuple[Tensor, Tensor]):
+    def __init__(self, pool: CachePool, qkv: tuple[Tensor, Tensor], index: int = 0):
         self.pool = pool
         self.qkv = qkv
+        self.index = index  # (the layer's place in the decoder)
         self.cross_k: Tensor | None = None  # (B, H, S, Dh)
         self.cross_v: Tensor | None = None
         self.self_k: Tensor | None = None  # DensePool: (N, H, T, Dh); ReferencePool: (storage rows, H, T, Dh)
@@ -73,8 +74,34 @@ class PoolLayer:
         return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v, self.cross_k, self.cross_v) if t is not None)
 
 
+class SlotLayer(PoolLayer):
+    """A ``ReferencePool`` layer: its cross-attention K/V live in the pool's slots; ``cross_k`` /
+    ``cross_v`` gather the live sentences' (for the torch step; the fused step reads the slots)."""
+
+    @property
+    def cross_k(self) -> Tensor:
+        return self.pool.gathered_cross(self.index)[0]
+
+    @cross_k.setter
+    def cross_k(self, value: Tensor | None) -> None:
+        pass
+
+    @property
+    def cross_v(self) -> Tensor:
+        return self.pool.gathered_cross(self.index)[1]
+
+    @cross_v.setter
+    def cross_v(self, value: Tensor | None) -> None:
+        pass
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v) if t is not None)
+
+
 class CachePool(ABC):
     """Rows = sentences x ``beams`` (beams adjacent), each sentence at its own step ``steps``."""
+
+    layer_type: type[PoolLayer] = PoolLayer
 
     WIDEN = 64  # storage positions grow in steps of this many
 
@@ -88,7 +115,7 @@ class CachePool(ABC):
         kv_dtype: torch.dtype,
         device: torch.device,
     ):
-        self.layers = [PoolLayer(self, w) for w in qkv]
+        self.layers = [self.layer_type(self, w, i) for i, w in enumerate(qkv)]
         self.heads, self.head_dim, self.k, self.beams = heads, head_dim, k, beams
         self.kv_dtype = kv_dtype
         self.device = device
@@ -113,30 +140,40 @@ class CachePool(ABC):
         layer their cross-attention K/V (b, H, S', Dh) (``Transformer.cross_states``), mem_mask
         (b, 1, 1, S'), max_len the most steps any of them may take."""
         n = mem_mask.shape[0] * self.beams
-        for layer, (ck, cv, qkv) in zip(self.layers, cross):
-            layer.cross_k = _pad_cat(layer.cross_k, ck, 2)
-            layer.cross_v = _pad_cat(layer.cross_v, cv, 2)
+        for layer, (_, _, qkv) in zip(self.layers, cross):
             layer.qkv = qkv
-        self.mem_mask = _pad_cat(self.mem_mask, mem_mask, 3, False)
         self._mem_bias = None
         self.steps = torch.cat([self.steps, self.steps.new_zeros(n)])
         if max_len > self.max_len:  # (in steps of WIDEN positions: storage is copied when it widens)
             self._widen(-(-max_len // self.WIDEN) * self.WIDEN)
         self._add_rows(n)
+        self._join_cross([(ck, cv) for ck, cv, _ in cross], mem_mask)
+
+    def _join_cross(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor) -> None:
+        """Cross-attention K/V of the sentences that join (after ``_add_rows``): appended, the
+        pool's padded to the longest source."""
+        for layer, (ck, cv) in zip(self.layers, cross):
+            layer.cross_k = _pad_cat(layer.cross_k, ck, 2)
+            layer.cross_v = _pad_cat(layer.cross_v, cv, 2)
+        self.mem_mask = _pad_cat(self.mem_mask, mem_mask, 3, False)
 
     def select(self, rows: Tensor) -> None:
         """Keep only these rows, in whole sentences (groups of ``beams`` rows of one sentence, in
-        any order within the group); cross-attention K/V are trimmed to the longest kept source."""
+        any order within the group)."""
         sentences = rows.view(-1, self.beams)[:, 0] // self.beams
+        self._mem_bias = None
+        self._select_cross(sentences)
+        self._select_rows(rows, sentences)
+        self.steps = self.steps.index_select(0, rows)
+
+    def _select_cross(self, sentences: Tensor) -> None:
+        """The kept sentences' cross-attention K/V, trimmed to the longest kept source."""
         mask = self.mem_mask.index_select(0, sentences)
         used = int(mask.flatten(1).any(0).nonzero().max()) + 1 if mask.numel() and mask.any() else 0
         self.mem_mask = mask[..., :used].contiguous()
-        self._mem_bias = None
         for layer in self.layers:
             layer.cross_k = layer.cross_k[:, :, :used].index_select(0, sentences)
             layer.cross_v = layer.cross_v[:, :, :used].index_select(0, sentences)
-        self._select_rows(rows, sentences)
-        self.steps = self.steps.index_select(0, rows)
 
     def reserve(self, sentences: int) -> None:  # noqa: B027 (a hint; most storage ignores it)
         """A hint: this many sentences may run at once (storage that grows by copying reserves it)."""
@@ -248,6 +285,8 @@ class DensePool(CachePool):
 class ReferencePool(CachePool):
     """Storage rows from a pool in groups of ``beams``, read by reference (the C step kernels)."""
 
+    layer_type = SlotLayer
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.slots = torch.zeros(0, dtype=torch.long)  # (N,) the storage row each row writes to
@@ -257,6 +296,13 @@ class ReferencePool(CachePool):
         self.groups = 0  # storage groups allocated
         self._reorders = 0
         self._reserved = 16
+        # Cross-attention K/V in slots: a sentence's in row g of (groups, H, S, Dh), g its storage group,
+        # so that sentences join and leave without moving anyone else's; the step kernel reads them
+        # through ``cross_rows`` and only the first ``cross_lens[g]`` (real) source positions.
+        self.cross_store: list[tuple[Tensor, Tensor]] = []
+        self.cross_mask = torch.zeros(0, 0, dtype=torch.bool)  # (groups, S)
+        self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
+        self._store_bias: Tensor | None = None
 
     @property
     def storage_rows(self) -> int:
@@ -296,6 +342,73 @@ class ReferencePool(CachePool):
         self.slots = torch.cat([self.slots, slots])
         self.src = torch.cat([self.src, torch.zeros(n, self.max_len, dtype=torch.long)])
         self.compacted = torch.cat([self.compacted, torch.zeros(need, dtype=torch.long)])
+
+    def sentence_groups(self) -> Tensor:
+        """(B,) the storage group (and cross-attention slot) of each live sentence, in pool order."""
+        return self.slots.view(-1, self.beams)[:, 0] // self.beams
+
+    def _join_cross(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor) -> None:
+        b, S = mem_mask.shape[0], mem_mask.shape[-1]
+        G, width = self.groups, self.cross_mask.shape[1]
+        if G > len(self.cross_mask) or S > width:  # grow the slots (sources in steps of 32 positions)
+            width = max(width, -(-S // 32) * 32)
+            mask = torch.zeros(G, width, dtype=torch.bool)
+            mask[: len(self.cross_mask), : self.cross_mask.shape[1]] = self.cross_mask
+            lens = torch.zeros(G, dtype=torch.long)
+            lens[: len(self.cross_lens)] = self.cross_lens
+            self.cross_mask, self.cross_lens = mask, lens
+            store = []
+            for i, (ck, _) in enumerate(cross):
+                pair = []
+                for j in (0, 1):
+                    new = ck.new_zeros(G, self.heads, width, self.head_dim)
+                    if self.cross_store:
+                        old = self.cross_store[i][j]
+                        new[: len(old), :, : old.shape[2]] = old
+                    pair.append(new)
+                store.append(tuple(pair))
+            self.cross_store = store
+        g = self.sentence_groups()[-b:]
+        for (xk, xv), (ck, cv) in zip(self.cross_store, cross):
+            xk[g, :, :S] = ck
+            xv[g, :, :S] = cv
+        real = mem_mask.view(b, S)
+        self.cross_mask[g] = False
+        self.cross_mask[g, :S] = real
+        self.cross_lens[g] = real.sum(1)  # (sources are right-padded: the real tokens come first)
+        self._store_bias = None
+
+    def _select_cross(self, sentences: Tensor) -> None:
+        pass  # (a sentence's slot is its storage group, kept or freed with it)
+
+    def cross_tables(self) -> tuple[list[tuple[Tensor, Tensor]], Tensor, Tensor, Tensor]:
+        """For the fused step kernel: per layer the cross K/V slots (groups, H, S, Dh), the additive
+        bias (groups, S), each live sentence's slot (B,), and each slot's real source length."""
+        if self._store_bias is None:
+            self._store_bias = torch.zeros(self.cross_mask.shape).masked_fill_(~self.cross_mask, torch.finfo(torch.float32).min)
+        return self.cross_store, self._store_bias, self.sentence_groups(), self.cross_lens
+
+    @property
+    def mem_mask(self) -> Tensor:
+        """(B, 1, 1, S) the live sentences' source masks (gathered from the slots, for the torch step)."""
+        groups = self.sentence_groups()
+        used = int(self.cross_lens[groups].max()) if len(groups) else 0
+        return self.cross_mask[groups, :used].view(len(groups), 1, 1, used)
+
+    @mem_mask.setter
+    def mem_mask(self, value: Tensor) -> None:
+        pass  # (kept in the slots)
+
+    def gathered_cross(self, layer: int) -> tuple[Tensor, Tensor]:
+        """The live sentences' cross K/V (B, H, S, Dh), gathered from the slots (for the torch step)."""
+        groups = self.sentence_groups()
+        used = int(self.cross_lens[groups].max()) if len(groups) else 0
+        xk, xv = self.cross_store[layer]
+        return xk[groups, :, :used], xv[groups, :, :used]
+
+    def nbytes(self) -> int:
+        slots = sum(t.numel() * t.element_size() for pair in self.cross_store for t in pair)
+        return super().nbytes() + slots
 
     def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
         kept = set(sentences.tolist())

@@ -155,15 +155,16 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
     add_bias(qkv, 3 * D, w->bx_q, N, D, 0, threads);
     #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
     for (long rh = 0; rh < N * H; ++rh) {
-      const long r = rh / H, hd = rh % H, b = r / beams;
+      const long r = rh / H, hd = rh % H, b = a->cross_rows ? a->cross_rows[r / beams] : r / beams;
+      const long Sb = a->cross_lens ? a->cross_lens[b] : S;  /* (padding comes last, weight exactly 0) */
       const float* qr = qkv + r * 3 * D + hd * Dh;
       const float *kc = ck + (b * H + hd) * S * Dh, *vc = cv + (b * H + hd) * S * Dh;
       float* orow = qkv + r * 3 * D + D + hd * Dh;
       switch (Dh) {
-        case 16: cross_16(qr, kc, vc, a->mem_bias + b * S, S, scale, orow); break;
-        case 32: cross_32(qr, kc, vc, a->mem_bias + b * S, S, scale, orow); break;
-        case 64: cross_64(qr, kc, vc, a->mem_bias + b * S, S, scale, orow); break;
-        default: cross_128(qr, kc, vc, a->mem_bias + b * S, S, scale, orow); break;
+        case 16: cross_16(qr, kc, vc, a->mem_bias + b * S, Sb, scale, orow); break;
+        case 32: cross_32(qr, kc, vc, a->mem_bias + b * S, Sb, scale, orow); break;
+        case 64: cross_64(qr, kc, vc, a->mem_bias + b * S, Sb, scale, orow); break;
+        default: cross_128(qr, kc, vc, a->mem_bias + b * S, Sb, scale, orow); break;
       }
     }
     mm_wt(qkv + D, 3 * D, w->wx_o, h, D, N, D, D);

@@ -66,7 +66,9 @@ typedef struct {
   const long* src;          /* (rows, src_stride) storage rows, column t (steps[r]) already set */
   long src_stride;
   const long* steps;        /* (rows,) each row's own step, or NULL: t for all */
-  const float* mem_bias;    /* (sentences, src_len): 0 or the most negative float */
+  const long* cross_rows;   /* (sentences,) each sentence's row of cross_k/v and mem_bias, or NULL: its own */
+  const long* cross_lens;   /* (cross rows,) real source tokens of each (they come first), or NULL: src_len */
+  const float* mem_bias;    /* (cross rows, src_len): 0 or the most negative float */
   const float* pos;         /* sinusoidal positions, or NULL: the row of step t (D), or with steps the
                                whole table (max_positions, D), row steps[r] for row r */
   float *x, *h, *qkv, *ff;  /* scratch (rows, D), (rows, D), (rows, 3D), (rows, d_ff) */
