@@ -8,9 +8,12 @@ relative positions only the distance j - t matters, so a sentence's rows keep th
 0, 1, ... t and the attention of a step takes each row's own t (``steps``, one per row); a
 sentence's result is the same whichever sentences share its steps.
 
-Cross-attention keys and values are kept once per sentence, (B, H, S, Dh), padded to the longest
-source in the pool (a longer joiner widens them; ``select`` trims them again).  Self-attention
-storage grows to the longest output any sentence in the pool may reach.
+Cross-attention keys and values are kept once per sentence: ``DensePool`` as one (B, H, S, Dh)
+tensor padded to the longest source in the pool (a joiner is appended, ``select`` gathers and
+trims); ``ReferencePool`` in per-sentence slots (row g of (groups, H, S, Dh), g the sentence's
+storage group), which the fused step kernel reads through ``cross_rows`` over each sentence's real
+tokens only (``cross_lens``): joins and leaves move nobody else's.  Self-attention storage grows to
+the longest output any sentence in the pool may reach.
 
 Two storage strategies, one class each, behind the interface of ``CachePool`` (``join``,
 ``select``, ``reorder``, ``advance``, ``positions``, ``nbytes``):
