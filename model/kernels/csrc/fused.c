@@ -1,6 +1,8 @@
 /* The translator's encoder and its decoding step, each in one call (model/kernels/fused_cpu.py), over
    oneDNN's sgemm (rk_set_dnnl_sgemm; about 2.5x MKL's on AMD CPUs, where MKL takes a slow path) or
    the MKL sgemm that torch itself calls (rk_set_sgemm), whose products are then bitwise torch's. */
+#include <omp.h>
+
 #include "rendition_kernels.h"
 #include "attention_impl.h"
 
@@ -16,17 +18,61 @@ static dnnl_sgemm_t DNNL_SGEMM = NULL;
 void rk_set_sgemm(void* fn) { SGEMM = (sgemm_t)fn; DNNL_SGEMM = NULL; }
 void rk_set_dnnl_sgemm(void* fn) { DNNL_SGEMM = (dnnl_sgemm_t)fn; SGEMM = NULL; }
 
+/* Threads for oneDNN's products, set by each entry point from its args (per calling thread).  oneDNN's
+   sgemm runs single-threaded when called from a thread other than the process's main thread (measured:
+   222 GFLOP/s with 2 OpenMP threads from a worker thread against 330 from the main thread, 224 on one
+   thread), which is where the service's workers call it; so the products are split here instead, each
+   thread computing its own block of output columns with a single-threaded sgemm (every output element
+   is one thread's dot product over all of K, as in an unsplit call). */
+static __thread int GEMM_THREADS = 1;
+
+/* Split N into `parts` blocks of whole 64-column panels; block t is [n0, n1). */
+static void split_cols(long N, int t, int parts, long* n0, long* n1) {
+  const long panels = (N + 63) / 64;
+  *n0 = (panels * t / parts) * 64;
+  *n1 = (panels * (t + 1) / parts) * 64;
+  if (*n0 > N) *n0 = N;
+  if (*n1 > N) *n1 = N;
+}
+
+/* Threads worth using for an (M, N, K) product: one per 64-column panel at most, and none for a tiny one. */
+static int gemm_parts(long M, long N, long K) {
+  if (GEMM_THREADS <= 1 || omp_in_parallel() || M * N * K < (1L << 20)) return 1;
+  const long panels = (N + 63) / 64;
+  return panels < GEMM_THREADS ? (int)panels : GEMM_THREADS;
+}
+
 /* out (M, N), rows ldo apart = a (M, K), rows lda apart, @ W^T, W (N, K) row-major: with MKL the call
    torch makes for a @ W.t() */
 static void mm_wt(const float* a, long lda, const float* W, float* out, long ldo, long M, long N, long K) {
-  if (DNNL_SGEMM) { DNNL_SGEMM('N', 'T', M, N, K, 1.0f, a, lda, W, K, 0.0f, out, ldo); return; }
+  if (DNNL_SGEMM) {
+    const int parts = gemm_parts(M, N, K);
+    if (parts <= 1) { DNNL_SGEMM('N', 'T', M, N, K, 1.0f, a, lda, W, K, 0.0f, out, ldo); return; }
+    #pragma omp parallel num_threads(parts)
+    {
+      long n0, n1;
+      split_cols(N, omp_get_thread_num(), omp_get_num_threads(), &n0, &n1);
+      if (n1 > n0) DNNL_SGEMM('N', 'T', M, n1 - n0, K, 1.0f, a, lda, W + n0 * K, K, 0.0f, out + n0, ldo);
+    }
+    return;
+  }
   const float one = 1.0f, zero = 0.0f;
   SGEMM("T", "N", &N, &M, &K, &one, W, &K, a, &lda, &zero, out, &ldo);
 }
 
 /* out (M, N) = a (M, K) @ P (K, N), all row-major and contiguous: with MKL the call torch makes for a @ P */
 static void mm(const float* a, const float* P, float* out, long M, long N, long K) {
-  if (DNNL_SGEMM) { DNNL_SGEMM('N', 'N', M, N, K, 1.0f, a, K, P, N, 0.0f, out, N); return; }
+  if (DNNL_SGEMM) {
+    const int parts = gemm_parts(M, N, K);
+    if (parts <= 1) { DNNL_SGEMM('N', 'N', M, N, K, 1.0f, a, K, P, N, 0.0f, out, N); return; }
+    #pragma omp parallel num_threads(parts)
+    {
+      long n0, n1;
+      split_cols(N, omp_get_thread_num(), omp_get_num_threads(), &n0, &n1);
+      if (n1 > n0) DNNL_SGEMM('N', 'N', M, n1 - n0, K, 1.0f, a, K, P + n0, N, 0.0f, out + n0, N);
+    }
+    return;
+  }
   const float one = 1.0f, zero = 0.0f;
   SGEMM("N", "N", &N, &M, &K, &one, P, &N, a, &K, &zero, out, &N);
 }
@@ -132,6 +178,7 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
              V = a->vocab, S = a->src_len, T = a->max_len, t = a->t, k = a->max_rel, ld = a->src_stride;
   const long* src = a->src;
   const int half = a->half, threads = a->threads;
+  GEMM_THREADS = threads;
   const float eps = a->eps;
   float *x = a->x, *h = a->h, *qkv = a->qkv, *ff = a->ff;
   const long Dh = D / H;
@@ -186,6 +233,7 @@ int rk_encoder_forward(const rk_encoder_args* a) {
              k = a->max_rel;
   const long* src = a->src;
   const int threads = a->threads;
+  GEMM_THREADS = threads;
   const float eps = a->eps;
   float *x = a->x, *h = a->h, *qkv = a->qkv, *ff = a->ff, *mem = a->mem;
   long *rows = a->rows, *pos = a->pos, *off = a->off;

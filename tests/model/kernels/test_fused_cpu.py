@@ -5,6 +5,8 @@ sentences; and the shipped translator's hypotheses with them on and off."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 import torch
 
@@ -155,6 +157,52 @@ def test_step_kernel_two_threads_equals_one() -> None:
         torch.set_num_threads(threads)
     for a, b in zip(one, two):
         torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
+def test_products_split_across_threads_equal_torch() -> None:
+    """Products large enough to be split into column blocks, one per thread (fused.c ``mm_wt`` /
+    ``mm``: a 64-row step's output projection of 64 x 2,000 x 256, the encoder's 480 rows), from the
+    main thread and from another thread (where the split is what gives oneDNN's sgemm its threads),
+    agree with the torch step and the torch encoder; the column count is no multiple of the 64-column
+    panels, so the last block is a partial one."""
+    cfg = TransformerConfig(
+        vocab_size=2000, d_model=256, n_heads=4, d_ff=1000, n_encoder_layers=1, n_decoder_layers=1,
+        max_relative_position=4, relative_positions=True, relative_values=True, dropout=0.0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    m = Transformer(cfg).eval()
+    g = torch.Generator().manual_seed(2)
+    src = torch.randint(4, 2000, (16, 30), generator=g)
+    tokens = torch.randint(4, 2000, (3, 64), generator=g)
+
+    def steps(backend: type[TorchBackend]) -> list[torch.Tensor]:
+        be = backend(m)
+        with torch.no_grad():
+            mem, mask = be.encode(src)
+            cache = be.init_cache(mem, mask, 4)
+            out = [mem, be.decode_step(tokens[0, :16], cache)]
+            cache.expand(4)
+            out += [be.decode_step(tokens[t], cache) for t in (1, 2)]
+        return out
+
+    reference = steps(TorchBackend)
+    threads = torch.get_num_threads()
+    results: dict[str, list[torch.Tensor]] = {}
+
+    def on_two_threads(key: str) -> None:
+        torch.set_num_threads(2)
+        results[key] = steps(FusedCPUBackend)
+
+    try:
+        on_two_threads("main")
+        worker = threading.Thread(target=on_two_threads, args=("worker",))
+        worker.start()
+        worker.join()
+    finally:
+        torch.set_num_threads(threads)
+    for key in ("main", "worker"):
+        for a, b in zip(results[key], reference):
+            torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
 def test_without_sgemm_the_torch_step_runs(monkeypatch: pytest.MonkeyPatch) -> None:
