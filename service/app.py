@@ -62,6 +62,16 @@ def _set_threads(s: Settings) -> None:
         torch.set_num_threads(s.torch_threads)  # also in the model thread (OpenMP settings are per thread)
 
 
+def _set_loader_threads(s: Settings) -> None:
+    """The model thread's threads: the batch engine computes there; with the continuous engine it
+    only loads and warms up, on one thread, so that it keeps no OpenMP team beside the workers'
+    (model.translation.scheduler.worker_layout)."""
+    if s.translation_engine == "continuous":
+        torch.set_num_threads(1)
+    else:
+        _set_threads(s)
+
+
 def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
     """Runs in the model thread (its initializer set the torch threads): load (unless given), warm
     up, record load times."""
@@ -135,9 +145,8 @@ async def _start(
             state.batchers["translator"] = _batcher("translator", state.translator, limits)
     if state.encoder is not None:
         # Embeddings never wait behind a translation: their batches run on a thread of their own.
-        state.embedding_thread = ThreadPoolExecutor(
-            1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(threads)
-        )
+        # (On one thread: small batches, and no second OpenMP team beside the translator's workers'.)
+        state.embedding_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(1))
         state.batchers["encoder"] = _batcher("encoder", state.encoder, {**limits, "executor": state.embedding_thread})
     for b in state.batchers.values():
         b.start()
@@ -165,7 +174,7 @@ def create_app(
     # torch's OpenMP work keeps its own team of worker threads; two such threads on the same cores
     # (a loader and a batcher, or two batchers) make OpenMP stop spinning between parallel regions
     # and a translation took 2-2.6x as long (13 -> 26-33 ms for a short sentence on 2 cores).
-    model_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-model", initializer=lambda: _set_threads(settings))
+    model_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-model", initializer=lambda: _set_loader_threads(settings))
     state = AppState(settings=settings, metrics=metrics, model_thread=model_thread)
     state.ledger = Ledger(settings.request_timeout_s)
     try:

@@ -57,8 +57,8 @@ class Settings(BaseSettings):
     worker_threads: int = Field(0, ge=0)  # torch/kernel threads per worker (intra_threads); 0: cores / workers
 
     # -- dynamic batching (per model) -------------------------------------------------------------
-    max_batch_tokens: int = Field(8192, ge=1)  # padded tokens per batch (x beam size for translation)
-    max_batch_size: int = Field(64, ge=1)  # sentences per batch (continuous engine: running per worker)
+    max_batch_tokens: int = Field(16384, ge=1)  # padded tokens per batch (x beam size for translation)
+    max_batch_size: int = Field(128, ge=1)  # sentences per batch (continuous engine: running per worker)
     max_wait_ms: float = Field(0.0, ge=0)  # how long a batch waits for more work once the worker is free
     max_queue: int = Field(1024, ge=1)  # queued sentences per model; beyond it requests get 429
     request_timeout_s: float = Field(60.0, gt=0)  # end-to-end wait for a result; beyond it 504

@@ -119,13 +119,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.threads and args.engine == "ctranslate2":
         torch.set_num_threads(args.threads)
 
+    cores = torch.get_num_threads()
+    if args.engine == "torch":  # the workers set their own threads; the model is loaded on one (worker_layout)
+        torch.set_num_threads(1)
+
     lines = sys.stdin.buffer.read().decode("utf-8", errors="replace").splitlines()
     with ExitStack() as stack:
         try:
             translator = load_translator(args, stack)
             translator.check_pair(args.source, args.target)
             if args.engine == "torch":
-                translator.start_workers(args.workers, args.threads or 0)
+                translator.start_workers(args.workers, args.threads or 0, cores=cores)
                 stack.callback(translator.close)
             outputs = translate_lines(
                 translator,

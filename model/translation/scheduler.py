@@ -52,6 +52,11 @@ def worker_layout(workers: int = 0, threads: int = 0, cores: int = 0, device: st
     best layout on the 2-core machine of ``docs/benchmarks.md``: inter_threads = cores, intra_threads = 1; ours
     measures best the same way), at most 8 workers, the cores shared out among them; on a GPU one worker."""
     cores = cores or torch.get_num_threads()
+    # (With threads > 1, the thread that loads the model should do it on one thread: every thread
+    # that ever ran a multi-threaded OpenMP region keeps its team of threads, and once libgomp's
+    # threads outnumber the cores it stops spinning between regions. A 2-thread worker on 2 cores
+    # then ran no faster than a 1-thread one: 1,182 tok/s after a 2-thread load, 1,600 after a
+    # 1-thread one; see docs/benchmarks.md.)
     if not workers:
         workers = 1 if device.startswith("cuda") else min(cores, 8)
     return workers, threads or max(1, cores // workers)
@@ -108,8 +113,8 @@ class TranslationScheduler:
         model: PoolSeq2Seq,
         workers: int = 1,
         threads: int = 0,
-        max_sentences: int = 64,
-        max_tokens: int = 8192,
+        max_sentences: int = 128,
+        max_tokens: int = 16384,
         observer: Observer | None = None,
         kv_cache_dtype: torch.dtype | None = None,
         join_delay_s: float = 0.0,

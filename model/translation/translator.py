@@ -69,7 +69,7 @@ class Translator:
         self,
         model: Transformer,
         tokenizer: Tokenizer,
-        max_batch_tokens: int = 8192,
+        max_batch_tokens: int = 16384,
         kv_cache_dtype: str | torch.dtype | None = None,
     ):
         self.model = model.eval()
@@ -123,13 +123,13 @@ class Translator:
             return self.scheduler.run(sources, opts)
         return generate_sorted(self.backend, sources, opts, budget)
 
-    def start_workers(self, workers: int = 0, threads: int = 0) -> tuple[int, int]:
+    def start_workers(self, workers: int = 0, threads: int = 0, cores: int = 0) -> tuple[int, int]:
         """From now on ``core`` / ``translate`` run on the step-level scheduler
         (``model.translation.scheduler``): ``workers`` continuous searches of ``threads`` threads
-        each (CTranslate2's inter_threads / intra_threads; 0: ``worker_layout``'s choice).  Returns
-        the layout; ``close()`` stops the workers."""
+        each (CTranslate2's inter_threads / intra_threads; 0: ``worker_layout``'s choice for ``cores``,
+        by default the threads torch uses here).  Returns the layout; ``close()`` stops the workers."""
         self.close()
-        workers, threads = worker_layout(workers, threads, device=self.device.type)
+        workers, threads = worker_layout(workers, threads, cores, device=self.device.type)
         self.scheduler = TranslationScheduler(
             self.backend, workers, threads, max_tokens=self.max_batch_tokens, kv_cache_dtype=self.kv_cache_dtype
         )
