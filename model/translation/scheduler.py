@@ -103,6 +103,7 @@ class _Worker:
         self.owned: dict[tuple[Ticket, int], ContinuousBeamSearch] = {}  # sentence -> its search
         self.cost = 0  # source tokens x beams of the sentences in its searches
         self.whole: list[Ticket] = []  # tickets to search with ``generate`` (unsupported options)
+        self.in_whole = False  # running them
         self.thread: threading.Thread | None = None
         self.steps = 0
 
@@ -201,9 +202,19 @@ class TranslationScheduler:
                 best = t
         return best
 
+    def _share(self) -> int:
+        """Under the lock: the sentences each worker free to take some may run, the running and
+        waiting ones spread evenly over them (a worker running a request whole is not free)."""
+        free = [o for o in self._workers if not o.in_whole]
+        total = sum(len(o.owned) for o in free) + sum(t.waiting for t in self._waiting)
+        return max(1, -(-total // max(1, len(free))))
+
     def _admit(self, w: _Worker) -> int:
-        """Under the lock: move waiting sentences into w's searches while it has room; how many."""
+        """Under the lock: move waiting sentences into w's searches while it has room and runs no
+        more than its share (``_share``: else 64 requests arriving at once would all join the first
+        worker to wake, up to its 128 places, while the other idles); how many."""
         n = 0
+        share = self._share()
         while self._waiting:
             ticket = self._pick()
             if not ContinuousBeamSearch.supports(ticket.opts):
@@ -213,10 +224,11 @@ class TranslationScheduler:
                 ticket.admitted = len(ticket.sources)
                 ticket.running = len(ticket.sources)
                 w.whole.append(ticket)
+                w.in_whole = True
                 return n + len(ticket.sources)
             i = ticket.admitted
             cost = len(ticket.sources[i]) * ticket.opts.beam_size
-            if w.owned and (len(w.owned) >= self.max_sentences or w.cost + cost > self.max_tokens):
+            if w.owned and (len(w.owned) >= min(self.max_sentences, share) or w.cost + cost > self.max_tokens):
                 return n
             if n == 0 and self.max_sentences - len(w.owned) < self.refill:
                 return n  # (a full search is refilled a few sentences at a time: one encoder pass for them)
@@ -266,8 +278,13 @@ class TranslationScheduler:
                 whole, w.whole = w.whole, []
             if joined and self.join_delay_s:
                 time.sleep(self.join_delay_s)
-            for ticket in whole:
-                self._run_whole(ticket)
+            if whole:  # (in_whole was set when they were taken)
+                try:
+                    for ticket in whole:
+                        self._run_whole(ticket)
+                finally:
+                    with self._cond:
+                        w.in_whole = False
             for search in list(w.searches.values()):
                 if not search.idle:
                     self._step(w, search)

@@ -141,3 +141,35 @@ def test_worker_layout() -> None:
     assert worker_layout(cores=16) == (8, 2)
     assert worker_layout(cores=4, device="cuda") == (1, 4)
     assert worker_layout(2, 3, cores=2) == (2, 3)
+
+
+class StepLog:
+    """An observer recording, per worker, the most sentences it ran in one step."""
+
+    def __init__(self):
+        self.most: dict[int, int] = {}
+
+    def admitted(self, queued_s: float) -> None:
+        pass
+
+    def stepped(self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float) -> None:
+        self.most[worker] = max(self.most.get(worker, 0), sentences)
+
+    def finished(self, tokens: int, compute_s: float) -> None:
+        pass
+
+
+def test_sentences_arriving_together_are_spread_over_the_workers(backend) -> None:
+    """16 sentences arriving at once on two idle workers with room for 128 each: each worker takes
+    its share (8), not the first to wake all of them; results as alone."""
+    sources = random_sources(16, 96, seed=8)
+    opts = SearchOptions(beam_size=2, max_length_a=1.0, max_length_b=3)
+    log = StepLog()
+    sched = TranslationScheduler(backend, workers=2, threads=1, max_sentences=128, observer=log)
+    try:
+        got = sched.run(sources, opts)
+    finally:
+        sched.close()
+    assert sorted(log.most) == [0, 1] and max(log.most.values()) == 8, log.most
+    for src, hyps in zip(sources, got):
+        assert_same(hyps, alone(backend, src, opts))
