@@ -117,6 +117,7 @@ async def _start(
     on_failure: Callable[[], None] | None,
 ) -> None:
     s = state.settings
+    cores = s.torch_threads or torch.get_num_threads()  # (before the model thread sets its own: the count is process-wide)
     try:
         await asyncio.get_running_loop().run_in_executor(state.model_thread, _load_models, state, translator, encoder)
     except Exception as e:
@@ -134,7 +135,7 @@ async def _start(
         delay_ms=s.batch_delay_ms,
         executor=state.model_thread,
     )
-    workers, threads = worker_layout(s.translation_workers, s.worker_threads, s.torch_threads, state.device)
+    workers, threads = worker_layout(s.translation_workers, s.worker_threads, cores, state.device)
     if state.translator is not None:
         if s.translation_engine == "continuous":
             state.batchers["translator"] = TranslationQueue(
@@ -145,8 +146,11 @@ async def _start(
             state.batchers["translator"] = _batcher("translator", state.translator, limits)
     if state.encoder is not None:
         # Embeddings never wait behind a translation: their batches run on a thread of their own.
-        # (On one thread: small batches, and no second OpenMP team beside the translator's workers'.)
-        state.embedding_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(1))
+        # (torch.set_num_threads is process-wide for torch.get_num_threads, which the kernels read:
+        # the embedding thread sets what the workers set.)
+        state.embedding_thread = ThreadPoolExecutor(
+            1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(threads)
+        )
         state.batchers["encoder"] = _batcher("encoder", state.encoder, {**limits, "executor": state.embedding_thread})
     for b in state.batchers.values():
         b.start()

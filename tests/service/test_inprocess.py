@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
+from model.translation.scheduler import worker_layout
 from model.translation.translator import Translator
 from service.app import create_app
 from service.deps import get_settings
@@ -64,3 +66,22 @@ def test_settings_come_from_the_dependency(client):
         assert r.status_code == 422 and "the limit is 1" in r.text
     finally:
         client.app.dependency_overrides.clear()
+
+
+def test_default_worker_layout_counts_the_cores_before_the_model_thread_loads(model_dirs):
+    """Left to defaults, the continuous engine runs ``worker_layout()`` for the threads torch had when
+    the app started, although the model thread loads on one thread and torch's thread count is
+    process-wide (it once came out as one worker of one thread)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        settings = Settings(translator_path=model_dirs["translator"], models=["translator"], warmup=False)
+        with TestClient(create_app(settings)) as c:
+            deadline = time.monotonic() + 60
+            while c.get("/health/ready").status_code != 200:
+                assert time.monotonic() < deadline, "not ready"
+                time.sleep(0.05)
+            queue = c.app.state.rendition.batchers["translator"]
+            assert (queue.scheduler.workers, queue.scheduler.threads) == worker_layout(cores=2) == (2, 1)
+    finally:
+        torch.set_num_threads(threads)
