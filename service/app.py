@@ -141,6 +141,7 @@ async def _start(
             state.batchers["translator"] = TranslationQueue(
                 "translator", state.translator, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
                 max_batch_size=s.max_batch_size, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
+                nice=s.worker_nice,
             )  # fmt: skip
         else:
             state.batchers["translator"] = _batcher("translator", state.translator, limits)

@@ -74,6 +74,7 @@ class TranslationQueue:
         max_queue: int,
         metrics: Metrics | None = None,
         delay_ms: float = 0.0,
+        nice: int = 0,
     ):
         self.name = name
         self.engine = engine
@@ -85,7 +86,7 @@ class TranslationQueue:
         self.scheduler = TranslationScheduler(
             translator.backend, workers=workers, threads=threads, max_sentences=max_batch_size,
             max_tokens=max_batch_tokens, observer=self.observer, kv_cache_dtype=translator.kv_cache_dtype,
-            join_delay_s=delay_ms / 1000,  # (testing aid, RENDITION_BATCH_DELAY_MS: sentences joining take this long)
+            nice=nice, join_delay_s=delay_ms / 1000,  # (testing aid, RENDITION_BATCH_DELAY_MS: sentences joining take this long)
         )  # fmt: skip
         self._closing = False
 

@@ -26,6 +26,7 @@ are searched by ``generate`` as one job, in length-sorted batches, between steps
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from concurrent.futures import Future
@@ -119,9 +120,12 @@ class TranslationScheduler:
         observer: Observer | None = None,
         kv_cache_dtype: torch.dtype | None = None,
         join_delay_s: float = 0.0,
+        nice: int = 0,
     ):
         """``threads``: torch and kernel threads per worker (0: the cores torch sees / workers);
-        ``join_delay_s``: a testing aid, a pause whenever sentences join a worker's searches (a slow model)."""
+        ``join_delay_s``: a testing aid, a pause whenever sentences join a worker's searches (a slow model);
+        ``nice``: the workers' threads run this much nicer than the process (Linux: per thread), so that
+        short work beside them (an event loop, embeddings) gets a core at once."""
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.model = model
@@ -133,6 +137,7 @@ class TranslationScheduler:
         self.observer = observer
         self.kv_cache_dtype = kv_cache_dtype
         self.join_delay_s = join_delay_s
+        self.nice = nice
         self._cond = threading.Condition()
         self._waiting: list[Ticket] = []  # tickets with sentences not yet admitted, oldest first
         self._closing = False
@@ -265,6 +270,12 @@ class TranslationScheduler:
 
     def _work(self, w: _Worker) -> None:
         torch.set_num_threads(self.threads)
+        if self.nice > 0 and hasattr(os, "setpriority"):
+            try:  # (on Linux a thread's own priority: this worker's alone)
+                tid = threading.get_native_id()
+                os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + self.nice))
+            except OSError as e:
+                log.warning("could not lower the worker's priority: %s", e)
         while True:
             with self._cond:
                 self._drop_cancelled(w)

@@ -3,6 +3,8 @@ with one or two workers, a fair share per request, cancellation, failures kept t
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
@@ -173,3 +175,18 @@ def test_sentences_arriving_together_are_spread_over_the_workers(backend) -> Non
     assert sorted(log.most) == [0, 1] and max(log.most.values()) == 8, log.most
     for src, hyps in zip(sources, got):
         assert_same(hyps, alone(backend, src, opts))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread priorities are Linux's")
+def test_workers_run_nicer_than_the_process(backend) -> None:
+    """``nice``: each worker thread lowers its own priority (the caller's thread keeps its own)."""
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    sched = TranslationScheduler(backend, workers=2, threads=1, nice=3)
+    try:
+        sched.run(random_sources(2, 96, seed=9), SearchOptions(beam_size=2, max_length_a=1.0, max_length_b=3))
+        workers = [t for t in threading.enumerate() if t.name.startswith("rendition-translate-")]
+        assert len(workers) == 2
+        assert [os.getpriority(os.PRIO_PROCESS, t.native_id) for t in workers] == [min(19, own + 3)] * 2
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
+    finally:
+        sched.close()
