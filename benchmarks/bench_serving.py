@@ -138,9 +138,10 @@ def latencies(result: LoadResult) -> dict:
             "max_ms": round(max(ok, default=float("nan")) * 1e3, 1), "seconds": round(result.seconds, 3)}  # fmt: skip
 
 
-def in_process_seconds(texts: list[str], reference: str, workers: int, threads: int) -> float:
+def in_process_seconds(texts: list[str], reference: str, workers: int, threads: int, rounds: int = 1) -> float:
     """One ``Translator.core`` call on the sentences the service would run for ``texts``: the batch
-    path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto)."""
+    path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto);
+    the fastest of ``rounds`` calls."""
     import torch
 
     from model import segment
@@ -153,22 +154,30 @@ def in_process_seconds(texts: list[str], reference: str, workers: int, threads: 
     sources = tr.preprocess([s for t in texts for s in segment.split(t, "en").sentences], "fr")
     opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # the route's defaults
     tr.core(sources[:8], opts)  # warm-up
-    t0 = time.perf_counter()
-    tr.core(sources, opts)
-    seconds = time.perf_counter() - t0
+    seconds = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        tr.core(sources, opts)
+        seconds = min(seconds, time.perf_counter() - t0)
     tr.close()
     torch.set_num_threads(1)  # this process's pool stays quiet while the server is measured
     time.sleep(1.0)
     return seconds
 
 
-def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int]) -> dict:
+def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int], rounds: int = 3) -> dict:
+    """Both sides are the fastest of ``rounds`` runs (on this shared 2-core VM a single run of either
+    swings by up to 30%)."""
     asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
                          max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
-    local = in_process_seconds(texts, *reference)
+    local = in_process_seconds(texts, *reference, rounds=rounds)
     h0 = histogram_sums(url)
-    res = asyncio.run(run_load(url, body=lambda i: translate_body(texts[i]), concurrency=in_flight,
-                               max_requests=len(texts), seconds=600, timeout=300))  # fmt: skip
+    res = None
+    for _ in range(rounds):
+        run = asyncio.run(run_load(url, body=lambda i: translate_body(texts[i]), concurrency=in_flight,
+                                   max_requests=len(texts), seconds=600, timeout=300))  # fmt: skip
+        if res is None or run.seconds < res.seconds:
+            res = run
     means = histogram_means(h0, histogram_sums(url))
     out = latencies(res)
     return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "in_process_s": round(local, 3),
@@ -181,10 +190,10 @@ def mixed_pool() -> list[str]:
     return test_sentences("test.en-fr.tsv") + test_sentences("test.everyday.en-fr.tsv")
 
 
-def median_sentence(pool: list[str]) -> str:
-    """The pool's sentence of median length in words (ties: the first)."""
+def median_sentence(pool: list[str], q: float = 0.5) -> str:
+    """The pool's sentence at quantile ``q`` of length in words (default the median; ties: the first)."""
     by_len = sorted(pool, key=lambda s: len(s.split()))
-    return by_len[len(by_len) // 2]
+    return by_len[min(len(by_len) - 1, int(len(by_len) * q))]
 
 
 async def sequential(url: str, path: str, body: dict, n: int) -> list[float]:
@@ -217,8 +226,13 @@ def open_loop(url: str, pool: list[str], in_flight: int, capacity_s: float, seco
     capacity = steady_rate(cap, capacity_s)
     median = median_sentence(pool)
     idle = asyncio.run(sequential(url, "/v1/translate", translate_body(median), 10))
+    # The 99th-percentile-length sentence alone: a floor under any p99 of the mix (its own latency
+    # with the whole machine to itself), whatever the engine does under load.
+    long = median_sentence(pool, 0.99)
+    idle_long = asyncio.run(sequential(url, "/v1/translate", translate_body(long), 10))
     out = {"capacity_per_s": round(capacity, 2), "capacity_run": latencies(cap), "median_sentence": median,
-           "idle_median_sentence_ms": round(statistics.median(idle) * 1e3, 1)}  # fmt: skip
+           "idle_median_sentence_ms": round(statistics.median(idle) * 1e3, 1), "p99_length_sentence": long,
+           "idle_p99_length_sentence_ms": round(statistics.median(idle_long) * 1e3, 1)}  # fmt: skip
     for load in (0.5, 0.8):
         rate, t, arrivals = load * capacity, 0.0, []
         while (t := t + rng.expovariate(rate)) < seconds:
@@ -269,6 +283,8 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
         ("(b) Poisson at 80% of capacity", b["load_80"],
          f"offered {b['load_80']['offered_per_s']}/s; p99 / idle median sentence {b['p99_80_over_idle']} (target <= 3)"),
         ("(b) median-length sentence alone, idle (median of 10)", {"p50_ms": b["idle_median_sentence_ms"]}, ""),
+        ("(b) 99th-percentile-length sentence alone, idle (median of 10)", {"p50_ms": b["idle_p99_length_sentence_ms"]},
+         f"{b['idle_p99_length_sentence_ms'] / b['idle_median_sentence_ms']:.1f}x the median sentence"),
         ("(c) embedding alone, idle", {"p50_ms": c["idle_p50_ms"], "p99_ms": c["idle_p99_ms"]}, ""),
         (f"(c) embedding, translator saturated ({c['n']} sequential)", c, "target p99 <= 50 ms"),
     ]  # fmt: skip
