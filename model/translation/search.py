@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -269,8 +270,12 @@ def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
 
 def max_output_lengths(src_lens: list[int], opts: SearchOptions) -> list[int]:
     """Per source length (tokens with the target tag and </s>), the most tokens a search may
-    generate, EOS included; a hypothesis this long was ended by the limit, not by the model."""
-    return _max_lengths(torch.tensor(src_lens, dtype=torch.long), opts).tolist()
+    generate, EOS included; a hypothesis this long was ended by the limit, not by the model.
+
+    ``_max_lengths``' float32 arithmetic in numpy, not torch: the service calls this on its event
+    loop, where every torch op releases the GIL and then waits to get it back from the workers."""
+    rel = (np.asarray(src_lens, dtype=np.float32) * np.float32(opts.max_length_a) + np.float32(opts.max_length_b)).astype(np.int64)
+    return np.clip(rel, 1, max(1, opts.max_length)).tolist()
 
 
 @torch.inference_mode()

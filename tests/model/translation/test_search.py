@@ -323,3 +323,19 @@ def test_min_length_fast_path_equals_log_softmax_path(random_translator: Transla
 def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
     with pytest.raises(ValueError, match="en-fr"):
         random_translator.translate(["x"], "en", "xx")
+
+
+def test_max_output_lengths_equal_the_search_caps() -> None:
+    """``max_output_lengths`` (numpy, for the service's event loop) gives ``_max_lengths``' caps (torch,
+    what ``generate`` stops at) for any lengths and length options, float32 rounding included."""
+    from model.translation.search import _max_lengths, max_output_lengths
+
+    rng = random.Random(5)
+    for _ in range(300):
+        lens = [rng.randint(0, 600) for _ in range(rng.randint(1, 40))]
+        opts = SearchOptions(
+            max_length=rng.choice([1, 2, 7, 64, 256, 1024]),
+            max_length_a=rng.choice([0.0, 0.3, 1.1, 1.2, 1.5, 2.0, 1 / 3, rng.uniform(0, 3)]),
+            max_length_b=rng.choice([0, 1, 5, 10, rng.randint(0, 50)]),
+        )
+        assert max_output_lengths(lens, opts) == _max_lengths(torch.tensor(lens), opts).tolist()
