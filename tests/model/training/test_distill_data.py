@@ -94,7 +94,7 @@ def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatc
     ck, _, _, _ = distill.load_checkpoint(runs / "checkpoint.safetensors")
     assert ck["step"] > ck0["step"] and ck["elapsed"] >= minutes * 60
     enc = SentenceEncoder.from_pretrained(out, device="cpu")
-    assert enc.tokenizer.vocab_size == 8256
+    assert all(UNK_ID not in ids for ids in enc.tokenizer.encode(SCRIPTS))  # byte pieces for every script
     v = enc.encode(SCRIPTS)
     assert len({tuple(np.round(x, 4)) for x in v}) == len(SCRIPTS)
 
