@@ -40,7 +40,6 @@ from model.training.teacher import load_teacher, teacher_embed
 RUNS = Path(__file__).resolve().parents[2] / "runs" / "encoder"
 TEACHER_DIR = RUNS / "teacher"
 TRANSLATOR_SPM = Path(__file__).resolve().parents[1] / "pretrained" / "translator" / "sentencepiece.model"
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -572,7 +571,7 @@ def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, 
         best = score
         encoder.save_pretrained(out)
     try:
-        plot_curves(log, DOCS / "encoder-curves.png")
+        plot_curves(log, runs / "curves.png")  # (in the run directory: a run never writes into the repository)
     except Exception as e:  # plotting is a convenience, never a reason to lose a run
         tqdm.write(f"could not plot curves: {e}")
     return best

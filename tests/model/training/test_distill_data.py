@@ -80,7 +80,6 @@ def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatc
     monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
     monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
     monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (texts, vecs))
-    monkeypatch.setattr(distill, "DOCS", tiny)
     out = tiny / "enc"
     common = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(out), "--threads", "1"]
     common += ["--init", str(DEFAULT_ENCODER), "--byte-fallback", "--batch-size", "16", "--eval-every", "100", "--lr", "1e-4"]
