@@ -25,13 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from model.training.data import SPLITS_DIR, read_tsv
+from model.training.data import REPO_DATA, SPLITS_DIR, read_tsv
 from model.training.english_text import general_english, normalise
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "data" / "build" / "corpus" / "train.en-fr.tsv"
+CORPUS = REPO_DATA / "build" / "corpus" / "train.en-fr.tsv"
 DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", "/work/runs/encoder"))
-EXTRACT = ROOT / "data" / "build" / "debian" / "extract"  # where `rendition data --corpus` unpacks the packages
+EXTRACT = REPO_DATA / "build" / "debian" / "extract"  # where `rendition data --corpus` unpacks the packages
 GENERAL_SOURCES = ("ui", "dialogue", "help", "everyday")
 
 
