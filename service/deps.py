@@ -43,11 +43,16 @@ class AppState:
     deadline: asyncio.Event = field(default_factory=asyncio.Event)  # set at the drain deadline: running work -> 503
 
 
-def get_settings(request: Request) -> Settings:
+# The dependencies are ``async def``: FastAPI runs a plain ``def`` dependency on its thread pool,
+# a thread hand-off per request and dependency that, under load, waits for a core the model's
+# workers hold.
+
+
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_state(request: Request) -> AppState:
+async def get_state(request: Request) -> AppState:
     return request.app.state.rendition
 
 
