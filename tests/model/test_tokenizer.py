@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sentencepiece as spm
 
-from model.translation.translator import DEFAULT_TRANSLATOR as TRANSLATOR_DIR
 from model.tokenizer import Tokenizer
+from model.translation.translator import DEFAULT_TRANSLATOR as TRANSLATOR_DIR
 
 TEXTS = [
     "Hello, how are you?",

@@ -35,6 +35,11 @@ def test_no_route_runs_on_the_thread_pool() -> None:
     routes = _api_routes(app.routes)
     assert len(routes) > 10
     sync = sorted(
-        {f"{r.path}: {getattr(c, '__qualname__', c)}" for r in routes for c in _calls(r.dependant) if not inspect.iscoroutinefunction(c)}
+        {
+            f"{r.path}: {getattr(c, '__qualname__', c)}"
+            for r in routes
+            for c in _calls(r.dependant)
+            if not inspect.iscoroutinefunction(c)
+        }
     )
     assert sync == []
