@@ -138,6 +138,9 @@ def latencies(result: LoadResult) -> dict:
             "max_ms": round(max(ok, default=float("nan")) * 1e3, 1), "seconds": round(result.seconds, 3)}  # fmt: skip
 
 
+_TORCH_THREADS: int | None = None  # torch's default thread count, read on the first in-process call
+
+
 def in_process_seconds(texts: list[str], reference: str, workers: int, threads: int, rounds: int = 1) -> float:
     """One ``Translator.core`` call on the sentences the service would run for ``texts``: the batch
     path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto);
@@ -148,6 +151,9 @@ def in_process_seconds(texts: list[str], reference: str, workers: int, threads: 
     from model.translation.search import SearchOptions
     from model.translation.translator import Translator
 
+    global _TORCH_THREADS
+    _TORCH_THREADS = _TORCH_THREADS or torch.get_num_threads()
+    torch.set_num_threads(_TORCH_THREADS)  # a second call: this function left the pool at 1 thread
     tr = Translator.from_pretrained(device="cpu")
     if reference == "scheduler":
         tr.start_workers(workers, threads)
