@@ -122,8 +122,10 @@ def test_1_a_request_that_cannot_finish_in_time_is_refused_at_once_and_the_large
 def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server):
     """Fairness: two 192-sentence requests fill both workers' searches; one-sentence requests sent
     meanwhile get the next free place in a running search (the request with the fewest sentences
-    running goes first) and are answered while the heavy ones still run, within a small multiple
-    of their latency alone.  (Before: one FIFO batch at a time, 59.9 s behind a heavy request.)"""
+    running goes first) and are answered while the heavy ones still run, in a fraction of the heavy
+    requests' time (a ratio of step counts at the loaded pace: it holds on a slow machine as on a
+    fast one, unlike a multiple of the latency alone).  (Before: one
+    FIFO batch at a time, 59.9 s behind a heavy request.)"""
     srv = start_server(request_timeout_s=120)
     light = {**TR, "text": "Hello, how are you?"}
 
@@ -140,6 +142,7 @@ def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server)
     boxes: list[dict] = [{}, {}]
     heavies = [threading.Thread(target=lambda b=b: b.update(r=srv.http.post("/v1/translate", json=heavy_body, timeout=120)))
                for b in boxes]  # fmt: skip
+    t_heavy = time.monotonic()
     for h in heavies:
         h.start()
     deadline = time.monotonic() + 30
@@ -154,9 +157,16 @@ def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server)
     assert len(loaded) >= 3, "the heavy requests ended first: too little was measured under load"
     for h in heavies:
         h.join(timeout=120)
+    heavy = time.monotonic() - t_heavy
     assert all(b["r"].status_code == 200 and len(b["r"].json()["results"]) == 64 for b in boxes)
-    print(f"\none sentence alone {alone * 1000:.0f} ms; under two 192-sentence requests {[round(x * 1000) for x in loaded]} ms")
-    assert sorted(loaded)[len(loaded) // 2] <= 15 * alone + 0.1  # a small multiple (measured: 8 ms alone, medians 54-76 ms loaded)
+    median = sorted(loaded)[len(loaded) // 2]
+    print(f"\none sentence alone {alone * 1000:.0f} ms; under two 192-sentence requests {[round(x * 1000) for x in loaded]} ms; "
+          f"the heavy requests took {heavy * 1000:.0f} ms")  # fmt: skip
+    # The light sentence decodes up to 1.5 x its 9 tokens + 10 steps, a heavy one up to 64: at the same
+    # step pace about 0.3 of the heavy time (measured on a 2.5x slower VM: medians 290 and 232 ms,
+    # heavy 1,148 and 1,027 ms; on a fast one 54-76 ms with 8 ms alone).  Queued behind the heavy
+    # requests it would take about all of it.
+    assert median <= heavy / 2
 
 
 # -- 2. header size and count --------------------------------------------------------------------------
