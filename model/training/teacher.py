@@ -19,8 +19,15 @@ def load_teacher(device: str = "cpu"):
     return SentenceTransformer(str(get_model_path()), device=device, local_files_only=True)
 
 
-def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
-    return np.asarray(
-        teacher.encode(list(sentences), batch_size=batch_size, normalize_embeddings=False, convert_to_numpy=True),
-        dtype=np.float32,
-    )
+def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64, bf16: bool = False) -> np.ndarray:
+    """The teacher's embeddings (float32).  ``bf16`` runs it under bfloat16 autocast: 2.6x faster on
+    a CPU with AVX512-BF16, and the vectors stay within cosine 0.9999 of float32 (docs/encoder.md);
+    used for the training cache, never for the evaluation sets."""
+    import contextlib
+
+    import torch
+
+    ctx = torch.autocast(teacher.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with ctx:
+        out = teacher.encode(list(sentences), batch_size=batch_size, normalize_embeddings=False, convert_to_numpy=True)
+    return np.asarray(out, dtype=np.float32)

