@@ -9,7 +9,7 @@ a held-out split (valid/test of each corpus source, the mixed everyday set, DDTP
 The English list is written once to ``<runs>/english.txt`` in a fixed shuffled order, so that the
 teacher job can embed it shard by shard (resumable) and any prefix is a representative mix.
 
-    python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--keep-shards N]
+    python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
     python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
     python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM]
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from model.training.data import REPO_DATA, SPLITS_DIR, read_tsv
-from model.training.english_text import general_english, normalise
+from model.training.english_text import general_english, normalise, wordnet_texts
 
 CORPUS = REPO_DATA / "build" / "corpus" / "train.en-fr.tsv"
 DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", "/work/runs/encoder"))
@@ -92,9 +92,16 @@ def parallel_pairs(
     return pairs
 
 
-def build_english(corpus: Path = CORPUS, general: int = 60000, seed: int = 0, splits_dir: Path = SPLITS_DIR) -> list[str]:
-    """Distinct English sentences (by normalised form) of the corpus, the DDTP en-de train split
-    and ``general`` sentences of Debian's English text, held-out text excluded, shuffled."""
+def build_english(
+    corpus: Path = CORPUS,
+    general: int = 60000,
+    seed: int = 0,
+    splits_dir: Path = SPLITS_DIR,
+    wordnet: Path | None = None,
+) -> list[str]:
+    """Distinct English sentences (by normalised form) of the corpus, the DDTP en-de train split,
+    ``general`` sentences of Debian's English text and, with ``wordnet`` (its data directory),
+    WordNet's usage examples and glosses; held-out text excluded, shuffled."""
     held = held_out_texts(splits_dir)
     seen = set(held)
     out: list[str] = []
@@ -113,6 +120,9 @@ def build_english(corpus: Path = CORPUS, general: int = 60000, seed: int = 0, sp
             add(p.src)
     if general:
         for s in general_english(general, exclude=held):
+            add(s)
+    if wordnet is not None:
+        for _, s in wordnet_texts(wordnet):
             add(s)
     random.Random(seed).shuffle(out)
     return out
@@ -186,6 +196,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--extract", type=Path, default=EXTRACT, help="extracted Debian packages (German catalogs)")
     ap.add_argument("--general", type=int, default=60000, help="sentences of Debian's English text (fortunes, man pages)")
+    ap.add_argument(
+        "--wordnet",
+        type=Path,
+        default=None,
+        help="WordNet's data directory (apt-get install wordnet-base: /usr/share/wordnet): add its examples and glosses",
+    )
     ap.add_argument("--shard", type=int, default=8192)
     ap.add_argument(
         "--keep-shards",
@@ -200,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     args.runs.mkdir(parents=True, exist_ok=True)
     if args.command == "build":
-        english = build_english(args.corpus, args.general)
+        english = build_english(args.corpus, args.general, wordnet=args.wordnet)
         if args.keep_shards:
             kept = english_list(args.runs)[: args.keep_shards * args.shard]
             known = {normalise(s) for s in kept}

@@ -131,3 +131,14 @@ def test_teacher_parts_share_the_list_and_bf16_stays_close_to_float32(tiny: Path
     exact = teacher_embed(load_teacher(), english)  # float32
     cos = (vecs * exact).sum(1) / np.linalg.norm(vecs, axis=1) / np.linalg.norm(exact, axis=1)
     assert cos.min() > 0.999, cos.min()
+
+
+def test_english_set_takes_wordnet_examples_and_glosses_but_not_held_out_text(tiny: Path) -> None:
+    held_sentence = next(s for s in distill_data.general_held_out("test", tiny / "splits") if len(s.split()) >= 3)
+    wn = tiny / "wordnet"
+    wn.mkdir()
+    line = f'00000001 03 n 01 x 0 | a gloss that is long enough; "an example sentence here"; "{held_sentence}"\n'
+    (wn / "data.noun").write_text(line, encoding="latin-1")
+    base = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    more = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits", wordnet=wn)
+    assert sorted(set(more) - set(base)) == ["a gloss that is long enough", "an example sentence here"]

@@ -75,3 +75,22 @@ def test_general_english_mixes_sources_and_excludes_held_out(tmp_path: Path, mon
     assert any(s.startswith("Another paragraph starts here") for s in out)
     assert len(out) == len(set(out))
     assert len(et.general_english(2, exclude=held_out)) == 2
+
+
+WORDNET = """  1 This software and database is being provided to you, the LICENSEE, by Princeton University
+00001740 03 n 01 entity 0 003 ~ 00001930 n 0000 | that which is perceived or known or inferred to have its own distinct existence (living or nonliving)
+00005787 29 v 01 breathe 0 | draw air into, and expel out of, the lungs; "I can breathe better when the air is clean"; "The patient is breathing"; "go!"
+00007846 03 n 01 person 0 | a human being; "there was too much for one person to do"
+"""
+
+
+def test_wordnet_examples_and_glosses(tmp_path: Path) -> None:
+    (tmp_path / "data.noun").write_text(WORDNET, encoding="latin-1")
+    got = list(et.wordnet_texts(tmp_path))
+    assert got == [
+        ("gloss", "that which is perceived or known or inferred to have its own distinct existence (living or nonliving)"),
+        ("gloss", "draw air into, and expel out of, the lungs"),
+        ("example", "I can breathe better when the air is clean"),
+        ("example", "The patient is breathing"),  # "go!" (1 word) and "a human being" (3 words) are too short
+        ("example", "there was too much for one person to do"),
+    ]
