@@ -201,7 +201,7 @@ def evaluate(
     teacher cos) over random pairs of held-out English sentences: ``fidelity_general`` on the
     general-English sides of ``split`` (ui, dialogue, help, everyday; model.training.distill_data), and
     ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``."""
-    from model.training.distill_data import general_held_out
+    from model.training.distill_data import general_held_out, general_held_out_by_source
 
     res: dict[str, float] = {}
     for lang in langs:
@@ -219,8 +219,13 @@ def evaluate(
         if general:
             pairs_ = sentence_pairs(general, n_pairs)
             t = cached_teacher_embed(teacher, general, cache_dir)
-            res["fidelity_general"] = fidelity(encoder.encode(general, truncate=True), t, pairs_)
+            s = encoder.encode(general, truncate=True)
+            res["fidelity_general"] = fidelity(s, t, pairs_)
             res["fidelity_general_sentences"] = len(general)
+            row = {x: i for i, x in enumerate(general)}
+            for src, sents in general_held_out_by_source(split, SPLITS_DIR).items():  # the same vectors, by source
+                idx = [row[x] for x in sents]
+                res[f"fidelity_general_{src}"] = fidelity(s[idx], t[idx], sentence_pairs(sents, n_pairs))
         english = english_sides(fidelity_splits, langs)
         pairs_ = sentence_pairs(english, n_pairs)
         t = cached_teacher_embed(teacher, english, cache_dir)
@@ -623,6 +628,9 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     if teacher is not None:
         res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split)
         res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = 1.0
+        for k in res["student"]:
+            if k.startswith("fidelity_general_") and k != "fidelity_general_sentences":
+                res["teacher"][k] = 1.0
     if args.speed_sentences:
         sents = general_held_out(args.split)[: args.speed_sentences]
         res["student"]["sentences_per_s"], res["student"]["sentences_per_cpu_s"] = throughput(

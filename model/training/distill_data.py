@@ -47,11 +47,19 @@ def general_held_out(split: str, splits_dir: Path = SPLITS_DIR) -> list[str]:
     """Unique English sides of the held-out general-English splits (ui, dialogue, help, everyday;
     no DDTP), in a fixed order: the fidelity benchmark."""
     out: dict[str, None] = {}
+    for sents in general_held_out_by_source(split, splits_dir).values():
+        out.update((s, None) for s in sents)
+    return list(out)
+
+
+def general_held_out_by_source(split: str, splits_dir: Path = SPLITS_DIR) -> dict[str, list[str]]:
+    """``general_held_out``, source by source (a sentence may be in more than one)."""
+    out: dict[str, list[str]] = {}
     for src in GENERAL_SOURCES:
         path = splits_dir / f"{split}.{src}.en-fr.tsv"
         if path.is_file():
-            out.update((p.src, None) for p in read_tsv(path) if len(p.src.split()) >= 2)
-    return list(out)
+            out[src] = list(dict.fromkeys(p.src for p in read_tsv(path) if len(p.src.split()) >= 2))
+    return out
 
 
 def held_out_texts(splits_dir: Path = SPLITS_DIR) -> set[str]:

