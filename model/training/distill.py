@@ -390,6 +390,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=10.0,
         help="weight of the in-batch similarity loss: MSE between the student's and the teacher's cosine matrices",
     )
+    ap.add_argument(
+        "--foreign-fraction",
+        type=float,
+        default=1.0,
+        help="--broad: train each epoch on this random share of the French/German translations (all English)",
+    )
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
     ap.add_argument("--d-out", type=int, default=384)
@@ -414,7 +420,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         pairs = parallel_pairs(Path(args.corpus) if args.corpus else CORPUS, extra=[runs / "catalog.en-de.tsv"])
 
         def load_examples():
-            return broad_examples(runs, pairs)
+            texts, targets, teacher = broad_examples(runs, pairs)
+            if args.foreign_fraction < 1:  # a fresh random share of the translations each epoch
+                n_en = len(teacher)  # the English sentences come first, one per teacher row
+                keep = [i for i in range(n_en, len(texts)) if rng.random() < args.foreign_fraction]
+                texts = texts[:n_en] + [texts[i] for i in keep]
+                targets = np.concatenate([targets[:n_en], targets[keep]])
+            return texts, targets, teacher
     else:
         if not args.skip_teacher:
             cache_teacher(args.teacher_sentences, args.general_sentences)

