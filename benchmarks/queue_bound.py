@@ -62,14 +62,15 @@ def processor_sharing(work: np.ndarray, load: float, workers: int, gain: float, 
                 tc = t + jobs[j] / speed(len(jobs))
                 if tc < nxt:
                     nxt, who = tc, (w, j)
-        until = arrivals[i] if i < n and arrivals[i] <= nxt else nxt
+        arrives = i < n and arrivals[i] <= nxt  # the next event: an arrival, else a completion
+        until = arrivals[i] if arrives else nxt
         for jobs in remaining:
             if jobs:
                 d = (until - t) * speed(len(jobs))
                 for j in jobs:
                     jobs[j] -= d
         t = until
-        if who is None or (i < n and arrivals[i] <= nxt):
+        if arrives:
             w = min(range(workers), key=lambda k: len(remaining[k]))
             remaining[w][i] = xs[i]
             i += 1

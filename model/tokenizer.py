@@ -47,18 +47,18 @@ class Tokenizer:
     # service, py-spy, 64 requests in flight).
     THREADED_FROM = 256
 
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+    def _encode(self, texts: Sequence[str], out_type: type) -> list[list]:
         texts = list(texts)
         if len(texts) < self.THREADED_FROM:
-            return [self.sp.encode(t, out_type=int) for t in texts]
-        return self.sp.encode(texts, out_type=int, num_threads=-1)
+            return [self.sp.encode(t, out_type=out_type) for t in texts]
+        return self.sp.encode(texts, out_type=out_type, num_threads=-1)
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return self._encode(texts, int)
 
     def encode_pieces(self, texts: Sequence[str]) -> list[list[str]]:
         """The pieces of ``encode``'s ids, as strings (TEI's ``/tokenize`` needs them for the offsets)."""
-        texts = list(texts)
-        if len(texts) < self.THREADED_FROM:
-            return [self.sp.encode(t, out_type=str) for t in texts]
-        return self.sp.encode(texts, out_type=str, num_threads=-1)
+        return self._encode(texts, str)
 
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         return [self.sp.decode([i for i in seq if i > EOS_ID]) for seq in ids]

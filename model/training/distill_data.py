@@ -11,7 +11,7 @@ teacher job can embed it shard by shard (resumable) and any prefix is a represen
 
     python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
     python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
-    python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM]
+    python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ shared by the distillation (``distill``) and the teacher-embedding job (``distil
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 
@@ -23,8 +24,6 @@ def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64, bf16:
     """The teacher's embeddings (float32).  ``bf16`` runs it under bfloat16 autocast: 2.6x faster on
     a CPU with AVX512-BF16, and the vectors stay within cosine 0.9999 of float32 (docs/encoder.md);
     used for the training cache, never for the evaluation sets."""
-    import contextlib
-
     import torch
 
     ctx = torch.autocast(teacher.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
