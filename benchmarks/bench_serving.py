@@ -13,7 +13,10 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     server idles, on the same sentences (split as the service splits them) with the route's
     defaults (beam 4, length penalty 1.0, max_length 256).  efficiency = in-process seconds / HTTP
     seconds (``--reference scheduler``: the in-process call runs on the step-level scheduler at
-    ``--workers`` x ``--threads``, the layout given to the server).  Also the requests' p50/p99
+    ``--workers`` x ``--threads``, the layout given to the server).  Beside it, the same closed loop
+    in-process (each request a ticket of the scheduler at the server's layout, ``--in-flight`` at a
+    time, no HTTP): its seconds / HTTP seconds is HTTP's own share of the loss, the rest is what
+    the in-flight limit and the drain at the end cost any server.  Also the requests' p50/p99
     latency and, from ``/metrics`` over the run, the translator's mean batch
     (``rendition_batch_size``: sentences per batch, or per decoding step for the continuous
     engine) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
@@ -141,10 +144,13 @@ def latencies(result: LoadResult) -> dict:
 _TORCH_THREADS: int | None = None  # torch's default thread count, read on the first in-process call
 
 
-def in_process_seconds(texts: list[str], reference: str, workers: int, threads: int, rounds: int = 1) -> float:
+def in_process_seconds(
+    texts: list[str], reference: str, workers: int, threads: int, rounds: int = 1, in_flight: int = 0
+) -> float:
     """One ``Translator.core`` call on the sentences the service would run for ``texts``: the batch
     path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto);
-    the fastest of ``rounds`` calls."""
+    the fastest of ``rounds`` calls.  ``in_flight`` > 0: instead of one call, the scheduler runs the
+    requests as (a)'s closed loop does, each a ticket of its own and ``in_flight`` at a time, without HTTP."""
     import torch
 
     from model import segment
@@ -155,15 +161,19 @@ def in_process_seconds(texts: list[str], reference: str, workers: int, threads: 
     _TORCH_THREADS = _TORCH_THREADS or torch.get_num_threads()
     torch.set_num_threads(_TORCH_THREADS)  # a second call: this function left the pool at 1 thread
     tr = Translator.from_pretrained(device="cpu")
-    if reference == "scheduler":
+    if reference == "scheduler" or in_flight:
         tr.start_workers(workers, threads)
-    sources = tr.preprocess([s for t in texts for s in segment.split(t, "en").sentences], "fr")
-    opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # the route's defaults
-    tr.core(sources[:8], opts)  # warm-up
+    requests = [tr.preprocess(segment.split(t, "en").sentences, "fr") for t in texts]
+    sources = [s for r in requests for s in r]
+    opts = lambda: SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # noqa: E731  (the route's defaults)
+    tr.core(sources[:8], opts())  # warm-up
     seconds = float("inf")
     for _ in range(rounds):
         t0 = time.perf_counter()
-        tr.core(sources, opts)
+        if in_flight:
+            closed_loop(tr.scheduler, requests, opts, in_flight)
+        else:
+            tr.core(sources, opts())
         seconds = min(seconds, time.perf_counter() - t0)
     tr.close()
     torch.set_num_threads(1)  # this process's pool stays quiet while the server is measured
@@ -171,12 +181,43 @@ def in_process_seconds(texts: list[str], reference: str, workers: int, threads: 
     return seconds
 
 
-def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int], rounds: int = 3) -> dict:
+def closed_loop(scheduler, requests: list[list[list[int]]], opts, in_flight: int) -> None:
+    """Submit ``requests`` to the scheduler ``in_flight`` at a time, the next one as soon as one is
+    answered (what (a)'s HTTP clients do); returns when all are answered."""
+    import threading
+
+    lock, done, state = threading.Lock(), threading.Event(), {"next": 0, "left": len(requests)}
+
+    def submit() -> None:
+        with lock:
+            k = state["next"]
+            state["next"] += 1
+        if k < len(requests):
+            scheduler.submit(requests[k], opts()).future.add_done_callback(answered)
+
+    def answered(_) -> None:
+        with lock:
+            state["left"] -= 1
+            if state["left"] == 0:
+                done.set()
+        submit()
+
+    for _ in range(min(in_flight, len(requests))):
+        submit()
+    done.wait()
+
+
+def http_efficiency(
+    url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int], rounds: int = 3
+) -> dict:
     """Both sides are the fastest of ``rounds`` runs (on this shared 2-core VM a single run of either
     swings by up to 30%)."""
     asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
                          max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
     local = in_process_seconds(texts, *reference, rounds=rounds)
+    # The same closed loop in-process (the scheduler at the server's layout, no HTTP): what the
+    # in-flight limit and the drain at the end cost, apart from HTTP's own share.
+    loop = in_process_seconds(texts, "scheduler", *reference[1:], rounds=rounds, in_flight=in_flight)
     h0 = histogram_sums(url)
     res = None
     for _ in range(rounds):
@@ -187,7 +228,8 @@ def http_efficiency(url: str, texts: list[str], in_flight: int, reference: tuple
     means = histogram_means(h0, histogram_sums(url))
     out = latencies(res)
     return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "in_process_s": round(local, 3),
-                  "efficiency": round(local / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
+                  "efficiency": round(local / res.seconds, 3),
+                  "in_process_loop_s": round(loop, 3), "http_share": round(loop / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
                   "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
                   "mean_compute_ms": round(means["rendition_compute_seconds"] * 1e3, 1)}  # fmt: skip
 
@@ -280,7 +322,8 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
     print(f"{'measurement':<58}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  other")
     rows = [
         (f"(a) {a['n']} requests, {a['in_flight']} in flight", a,
-         f"HTTP {a['seconds']:.2f} s vs in-process {a['in_process_s']:.2f} s: efficiency {a['efficiency']:.2f};"
+         f"HTTP {a['seconds']:.2f} s vs in-process {a['in_process_s']:.2f} s: efficiency {a['efficiency']:.2f}"
+         f" (the same closed loop in-process {a['in_process_loop_s']:.2f} s: HTTP's share {a['http_share']:.2f});"
          f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
          f" {a['mean_compute_ms']} ms"),
         (f"(b) capacity: closed loop, {args.in_flight} in flight", b["capacity_run"],
