@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     translation_engine: Literal["continuous", "batch"] = "continuous"
     translation_workers: int = Field(0, ge=0)  # workers, each its own searches (CTranslate2's inter_threads); 0: auto
     worker_threads: int = Field(0, ge=0)  # torch/kernel threads per worker (intra_threads); 0: cores / workers
-    worker_nice: int = Field(5, ge=0, le=19)  # the workers' threads run this much nicer (Linux): requests and embeddings first
+    worker_nice: int = Field(0, ge=0, le=19)  # the workers' threads run this much nicer (Linux): requests and embeddings first, at a cost in throughput
 
     # -- dynamic batching (per model) -------------------------------------------------------------
     max_batch_tokens: int = Field(16384, ge=1)  # padded tokens per batch (x beam size for translation)
