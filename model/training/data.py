@@ -130,6 +130,18 @@ def keep(p: Pair, max_chars: int = 400) -> bool:
     return 0.5 <= ratio <= 2.2
 
 
+def parse_upsample(spec: str) -> dict[str, int]:
+    """``"dialogue=3,help=2"`` -> {"dialogue": 3, "help": 2}: corpus sources and how many times each
+    is repeated per epoch (sources not named: once)."""
+    out = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        name, sep, times = item.partition("=")
+        if not sep or not times.strip().isdigit() or int(times) < 1:
+            raise ValueError(f"upsample: expected name=N with N >= 1, got {item!r}")
+        out[name.strip()] = int(times)
+    return out
+
+
 def normalise(text: str) -> str:
     return _WS.sub(" ", text.casefold()).strip()
 

@@ -396,6 +396,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=1.0,
         help="--broad: train each epoch on this random share of the French/German translations (all English)",
     )
+    ap.add_argument(
+        "--upsample",
+        default="",
+        help='--broad: the English sides of these corpus sources several times per epoch, e.g. "dialogue=3"',
+    )
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
     ap.add_argument("--d-out", type=int, default=384)
@@ -415,17 +420,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     ckpt_path = runs / "checkpoint.safetensors"
 
     if args.broad:
-        from model.training.distill_data import CORPUS, parallel_pairs
+        from model.training.data import parse_upsample
+        from model.training.distill_data import CORPUS, corpus_repeats, parallel_pairs
 
-        pairs = parallel_pairs(Path(args.corpus) if args.corpus else CORPUS, extra=[runs / "catalog.en-de.tsv"])
+        corpus = Path(args.corpus) if args.corpus else CORPUS
+        pairs = parallel_pairs(corpus, extra=[runs / "catalog.en-de.tsv"])
+        repeats = corpus_repeats(parse_upsample(args.upsample), corpus) if args.upsample else {}
 
         def load_examples():
             texts, targets, teacher = broad_examples(runs, pairs)
+            n_en = len(teacher)  # the English sentences come first, one per teacher row
+            keep = list(range(n_en, len(texts)))
             if args.foreign_fraction < 1:  # a fresh random share of the translations each epoch
-                n_en = len(teacher)  # the English sentences come first, one per teacher row
-                keep = [i for i in range(n_en, len(texts)) if rng.random() < args.foreign_fraction]
-                texts = texts[:n_en] + [texts[i] for i in keep]
-                targets = np.concatenate([targets[:n_en], targets[keep]])
+                keep = [i for i in keep if rng.random() < args.foreign_fraction]
+            again = [i for i in range(n_en) for _ in range(repeats.get(texts[i], 1) - 1)]  # --upsample
+            if len(keep) < len(texts) - n_en or again:
+                rows = keep + again
+                texts = texts[:n_en] + [texts[i] for i in rows]
+                targets = np.concatenate([targets[:n_en], targets[rows]])
             return texts, targets, teacher
     else:
         if not args.skip_teacher:

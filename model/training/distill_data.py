@@ -43,6 +43,16 @@ def read_corpus(path: Path = CORPUS) -> Iterator[tuple[str, str, str]]:
                 yield parts[0], parts[1], parts[2]
 
 
+def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS) -> dict[str, int]:
+    """English sentence -> how many times an epoch takes it, for the English sides of the corpus rows
+    whose source ``times`` names (``model.training.data.parse_upsample``; the largest if several)."""
+    out: dict[str, int] = {}
+    for src, en, _ in read_corpus(corpus):
+        if times.get(src, 1) > 1:
+            out[en] = max(out.get(en, 1), times[src])
+    return out
+
+
 def general_held_out(split: str, splits_dir: Path = SPLITS_DIR) -> list[str]:
     """Unique English sides of the held-out general-English splits (ui, dialogue, help, everyday;
     no DDTP), in a fixed order: the fidelity benchmark."""

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
-from model.training.data import SPLITS_DIR, Pair, read_tsv
+from model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv
 from model.translation.transformer import Transformer, TransformerConfig
 
 Example = tuple[list[int], list[int]]  # (tagged source ids + EOS, target ids)
@@ -107,7 +107,7 @@ def collate(examples: list[Example], idx: list[int]) -> tuple[torch.Tensor, torc
 
 def read_corpus_pairs(path: Path, upsample: str) -> list[Pair]:
     """The corpus rows (source, English, French) as pairs, each source repeated as ``upsample`` says."""
-    times = {k: int(v) for k, v in (x.split("=") for x in upsample.split(",") if x)}
+    times = parse_upsample(upsample)
     out: list[Pair] = []
     with path.open(encoding="utf-8") as f:
         for line in f:

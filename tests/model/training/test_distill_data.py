@@ -181,3 +181,41 @@ def test_broad_training_can_take_a_share_of_the_translations(
         counts[share] = n - n_en
     assert counts["1"] > 100 and counts["0"] == 0
     assert 0.3 * counts["1"] < counts["0.5"] < 0.7 * counts["1"]
+
+
+def test_broad_training_can_repeat_a_corpus_source(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--upsample dialogue=3``: each English sentence of a dialogue row three times an epoch."""
+    import re
+
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    vecs = np.random.default_rng(0).standard_normal((len(english), 384)).astype(np.float32)
+    monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (english, vecs / np.linalg.norm(vecs, axis=1, keepdims=True)))
+    dialogue = {en for src, en, _ in distill_data.read_corpus(tiny / "corpus.tsv") if src == "dialogue"} & set(english)
+    assert len(dialogue) > 100
+    assert distill_data.corpus_repeats({"dialogue": 3, "ui": 1}, tiny / "corpus.tsv") == dict.fromkeys(
+        {en for src, en, _ in distill_data.read_corpus(tiny / "corpus.tsv") if src == "dialogue"}, 3
+    )
+    counts = {}
+    for spec in ("", "dialogue=3"):
+        runs = tiny / f"runs-up-{spec or 'none'}"
+        runs.mkdir()
+        args = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc"), "--upsample", spec]
+        args += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01", "--foreign-fraction", "0"]
+        distill.main(args)
+        n_en, n = map(int, re.search(r"(\d+) English sentences with teacher vectors, (\d+) training examples", capsys.readouterr().out).groups())
+        counts[spec] = (n_en, n)
+    assert counts[""] == (len(english), len(english))
+    assert counts["dialogue=3"] == (len(english), len(english) + 2 * len(dialogue))
+
+
+def test_upsample_spec() -> None:
+    from model.training.data import parse_upsample
+
+    assert parse_upsample("dialogue=3, help=2") == {"dialogue": 3, "help": 2} and parse_upsample("") == {}
+    for bad in ("dialogue", "dialogue=0", "dialogue=x"):
+        with pytest.raises(ValueError):
+            parse_upsample(bad)
