@@ -434,11 +434,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.foreign_fraction < 1:  # a fresh random share of the translations each epoch
                 keep = [i for i in keep if rng.random() < args.foreign_fraction]
             again = [i for i in range(n_en) for _ in range(repeats.get(texts[i], 1) - 1)]  # --upsample
-            if len(keep) < len(texts) - n_en or again:
-                rows = keep + again
-                texts = texts[:n_en] + [texts[i] for i in rows]
-                targets = np.concatenate([targets[:n_en], targets[rows]])
-            return texts, targets, teacher
+            rows = np.asarray(keep + again, dtype=np.int64)
+            return texts[:n_en] + [texts[i] for i in rows], np.concatenate([targets[:n_en], targets[rows]]), teacher
     else:
         if not args.skip_teacher:
             cache_teacher(args.teacher_sentences, args.general_sentences)
