@@ -158,9 +158,10 @@ def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.M
         assert 0.2 < alone <= 1
 
 
-def test_broad_training_can_take_a_share_of_the_translations(
-    tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+@pytest.fixture
+def broad_epoch(tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """``epoch(name, *args)``: a few seconds of ``train-encoder --broad`` on the tiny corpus (random
+    teacher vectors for its English list), returning (English sentences, examples) of an epoch."""
     import re
 
     english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
@@ -170,46 +171,39 @@ def test_broad_training_can_take_a_share_of_the_translations(
     monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (english, vecs / np.linalg.norm(vecs, axis=1, keepdims=True)))
     pairs = distill_data.parallel_pairs  # held out by the tiny splits (the real ones hold the tiny corpus' rows)
     monkeypatch.setattr(distill_data, "parallel_pairs", lambda corpus, extra=(): pairs(corpus, tiny / "splits", extra))
+
+    def epoch(name: str, *args: str) -> tuple[int, int]:
+        runs = tiny / f"runs-{name}"
+        runs.mkdir()
+        common = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc")]
+        common += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01"]
+        distill.main([*common, *args])
+        found = re.search(r"(\d+) English sentences with teacher vectors, (\d+) training examples", capsys.readouterr().out)
+        return int(found.group(1)), int(found.group(2))
+
+    epoch.english = english
+    return epoch
+
+
+def test_broad_training_can_take_a_share_of_the_translations(broad_epoch) -> None:
     counts = {}
     for share in ("1", "0.5", "0"):
-        runs = tiny / f"runs-share-{share}"
-        runs.mkdir()
-        args = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc")]
-        args += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01", "--foreign-fraction", share]
-        distill.main(args)
-        n_en, n = map(int, re.search(r"(\d+) English sentences with teacher vectors, (\d+) training examples", capsys.readouterr().out).groups())
+        n_en, n = broad_epoch(f"share-{share}", "--foreign-fraction", share)
         counts[share] = n - n_en
     assert counts["1"] > 100 and counts["0"] == 0
     assert 0.3 * counts["1"] < counts["0.5"] < 0.7 * counts["1"]
 
 
-def test_broad_training_can_repeat_a_corpus_source(
-    tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_broad_training_can_repeat_a_corpus_source(tiny: Path, broad_epoch) -> None:
     """``--upsample dialogue=3``: each English sentence of a dialogue row three times an epoch."""
-    import re
-
-    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
-    vecs = np.random.default_rng(0).standard_normal((len(english), 384)).astype(np.float32)
-    monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
-    monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
-    monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (english, vecs / np.linalg.norm(vecs, axis=1, keepdims=True)))
-    dialogue = {en for src, en, _ in distill_data.read_corpus(tiny / "corpus.tsv") if src == "dialogue"} & set(english)
-    assert len(dialogue) > 100
-    assert distill_data.corpus_repeats({"dialogue": 3, "ui": 1}, tiny / "corpus.tsv") == dict.fromkeys(
-        {en for src, en, _ in distill_data.read_corpus(tiny / "corpus.tsv") if src == "dialogue"}, 3
-    )
-    counts = {}
-    for spec in ("", "dialogue=3"):
-        runs = tiny / f"runs-up-{spec or 'none'}"
-        runs.mkdir()
-        args = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc"), "--upsample", spec]
-        args += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01", "--foreign-fraction", "0"]
-        distill.main(args)
-        n_en, n = map(int, re.search(r"(\d+) English sentences with teacher vectors, (\d+) training examples", capsys.readouterr().out).groups())
-        counts[spec] = (n_en, n)
-    assert counts[""] == (len(english), len(english))
-    assert counts["dialogue=3"] == (len(english), len(english) + 2 * len(dialogue))
+    rows = list(distill_data.read_corpus(tiny / "corpus.tsv"))
+    dialogue = {en for src, en, _ in rows if src == "dialogue"}
+    assert distill_data.corpus_repeats({"dialogue": 3, "ui": 1}, tiny / "corpus.tsv") == dict.fromkeys(dialogue, 3)
+    english = broad_epoch.english
+    assert len(dialogue & set(english)) > 100
+    assert broad_epoch("up-none", "--foreign-fraction", "0") == (len(english), len(english))
+    n = len(english) + 2 * len(dialogue & set(english))
+    assert broad_epoch("up-3", "--foreign-fraction", "0", "--upsample", "dialogue=3") == (len(english), n)
 
 
 def test_upsample_spec() -> None:
