@@ -150,6 +150,8 @@ def measure_step_ms(
     of ``sizes`` sentences drawn from the mix (one thread each; the step that joins them left out),
     ``concurrent`` searches at once in threads of their own (the workers of a loaded server share
     the memory bus: a step costs more when every core runs one)."""
+    import torch
+
     from model.translation.continuous import ContinuousBeamSearch
 
     tr, opts = _translator()
@@ -158,7 +160,7 @@ def measure_step_ms(
     ys: list[float] = []
 
     def run(rng: random.Random) -> None:
-        torch_threads_one()
+        torch.set_num_threads(1)  # (per thread)
         for size in sizes:
             for rnd in range(2):  # (the first round warms up)
                 search = ContinuousBeamSearch(tr.backend, opts(), capacity=max(sizes))
@@ -179,12 +181,6 @@ def measure_step_ms(
         t.join()
     b, a = np.polyfit(xs, ys, 1)
     return float(a), float(b)
-
-
-def torch_threads_one() -> None:
-    import torch
-
-    torch.set_num_threads(1)
 
 
 def engine_open_loop(workers: int, loads: list[float], seconds: float, in_flight: int = 64) -> dict:
@@ -210,21 +206,23 @@ def engine_open_loop(workers: int, loads: list[float], seconds: float, in_flight
 
     unit = alone(median_sentence(pool))
     t0, secs = time.perf_counter(), 20.0
-    done: list[float] = []
+    done: list[float] = []  # completion times of the closed loop
     lock = threading.Lock()
+    sent = iter(range(len(picks)))
 
-    def submit_more(_=None) -> None:  # a closed loop that stops refilling after ``secs``
+    def submit(_=None) -> None:  # (a completion's callback: the next request, until ``secs``)
         with lock:
-            done.append(time.perf_counter() - t0)
-            k = len(done)
+            if _ is not None:
+                done.append(time.perf_counter() - t0)
+            k = next(sent)
         if time.perf_counter() - t0 < secs:
-            sched.submit(picks[k], opts()).future.add_done_callback(submit_more)
+            sched.submit(picks[k], opts()).future.add_done_callback(submit)
 
-    for k in range(in_flight):
-        sched.submit(picks[k], opts()).future.add_done_callback(submit_more)
+    for _ in range(in_flight):
+        submit()
     while sched.running_sentences or sched.waiting_sentences or time.perf_counter() - t0 < secs:
         time.sleep(0.05)
-    capacity = sum(secs / 5 <= d <= secs for d in done[1:]) / (secs * 0.8)
+    capacity = sum(secs / 5 <= d <= secs for d in done) / (secs * 0.8)  # (ramp-up and drain left out)
     out = {"capacity_per_s": capacity, "unit_s": unit}
     for load in loads:
         gaps = np.random.default_rng(SEED).exponential(1 / (load * capacity), int(load * capacity * seconds * 2))
