@@ -141,6 +141,14 @@ def latencies(result: LoadResult) -> dict:
             "max_ms": round(max(ok, default=float("nan")) * 1e3, 1), "seconds": round(result.seconds, 3)}  # fmt: skip
 
 
+def route_options():
+    """A fresh ``SearchOptions`` with ``POST /v1/translate``'s defaults (beam 4, length penalty 1.0,
+    max_length 256): what the in-process references run."""
+    from model.translation.search import SearchOptions
+
+    return SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)
+
+
 _TORCH_THREADS: int | None = None  # torch's default thread count, read on the first in-process call
 
 
@@ -154,7 +162,6 @@ def in_process_seconds(
     import torch
 
     from model import segment
-    from model.translation.search import SearchOptions
     from model.translation.translator import Translator
 
     global _TORCH_THREADS
@@ -165,7 +172,7 @@ def in_process_seconds(
         tr.start_workers(workers, threads)
     requests = [tr.preprocess(segment.split(t, "en").sentences, "fr") for t in texts]
     sources = [s for r in requests for s in r]
-    opts = lambda: SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # noqa: E731  (the route's defaults)
+    opts = route_options
     tr.core(sources[:8], opts())  # warm-up
     seconds = float("inf")
     for _ in range(rounds):

@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_serving import SEED, median_sentence, mixed_pool  # noqa: E402
+from bench_serving import SEED, median_sentence, mixed_pool, route_options  # noqa: E402
 
 from model.tokenizer import Tokenizer  # noqa: E402
 
@@ -133,14 +133,13 @@ def first_come_first_served(work: np.ndarray, load: float, workers: int, n: int,
 def _translator(workers: int = 0):
     import torch
 
-    from model.translation.search import SearchOptions
     from model.translation.translator import Translator
 
     torch.set_num_threads(1)
     tr = Translator.from_pretrained(device="cpu")
     if workers:
         tr.start_workers(workers, 1)
-    return tr, lambda: SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)  # the route's defaults
+    return tr, route_options
 
 
 def measure_step_ms(
@@ -156,8 +155,7 @@ def measure_step_ms(
 
     tr, opts = _translator()
     pool = mixed_pool()
-    xs: list[int] = []
-    ys: list[float] = []
+    steps: list[tuple[int, float]] = []  # (sentences, ms); one append per step (the threads share it)
 
     def run(rng: random.Random) -> None:
         torch.set_num_threads(1)  # (per thread)
@@ -171,14 +169,14 @@ def measure_step_ms(
                     n, t0 = search.live, time.perf_counter()
                     search.step()
                     if rnd:
-                        xs.append(n)
-                        ys.append((time.perf_counter() - t0) * 1e3)
+                        steps.append((n, (time.perf_counter() - t0) * 1e3))
 
     threads = [threading.Thread(target=run, args=(random.Random(seed + i),)) for i in range(concurrent)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    xs, ys = zip(*steps)
     b, a = np.polyfit(xs, ys, 1)
     return float(a), float(b)
 
