@@ -399,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--upsample",
         default="",
-        help='--broad: the English sides of these corpus sources several times per epoch, e.g. "dialogue=3"',
+        help='--broad: the English sides of these corpus sources (or extra.tsv sources: ding, crawl-speech, ...) several times per epoch, e.g. "dialogue=3,ding=3"',
     )
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
@@ -424,8 +424,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from model.training.distill_data import CORPUS, corpus_repeats, parallel_pairs
 
         corpus = Path(args.corpus) if args.corpus else CORPUS
-        pairs = parallel_pairs(corpus, extra=[runs / "catalog.en-de.tsv"])
-        repeats = corpus_repeats(parse_upsample(args.upsample), corpus) if args.upsample else {}
+        pairs = parallel_pairs(corpus, extra=[runs / "catalog.en-de.tsv", runs / "ding.en-de.tsv"])
+        repeats = corpus_repeats(parse_upsample(args.upsample), corpus, runs / "extra.tsv") if args.upsample else {}
 
         def load_examples():
             texts, targets, teacher = broad_examples(runs, pairs)

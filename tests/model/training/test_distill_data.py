@@ -172,9 +172,11 @@ def broad_epoch(tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
     pairs = distill_data.parallel_pairs  # held out by the tiny splits (the real ones hold the tiny corpus' rows)
     monkeypatch.setattr(distill_data, "parallel_pairs", lambda corpus, extra=(): pairs(corpus, tiny / "splits", extra))
 
-    def epoch(name: str, *args: str) -> tuple[int, int]:
+    def epoch(name: str, *args: str, extra: str = "") -> tuple[int, int]:
         runs = tiny / f"runs-{name}"
         runs.mkdir()
+        if extra:  # an ``extend``ed list's record: source<TAB>sentence
+            (runs / "extra.tsv").write_text(extra, encoding="utf-8")
         common = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc")]
         common += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01"]
         distill.main([*common, *args])
@@ -213,3 +215,49 @@ def test_upsample_spec() -> None:
     for bad in ("dialogue", "dialogue=0", "dialogue=x"):
         with pytest.raises(ValueError):
             parse_upsample(bad)
+
+
+def test_broad_training_can_repeat_an_extra_source(broad_epoch) -> None:
+    """``--upsample ding=3`` repeats the sentences ``extra.tsv`` names as Ding examples."""
+    english = broad_epoch.english
+    extra = "".join(f"ding\t{s}\n" for s in english[:7]) + "".join(f"devil\t{s}\n" for s in english[7:10])
+    n = broad_epoch("extra-3", "--foreign-fraction", "0", "--upsample", "ding=3", extra=extra)
+    assert n == (len(english), len(english) + 2 * 7)
+
+
+def test_extend_appends_new_sentences_and_keeps_the_embedded_shards(tiny: Path) -> None:
+    """``extend``: only new, not held-out sentences are appended (shuffled, sources recorded); the
+    full teacher shards stay, the partial last one goes (its rows change); Ding pairs are written
+    for the translations, held-out ones left out; a second run adds nothing."""
+    runs = tiny / "runs"
+    (runs / "teacher").mkdir(parents=True)
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    (runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
+    shard = 64
+    full, rest = divmod(len(english), shard)
+    assert full >= 2 and rest
+    for i in range(full + 1):
+        np.save(runs / "teacher" / f"shard_{i:04d}.npy", np.zeros((min(shard, len(english) - i * shard), 384), np.float16))
+    def sentence(s: str) -> bool:  # what Ding's reader takes as an example sentence
+        return s[:1].isupper() and s[-1:] in ".?!" and len(s.split()) >= 3 and not any(c in s for c in "{}[]")
+
+    known = next(s for s in english if sentence(s))
+    held = next(p.src for p in read_tsv(tiny / "splits" / "test.ui.en-fr.tsv") if sentence(p.src))
+    ding = [("We are looking forward to seeing you.", "Wir freuen uns darauf, Sie zu sehen."), ("How late is it now?", "Wie spät ist es jetzt?")]
+    ding += [(known, "Schon bekannt."), (held, "Zurückgehalten.")]  # in the list already; held out
+    extra = tiny / "extra"
+    (extra / "deb/usr/share/trans").mkdir(parents=True)
+    (extra / "deb/usr/share/trans/de-en").write_text("".join(f"{de} :: {en}\n" for en, de in ding), encoding="utf-8")
+
+    counts = distill_data.extend_english(runs, extra, shard=shard, splits_dir=tiny / "splits")
+    assert counts == {"ding": 2}
+    now = distill_data.english_list(runs)
+    assert now[: len(english)] == english and sorted(now[len(english) :]) == sorted(en for en, _ in ding[:2])
+    assert (runs / "extra.tsv").read_text(encoding="utf-8").splitlines() == [f"ding\t{s}" for s in now[len(english) :]]
+    shards = sorted(p.name for p in (runs / "teacher").glob("shard_*.npy"))
+    assert shards == [f"shard_{i:04d}.npy" for i in range(full)]
+    pairs = [(p.src, p.tgt) for p in read_tsv(runs / "ding.en-de.tsv")]
+    assert pairs == ding[:3]  # the held-out one is not a translation pair either
+    assert distill_data.corpus_repeats({"ding": 3}, tiny / "corpus.tsv", runs / "extra.tsv") == dict.fromkeys(now[len(english) :], 3)
+    assert distill_data.extend_english(runs, extra, shard=shard, splits_dir=tiny / "splits") == {}
+    assert distill_data.english_list(runs) == now

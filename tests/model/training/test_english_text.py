@@ -94,3 +94,86 @@ def test_wordnet_examples_and_glosses(tmp_path: Path) -> None:
         ("example", "The patient is breathing"),  # "go!" (1 word) and "a human being" (3 words) are too short
         ("example", "there was too much for one person to do"),
     ]
+
+
+DING = """# Version :: 1.9 (a header line)
+Katze {f} | Die Katze schläft auf dem Sofa. | Sie hat zwei Katzen. :: cat | The cat is sleeping on the sofa. | She has two cats.
+Wie viel kostet das? :: How much is that?
+Haus {n} | ein großes Haus :: house | a big house
+Apfel {m} | Er aß einen Apfel. :: apple | He ate an apple {adj}.
+nur eine Seite | Zweite Seite :: only one side
+"""
+
+MONSPEAK = """##########
+# speech of monsters
+%%%%
+_shouts_
+
+shouts
+
+yells
+%%%%
+orc warrior
+
+@The_monster@ shouts, "Get out of my cave, you little thief!"
+
+@The_monster@ says, "Hello there, @player_name@!"
+
+@The_monster@ grunts.
+%%%%
+"""
+
+MONSTERS = """%%%%
+goblin
+
+A small and ugly creature that lives in dark caves under the hills. It is rarely seen alone.
+%%%%
+Sigmund
+
+{{ return "a templated description that must be left out of the text" }}
+%%%%
+"""
+
+
+def test_extra_sources_are_read_from_their_package_formats(tmp_path: Path) -> None:
+    """``extra_english`` over a ``fetch-extra`` tree: Ding example sentences (aligned parts, no
+    annotated or headword parts), Crawl speech without templates and prose, a dictd database,
+    fortunes and chatterbot conversations."""
+    deb, pypi = tmp_path / "deb", tmp_path / "pypi"
+    (deb / "usr/share/trans").mkdir(parents=True)
+    (deb / "usr/share/trans/de-en").write_text(DING, encoding="utf-8")
+    assert list(et.ding_pairs(deb / "usr/share/trans/de-en")) == [
+        ("The cat is sleeping on the sofa.", "Die Katze schläft auf dem Sofa."),
+        ("She has two cats.", "Sie hat zwei Katzen."),
+        ("How much is that?", "Wie viel kostet das?"),
+    ]  # not "a big house" (a phrase), not the {adj}-annotated one, not the misaligned line
+    crawl = deb / "usr/share/crawl/dat"
+    (crawl / "database").mkdir(parents=True)
+    (crawl / "descript").mkdir()
+    (crawl / "database/monspeak.txt").write_text(MONSPEAK)
+    (crawl / "descript/monsters.txt").write_text(MONSTERS)
+    (deb / "usr/share/dictd").mkdir()
+    with gzip.open(deb / "usr/share/dictd/devil.dict.dz", "wt") as f:
+        f.write("ABSURDITY, n.  A statement or belief manifestly inconsistent with one's own opinion.\n\nACADEME, n.  An old school.\n")
+    (deb / "usr/share/games/fortunes").mkdir(parents=True)
+    (deb / "usr/share/games/fortunes/hints").write_text(FORTUNES)
+    chat = pypi / "chatterbot_corpus/data/english"
+    chat.mkdir(parents=True)
+    (chat / "greetings.yml").write_text("categories:\n- greetings\nconversations:\n- - Hello, how are you?\n  - I am doing well, thanks.\n- - Hi\n  - Good to see you again!\n")
+    got = list(et.extra_english(tmp_path))
+    assert got == [
+        ("ding", "The cat is sleeping on the sofa."),
+        ("ding", "She has two cats."),
+        ("ding", "How much is that?"),
+        ("crawl-speech", "Get out of my cave, you little thief!"),  # the @player_name@ greeting is a template
+        ("crawl-prose", "A small and ugly creature that lives in dark caves under the hills."),
+        ("crawl-prose", "It is rarely seen alone."),
+        ("devil", "A statement or belief manifestly inconsistent with one's own opinion."),
+        ("fortunes", "Whenever you find yourself on the side of the majority, it is time to pause and reflect."),
+        ("fortunes", "The best way to predict the future is to invent it."),
+        ("fortunes", "It really is the only reliable method."),
+        ("chat", "Hello, how are you?"),
+        ("chat", "I am doing well, thanks."),
+        ("chat", "Good to see you again!"),  # "Hi" is one word
+    ]
+    assert list(et.extra_english(tmp_path / "missing")) == []
