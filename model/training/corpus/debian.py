@@ -46,9 +46,9 @@ def read_manifest(path: Path = MANIFEST) -> list[Package]:
     return [Package(*r) for r in rows]
 
 
-def write_manifest(pkgs: Iterable[Package], path: Path = MANIFEST) -> None:
+def write_manifest(pkgs: Iterable[Package], path: Path = MANIFEST, made_by: str = "rendition data --corpus") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["# package\tversion\tsha256\tfile (Debian bookworm main; rebuilt by `rendition data --corpus`)"]
+    lines = [f"# package\tversion\tsha256\tfile (Debian bookworm main; rebuilt by `{made_by}`)"]
     lines += ["\t".join((p.name, p.version, p.sha256, p.filename)) for p in sorted(pkgs, key=lambda p: p.name)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
