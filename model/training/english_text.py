@@ -165,6 +165,7 @@ EXTRA_DEBIAN = (
     "fortune-anarchism",
     "fortunes-bofh-excuses",
     "fortunes-debian-hints",
+    "endless-sky-data",  # Endless Sky: mission conversations, planet and ship descriptions
 )
 EXTRA_PYPI = ("chatterbot-corpus==1.3.3",)  # small English chat conversations (YAML)
 
@@ -229,6 +230,26 @@ def crawl_texts(root: Path) -> Iterator[tuple[str, str]]:
                         yield "crawl-prose", s
 
 
+_BACKTICKS = re.compile(r"`([^`]+)`")
+_ES_QUOTED = re.compile(r'^\s*(?:description|spaceport|dialog)\s+"([^"]+)"\s*$')
+
+
+def endless_sky_texts(root: Path) -> Iterator[str]:
+    """Sentences of Endless Sky's data files (``endless-sky-data``: ``root`` = ``.../endless-sky/data``):
+    the text between backticks (conversations, dialogs, descriptions) and the double-quoted
+    ``description``/``spaceport``/``dialog`` lines; sentences with ``<substitutions>`` left out."""
+    for path in sorted(root.rglob("*.txt")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            texts = _BACKTICKS.findall(line)
+            quoted = _ES_QUOTED.match(line)
+            if quoted:
+                texts.append(quoted.group(1))
+            for text in texts:
+                for s in split_sentences(text):
+                    if keep_short(s) and not any(c in s for c in "<>&"):
+                        yield s
+
+
 def dictd_texts(path: Path) -> Iterator[str]:
     """Sentences of a dictd database (``.dict.dz``, gzip-compatible), e.g. the Devil's Dictionary."""
     text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
@@ -261,6 +282,9 @@ def extra_english(root: Path) -> Iterator[tuple[str, str]]:
             yield "ding", en
     if (deb / "usr/share/crawl/dat").is_dir():
         yield from crawl_texts(deb / "usr/share/crawl/dat")
+    if (deb / "usr/share/games/endless-sky/data").is_dir():
+        for s in endless_sky_texts(deb / "usr/share/games/endless-sky/data"):
+            yield "endless-sky", s
     devil = deb / "usr/share/dictd/devil.dict.dz"
     if devil.is_file():
         for s in dictd_texts(devil):

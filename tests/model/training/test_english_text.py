@@ -152,6 +152,14 @@ def test_extra_sources_are_read_from_their_package_formats(tmp_path: Path) -> No
     (crawl / "descript").mkdir()
     (crawl / "database/monspeak.txt").write_text(MONSPEAK)
     (crawl / "descript/monsters.txt").write_text(MONSTERS)
+    es = deb / "usr/share/games/endless-sky/data"
+    es.mkdir(parents=True)
+    (es / "intro missions.txt").write_text(
+        'mission "Intro"\n\tdescription "Bring the cargo to the station before it spoils."\n'
+        "\ton offer\n\t\tconversation\n"
+        '\t\t\t`\t"Is everything okay?" you ask. She nods.`\n'
+        "\t\t\t\t`Pay <payment> to the captain.`\n"
+    )
     (deb / "usr/share/dictd").mkdir()
     with gzip.open(deb / "usr/share/dictd/devil.dict.dz", "wt") as f:
         f.write("ABSURDITY, n.  A statement or belief manifestly inconsistent with one's own opinion.\n\nACADEME, n.  An old school.\n")
@@ -168,6 +176,9 @@ def test_extra_sources_are_read_from_their_package_formats(tmp_path: Path) -> No
         ("crawl-speech", "Get out of my cave, you little thief!"),  # the @player_name@ greeting is a template
         ("crawl-prose", "A small and ugly creature that lives in dark caves under the hills."),
         ("crawl-prose", "It is rarely seen alone."),
+        ("endless-sky", "Bring the cargo to the station before it spoils."),
+        ("endless-sky", '"Is everything okay?" you ask.'),
+        ("endless-sky", "She nods."),  # not the <payment> template
         ("devil", "A statement or belief manifestly inconsistent with one's own opinion."),
         ("fortunes", "Whenever you find yourself on the side of the majority, it is time to pause and reflect."),
         ("fortunes", "The best way to predict the future is to invent it."),
