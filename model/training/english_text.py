@@ -36,12 +36,14 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT_END.split(" ".join(text.split())) if s.strip()]
 
 
-def keep(s: str) -> bool:
+def keep(s: str, min_words: int = 5, letter_share: float = 0.7) -> bool:
+    """A prose sentence: ``min_words``-40 words, ASCII, at least ``letter_share`` of its non-space
+    characters letters."""
     words = s.split()
-    if not 5 <= len(words) <= 40:
+    if not min_words <= len(words) <= 40:
         return False
     letters = sum(c.isalpha() for c in s)
-    return letters >= 0.7 * len(s.replace(" ", "")) and s.isascii()
+    return letters >= letter_share * len(s.replace(" ", "")) and s.isascii()
 
 
 def fortune_texts(dirs: Iterable[Path] | None = None) -> Iterator[str]:
@@ -174,12 +176,8 @@ _QUOTED = re.compile(r'"([^"@$]{2,300})"')
 
 
 def keep_short(s: str) -> bool:
-    """``keep`` for dialogue and example sentences: 2-40 words (a reply may be short)."""
-    words = s.split()
-    if not 2 <= len(words) <= 40:
-        return False
-    letters = sum(c.isalpha() for c in s)
-    return letters >= 0.6 * len(s.replace(" ", "")) and s.isascii()
+    """``keep`` for dialogue and example sentences: from 2 words (a reply may be short), 60% letters."""
+    return keep(s, min_words=2, letter_share=0.6)
 
 
 def ding_pairs(path: Path) -> Iterator[tuple[str, str]]:
