@@ -14,8 +14,8 @@ teacher job can embed it shard by shard (resumable) and any prefix is a represen
     python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
 
 Session 14 added everyday English from packages a default system does not have (the Ding
-dictionary's example sentences with their German, Dungeon Crawl's speech and descriptions, the
-Devil's Dictionary, three fortune packages, chatterbot-corpus).  ``extend`` appends them to an
+dictionary's example sentences with their German, Endless Sky's conversations, Dungeon Crawl's
+speech and descriptions, the Devil's Dictionary, three fortune packages, chatterbot-corpus).  ``extend`` appends them to an
 existing list rather than rebuilding it, so the teacher shards already on disk stay valid (only a
 partial last shard is embedded again); ``extra.tsv`` names each appended sentence's source, for
 ``train-encoder --upsample ding=3,...``:
