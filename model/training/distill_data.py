@@ -27,10 +27,11 @@ partial last shard is embedded again); ``extra.tsv`` names each appended sentenc
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -66,9 +67,10 @@ def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | N
     whose source ``times`` names (``model.training.data.parse_upsample``; the largest if several),
     and for the sentences of ``extra`` (``extend``'s ``extra.tsv``: source<TAB>sentence) likewise."""
     out: dict[str, int] = {}
-    rows = [(src, en) for src, en, _ in read_corpus(corpus)]
+    rows: Iterable[tuple[str, str]] = ((src, en) for src, en, _ in read_corpus(corpus))
     if extra is not None and extra.is_file():
-        rows += [tuple(line.split("\t", 1)) for line in extra.read_text(encoding="utf-8").splitlines() if "\t" in line]
+        lines = extra.read_text(encoding="utf-8").splitlines()
+        rows = itertools.chain(rows, (tuple(line.split("\t", 1)) for line in lines if "\t" in line))
     for src, en in rows:
         if times.get(src, 1) > 1:
             out[en] = max(out.get(en, 1), times[src])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import gzip
 import random
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 FORTUNE_DIRS = (Path("/usr/share/games/fortunes"), Path("/usr/share/fortunes"))
@@ -180,6 +180,12 @@ def keep_short(s: str) -> bool:
     return keep(s, min_words=2, letter_share=0.6)
 
 
+def kept_sentences(texts: Iterable[str], ok: Callable[[str], bool] = keep) -> Iterator[str]:
+    """The sentences of ``texts`` (``split_sentences``) that ``ok`` keeps."""
+    for text in texts:
+        yield from filter(ok, split_sentences(text))
+
+
 def ding_pairs(path: Path) -> Iterator[tuple[str, str]]:
     """(English, German) example sentences of the Ding dictionary (``trans-de-en``:
     ``/usr/share/trans/de-en``).  A line is ``German | German ... :: English | English ...``, the
@@ -198,14 +204,15 @@ def ding_pairs(path: Path) -> Iterator[tuple[str, str]]:
                     yield e, d
 
 
-def _crawl_entries(path: Path) -> Iterator[tuple[str, str]]:
-    """(key, body) of a Crawl database/description file (entries separated by ``%%%%`` lines)."""
+def _crawl_bodies(path: Path) -> Iterator[str]:
+    """The text of each entry of a Crawl database/description file (entries separated by ``%%%%``
+    lines, the first non-blank line of each its key)."""
     for block in path.read_text(encoding="utf-8", errors="replace").split("%%%%\n"):
         lines = [ln for ln in block.splitlines() if not ln.startswith("#")]
         while lines and not lines[0].strip():
             lines.pop(0)
         if lines:
-            yield lines[0], "\n".join(lines[1:])
+            yield "\n".join(lines[1:])
 
 
 def crawl_texts(root: Path) -> Iterator[tuple[str, str]]:
@@ -213,19 +220,15 @@ def crawl_texts(root: Path) -> Iterator[tuple[str, str]]:
     ``root`` = ``.../crawl/dat``): the quoted lines monsters and gods speak (templates with
     ``@variables@`` left out) and the English descriptions and quotations, cut into sentences."""
     for path in sorted((root / "database").glob("*.txt")):
-        for _, body in _crawl_entries(path):
-            for text in _QUOTED.findall(body):
-                for s in split_sentences(text):
-                    if keep_short(s) and "[" not in s:
-                        yield "crawl-speech", s
+        for body in _crawl_bodies(path):
+            for s in kept_sentences(_QUOTED.findall(body), keep_short):
+                if "[" not in s:
+                    yield "crawl-speech", s
     for path in sorted((root / "descript").glob("*.txt")):
-        for _, body in _crawl_entries(path):
-            for para in re.split(r"\n\s*\n", body):
-                if "{{" in para or ("<" in para and ">" in para):
-                    continue
-                for s in split_sentences(para):
-                    if keep(s):
-                        yield "crawl-prose", s
+        for body in _crawl_bodies(path):
+            paras = [p for p in re.split(r"\n\s*\n", body) if "{{" not in p and not ("<" in p and ">" in p)]
+            for s in kept_sentences(paras):
+                yield "crawl-prose", s
 
 
 _BACKTICKS = re.compile(r"`([^`]+)`")
@@ -242,19 +245,15 @@ def endless_sky_texts(root: Path) -> Iterator[str]:
             quoted = _ES_QUOTED.match(line)
             if quoted:
                 texts.append(quoted.group(1))
-            for text in texts:
-                for s in split_sentences(text):
-                    if keep_short(s) and not any(c in s for c in "<>&"):
-                        yield s
+            for s in kept_sentences(texts, keep_short):
+                if not any(c in s for c in "<>&"):
+                    yield s
 
 
 def dictd_texts(path: Path) -> Iterator[str]:
     """Sentences of a dictd database (``.dict.dz``, gzip-compatible), e.g. the Devil's Dictionary."""
     text = gzip.open(path, "rt", encoding="utf-8", errors="replace").read()
-    for para in re.split(r"\n\s*\n", text):
-        for s in split_sentences(para):
-            if keep(s):
-                yield s
+    yield from kept_sentences(re.split(r"\n\s*\n", text))
 
 
 def chatterbot_texts(root: Path) -> Iterator[str]:
@@ -264,10 +263,7 @@ def chatterbot_texts(root: Path) -> Iterator[str]:
     for path in sorted(root.glob("*.yml")):
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         for conv in data.get("conversations") or []:
-            for line in conv:
-                for s in split_sentences(str(line)):
-                    if keep_short(s):
-                        yield s
+            yield from kept_sentences(map(str, conv), keep_short)
 
 
 def extra_english(root: Path) -> Iterator[tuple[str, str]]:
@@ -287,10 +283,8 @@ def extra_english(root: Path) -> Iterator[tuple[str, str]]:
     if devil.is_file():
         for s in dictd_texts(devil):
             yield "devil", s
-    for text in fortune_texts([deb / "usr/share/games/fortunes"]):
-        for s in split_sentences(text):
-            if keep(s):
-                yield "fortunes", s
+    for s in kept_sentences(fortune_texts([deb / "usr/share/games/fortunes"])):
+        yield "fortunes", s
     chat = pypi / "chatterbot_corpus/data/english"
     if chat.is_dir():
         for s in chatterbot_texts(chat):
