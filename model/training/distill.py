@@ -163,6 +163,66 @@ def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random, 
     return batches
 
 
+def spherical_kmeans(x: torch.Tensor, k: int, iters: int = 8, seed: int = 0, chunk: int = 65536) -> torch.Tensor:
+    """Cluster id (N,) of each row of the unit vectors ``x`` (N, D): k-means on cosine similarity,
+    started from ``k`` random rows; a cluster that empties keeps its centre."""
+    gen = torch.Generator().manual_seed(seed)
+    k = max(1, min(k, len(x)))
+    centres = x[torch.randperm(len(x), generator=gen)[:k]].clone()  # (k, D)
+    assign = torch.zeros(len(x), dtype=torch.long)
+    for _ in range(iters):
+        for a in range(0, len(x), chunk):
+            assign[a : a + chunk] = (x[a : a + chunk] @ centres.T).argmax(1)
+        sums = torch.zeros_like(centres).index_add_(0, assign, x)
+        norms = sums.norm(dim=1, keepdim=True)
+        centres = torch.where(norms > 0, sums / norms.clamp_min(1e-12), centres)
+    return assign
+
+
+def teacher_clusters(teacher: np.ndarray, size: int = 64, top: int = 128, seed: int = 0) -> np.ndarray:
+    """Groups of about ``size`` sentences the teacher puts close together: cluster id per teacher
+    row (N,).  Two levels of spherical k-means (``top`` clusters, then each split into pieces of
+    about ``size``), which costs two small products per iteration instead of one N x N/size one."""
+    x = F.normalize(torch.from_numpy(np.ascontiguousarray(teacher, dtype=np.float32)), dim=1)
+    coarse = spherical_kmeans(x, top, seed=seed)
+    out = np.zeros(len(x), dtype=np.int64)
+    next_id = 0
+    for c in range(int(coarse.max()) + 1 if len(x) else 0):
+        rows = torch.nonzero(coarse == c).squeeze(1)
+        if not len(rows):
+            continue
+        fine = spherical_kmeans(x[rows], -(-len(rows) // size), seed=seed + 1 + c)
+        out[rows.numpy()] = next_id + fine.numpy()
+        next_id += int(fine.max()) + 1
+    return out
+
+
+def neighbour_batches(
+    groups: Sequence[int], lengths: Sequence[int], batch_size: int, rng: random.Random, run: int = 32, pool: int = 50
+) -> list[list[int]]:
+    """Batches of runs of ``run`` examples from one group (``teacher_clusters`` of each example's
+    target), ``batch_size // run`` runs per batch: the in-batch similarity term then sees close
+    pairs (paraphrases, the same topic) as well as unrelated ones.  A group's examples are cut into
+    runs in order of length, and runs of like length share a batch (within pools of ``pool``
+    batches), so a batch is padded little more than ``length_batches``'.  Every index once."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(int(g), []).append(i)
+    runs: list[list[int]] = []
+    for m in members.values():
+        rng.shuffle(m)  # ties in length in a new order each epoch
+        m.sort(key=lambda i: lengths[i])
+        runs += [m[a : a + run] for a in range(0, len(m), run)]
+    rng.shuffle(runs)
+    step = max(1, batch_size // run) * pool
+    batches: list[list[int]] = []
+    for p in range(0, len(runs), step):
+        flat = [i for r in sorted(runs[p : p + step], key=lambda r: lengths[r[-1]]) for i in r]
+        batches += [flat[b : b + batch_size] for b in range(0, len(flat), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
 # ------------------------------------------------------------------------------------------------
 # evaluation
 # ------------------------------------------------------------------------------------------------
@@ -180,6 +240,27 @@ def retrieval_accuracy(src: np.ndarray, tgt: np.ndarray) -> tuple[float, float]:
 def sentence_pairs(sentences: Sequence[str], n_pairs: int, seed: int = 0) -> list[tuple[int, int]]:
     rng = random.Random(seed)
     return [tuple(rng.sample(range(len(sentences)), 2)) for _ in range(n_pairs)]  # type: ignore[misc]
+
+
+def graded_pairs(teacher: np.ndarray, bins: int = 10, per_bin: int = 500, seed: int = 0) -> list[tuple[int, int]]:
+    """Sentence pairs spread evenly over the teacher's cosine similarity: up to ``per_bin`` pairs
+    drawn from each of ``bins`` equal bins of [0, 1) (bins with fewer pairs give all they have).
+
+    Random pairs of sentences are nearly all unrelated (teacher cosine below 0.3), so their fidelity
+    measures fine distinctions among unrelated sentences; a similarity benchmark's pairs are spread
+    from unrelated to paraphrases.  These pairs are that spread, scored against the teacher.
+    teacher: (N, D) vectors of the sentences."""
+    e = teacher / np.maximum(np.linalg.norm(teacher, axis=1, keepdims=True), 1e-12)
+    i, j = np.triu_indices(len(e), 1)
+    cos = (e @ e.T)[i, j]  # (N (N - 1) / 2,)
+    rng = np.random.default_rng(seed)
+    out: list[tuple[int, int]] = []
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        members = np.flatnonzero((cos >= lo) & (cos < hi))
+        take = rng.choice(members, min(per_bin, len(members)), replace=False)
+        out += [(int(i[k]), int(j[k])) for k in np.sort(take)]
+    return out
 
 
 def pair_cosines(emb: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -200,7 +281,9 @@ def evaluate(
     """Retrieval en<->xx on the held-out DDTP pairs of ``split``; fidelity = Spearman(student cos,
     teacher cos) over random pairs of held-out English sentences: ``fidelity_general`` on the
     general-English sides of ``split`` (ui, dialogue, help, everyday; model.training.distill_data), and
-    ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``."""
+    ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``; ``fidelity_graded``: the same
+    general sentences, pairs spread evenly over the teacher's similarity (``graded_pairs``), as a
+    similarity benchmark's pairs are."""
     from model.training.distill_data import general_held_out, general_held_out_by_source
 
     res: dict[str, float] = {}
@@ -221,6 +304,7 @@ def evaluate(
             t = cached_teacher_embed(teacher, general, cache_dir)
             s = encoder.encode(general, truncate=True)
             res["fidelity_general"] = fidelity(s, t, pairs_)
+            res["fidelity_graded"] = fidelity(s, t, graded_pairs(t))
             res["fidelity_general_sentences"] = len(general)
             row = {x: i for i, x in enumerate(general)}
             for src, sents in general_held_out_by_source(split, SPLITS_DIR).items():  # the same vectors, by source
@@ -401,6 +485,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         default="",
         help='--broad: the English sides of these corpus sources (or extra.tsv sources: ding, crawl-speech, ...) several times per epoch, e.g. "dialogue=3,ding=3"',
     )
+    ap.add_argument(
+        "--neighbour-batches",
+        type=float,
+        default=0.0,
+        help="share of each epoch's examples batched with their teacher-space neighbours (teacher_clusters; "
+        "the clusters are cached in --runs)",
+    )
+    ap.add_argument(
+        "--dropout",
+        type=float,
+        default=None,
+        help="dropout rate while training (default: the --init or resumed model's; 0.1 from scratch)",
+    )
+    ap.add_argument("--widen", type=int, default=None, help="with --init: widen the model to this d_model first (``widen``)")
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
     ap.add_argument("--d-out", type=int, default=384)
@@ -466,6 +564,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
             tok = with_byte_fallback(tok.path, runs / "sentencepiece.model")
             model = _grow_vocab(model, tok.vocab_size)
+        if args.widen:
+            model = widen(model, args.widen, args.seed)
         cfg = model.cfg
         state = None
     else:
@@ -476,6 +576,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if tok.path.resolve() != (runs / "sentencepiece.model").resolve():
         (runs / "sentencepiece.model").write_bytes(tok.path.read_bytes())
     assert cfg.dim == dim, f"student dim {cfg.dim} != teacher dim {dim}"
+    if args.dropout is not None:
+        cfg = model.cfg = dataclasses.replace(cfg, dropout=args.dropout)
+        model.drop.p = args.dropout
     print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters")
     encoder = SentenceEncoder(model, tok)
 
@@ -485,6 +588,25 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ids, lengths = tokenize(texts)
     teacher_t = torch.from_numpy(teacher)
+
+    def clusters() -> np.ndarray:
+        path = runs / f"clusters_{len(teacher)}.npy"  # one clustering per teacher matrix
+        if not path.is_file():
+            print(f"clustering {len(teacher)} teacher vectors")
+            np.save(path, teacher_clusters(teacher))
+        return np.load(path)
+
+    def epoch_batches() -> list[list[int]]:
+        if args.neighbour_batches <= 0:
+            return length_batches(lengths, args.batch_size, rng)
+        near = [rng.random() < args.neighbour_batches for _ in lengths]
+        rest = [i for i, n in enumerate(near) if not n]
+        chosen = [i for i, n in enumerate(near) if n]
+        group = clusters()[targets[chosen]]
+        batches = [[rest[k] for k in b] for b in length_batches([lengths[i] for i in rest], args.batch_size, rng)]
+        batches += [[chosen[k] for k in b] for b in neighbour_batches(group, [lengths[i] for i in chosen], args.batch_size, rng)]
+        rng.shuffle(batches)
+        return batches
 
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     avg = Averaged(model, args.ema)
@@ -525,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ids, lengths = tokenize(texts)
             teacher_t = torch.from_numpy(teacher)
             tqdm.write(f"epoch {epoch}: {len(teacher)} English sentences, {len(texts)} examples")
-        for batch in length_batches(lengths, args.batch_size, rng):
+        for batch in epoch_batches():
             frac = (time.time() - t0) / budget
             if frac >= 1:
                 done = True
@@ -576,6 +698,44 @@ def _grow_vocab(model: DiSAN, vocab_size: int) -> DiSAN:
     state["embed.weight"] = new
     grown.load_state_dict(state)
     return grown
+
+
+def widen(model: DiSAN, d_model: int, seed: int = 0) -> DiSAN:
+    """The same function in a wider DiSAN (``d_model`` features per direction; Net2Net-style,
+    Chen, Goodfellow & Shlens 2016): the old weights keep their places, the new features start at
+    fresh random weights, and every weight from a new feature into an old one is zero, so the old
+    features, the pooling over them and the output are exactly what they were.  Training then
+    grows the new features in through the zeroed weights.  Each direction's features are
+    independent in the token2token attention (one score per feature), so this needs no change there."""
+    d = model.cfg.d_model
+    if d_model < d:
+        raise ValueError(f"cannot widen d_model {d} to {d_model}")
+    torch.manual_seed(seed)
+    wide = DiSAN(dataclasses.replace(model.cfg, d_model=d_model))
+    old, new = model.state_dict(), wide.state_dict()
+    keep = torch.cat([torch.arange(d), d_model + torch.arange(d)])  # old features of [fw ; bw] in the wide layout
+    fresh = torch.ones(2 * d_model, dtype=torch.bool)
+    fresh[keep] = False
+    for name, w in new.items():
+        o = old[name]
+        if name.startswith("s2t.") or name.startswith("head."):
+            rows = keep if not name.startswith("head.") else torch.arange(len(w))
+            if w.dim() == 2:
+                w[rows.unsqueeze(1), keep.unsqueeze(0)] = o
+                w[rows.unsqueeze(1), fresh.nonzero().squeeze(1).unsqueeze(0)] = 0.0
+            else:
+                w[rows] = o
+        elif name == "embed.weight":
+            w.copy_(o)
+        elif w.dim() == 2:  # fc_h (d, d_embed) and the d x d maps of the two directions
+            w[:d, : o.shape[1]] = o
+            w[:d, o.shape[1] :] = 0.0
+        else:  # biases, and the token2token bias b
+            w[:d] = o
+            if name.endswith(".b"):
+                w[d:] = 0.0
+    wide.load_state_dict(new)
+    return wide
 
 
 def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out, runs) -> float:
@@ -648,7 +808,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir)}
     if teacher is not None:
         res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split)
-        res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = 1.0
+        res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = res["teacher"]["fidelity_graded"] = 1.0
         for k in res["student"]:
             if k.startswith("fidelity_general_") and k != "fidelity_general_sentences":
                 res["teacher"][k] = 1.0

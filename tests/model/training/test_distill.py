@@ -52,3 +52,81 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     out2 = tiny / "enc2"
     distill.main(["--init", str(out), "--out", str(out2), "--minutes", "0.05", "--skip-teacher", *common[:2], "--d-model", "32"])
     assert SentenceEncoder.from_pretrained(out2, device="cpu").model.cfg.d_model == 16
+
+
+def test_graded_pairs_spread_evenly_over_the_teacher_similarity() -> None:
+    """Each bin of the teacher's cosine gets min(per_bin, pairs in it) pairs, counted here by brute force."""
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((30, 16))
+    vecs = np.concatenate([base + s * rng.standard_normal((30, 16)) for s in (0.2, 0.6, 1.5, 3.0)])  # near to far copies
+    pairs = distill.graded_pairs(vecs, bins=5, per_bin=40)
+    e = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    cos = {(i, j): float(e[i] @ e[j]) for i in range(len(e)) for j in range(i + 1, len(e))}
+    for b in range(5):
+        lo, hi = b / 5, (b + 1) / 5
+        available = sum(lo <= c < hi for c in cos.values())
+        taken = [p for p in pairs if lo <= cos[p] < hi]
+        assert len(taken) == min(40, available) and available > 0
+    assert len(set(pairs)) == len(pairs) and all(i < j for i, j in pairs)
+    assert pairs == distill.graded_pairs(vecs, bins=5, per_bin=40)  # fixed by its seed
+
+
+def test_spherical_kmeans_finds_planted_groups_and_teacher_clusters_cut_them_small() -> None:
+    import torch
+
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((6, 32))
+    label = rng.integers(0, 6, 600)
+    x = centres[label] + 0.15 * rng.standard_normal((600, 32))
+    x = torch.nn.functional.normalize(torch.from_numpy(x).float(), dim=1)
+    found = distill.spherical_kmeans(x, 6, iters=10, seed=0).numpy()
+    agree = sum(np.bincount(found[label == g]).max() for g in range(6))  # the planted groups, up to renaming
+    assert agree >= 500  # (k-means from random rows may at worst merge two of them)
+    clusters = distill.teacher_clusters(x.numpy(), size=25, top=6)
+    sizes = np.bincount(clusters)
+    assert sizes.sum() == 600 and 12 <= len(sizes) <= 60 and sizes.max() <= 100
+    for g in np.unique(clusters):  # a fine cluster never spans two far-apart planted groups
+        assert len(np.unique(label[clusters == g])) == 1
+
+
+def test_neighbour_batches_keep_groups_together_and_take_every_example_once() -> None:
+    import random
+
+    rng = np.random.default_rng(2)
+    groups = rng.integers(0, 40, 2000)
+    lengths = rng.integers(1, 60, 2000)
+    batches = distill.neighbour_batches(groups, lengths, 64, random.Random(0), run=16)
+    assert sorted(i for b in batches for i in b) == list(range(2000))
+    assert all(len(b) <= 64 for b in batches)
+    runs = [len(set(groups[b])) for b in batches if len(b) == 64]  # 4 runs of one group each, a few split
+    assert np.mean(runs) <= 6
+    padded = np.mean([max(lengths[b]) * len(b) for b in batches]) / np.mean([lengths[b].sum() for b in batches])
+    assert padded < 1.5  # like lengths share a batch (random batches: about 2)
+
+
+def test_widen_keeps_the_function_and_grows_the_model() -> None:
+    """``widen``: a wider DiSAN that computes exactly what the narrow one did, with the old weights in
+    place and trainable new features (their weights into the output start at zero)."""
+    import torch
+
+    from model.embedding.disan import DiSAN, DiSANConfig
+
+    torch.manual_seed(0)
+    narrow = DiSAN(DiSANConfig(vocab_size=50, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval()
+    for p in narrow.parameters():  # not the zero biases of a fresh model: every weight counts
+        torch.nn.init.normal_(p, std=0.3)
+    wide = distill.widen(narrow, 11).eval()
+    assert wide.cfg.d_model == 11 and wide.num_parameters() > narrow.num_parameters()
+    ids = torch.tensor([[3, 9, 4, 17, 2], [5, 6, 0, 0, 0]])
+    with torch.no_grad():
+        torch.testing.assert_close(wide(ids), narrow(ids), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(wide(ids, fast=False), narrow(ids, fast=False), atol=1e-5, rtol=1e-5)
+    assert torch.equal(wide.fw.w1.weight[:8, :8], narrow.fw.w1.weight)
+    assert wide.head.weight[:, 8:11].abs().sum() == 0 and wide.head.weight[:, 19:].abs().sum() == 0
+    assert wide.fw.w1.weight[8:].abs().sum() > 0  # the new features are not dead
+    wide.train()
+    loss = wide(ids).square().sum()
+    loss.backward()
+    assert wide.head.weight.grad[:, 8:11].abs().sum() > 0  # and they get a gradient into the output
+    with pytest.raises(ValueError):
+        distill.widen(narrow, 4)

