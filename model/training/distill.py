@@ -249,7 +249,7 @@ def graded_pairs(teacher: np.ndarray, bins: int = 10, per_bin: int = 500, seed: 
     Random pairs of sentences are nearly all unrelated (teacher cosine below 0.3), so their fidelity
     measures fine distinctions among unrelated sentences; a similarity benchmark's pairs are spread
     from unrelated to paraphrases.  These pairs are that spread, scored against the teacher.
-    teacher: (N, D) vectors of the sentences."""
+    teacher: (N, D) vectors of the sentences (all N x N cosines are formed: a few thousand sentences)."""
     e = teacher / np.maximum(np.linalg.norm(teacher, axis=1, keepdims=True), 1e-12)
     i, j = np.triu_indices(len(e), 1)
     cos = (e @ e.T)[i, j]  # (N (N - 1) / 2,)
