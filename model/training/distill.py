@@ -228,10 +228,14 @@ def neighbour_batches(
 # ------------------------------------------------------------------------------------------------
 
 
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """The rows of ``x`` (N, D) scaled to unit length (zero rows stay zero)."""
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
 def retrieval_accuracy(src: np.ndarray, tgt: np.ndarray) -> tuple[float, float]:
     """Top-1 accuracy src->tgt and tgt->src; row i of src and tgt are a translation pair."""
-    a = src / np.maximum(np.linalg.norm(src, axis=1, keepdims=True), 1e-12)
-    b = tgt / np.maximum(np.linalg.norm(tgt, axis=1, keepdims=True), 1e-12)
+    a, b = unit_rows(src), unit_rows(tgt)
     sim = a @ b.T  # (N, N)
     gold = np.arange(len(a))
     return float((sim.argmax(1) == gold).mean()), float((sim.argmax(0) == gold).mean())
@@ -250,7 +254,7 @@ def graded_pairs(teacher: np.ndarray, bins: int = 10, per_bin: int = 500, seed: 
     measures fine distinctions among unrelated sentences; a similarity benchmark's pairs are spread
     from unrelated to paraphrases.  These pairs are that spread, scored against the teacher.
     teacher: (N, D) vectors of the sentences (all N x N cosines are formed: a few thousand sentences)."""
-    e = teacher / np.maximum(np.linalg.norm(teacher, axis=1, keepdims=True), 1e-12)
+    e = unit_rows(teacher)
     i, j = np.triu_indices(len(e), 1)
     cos = (e @ e.T)[i, j]  # (N (N - 1) / 2,)
     rng = np.random.default_rng(seed)
@@ -264,7 +268,7 @@ def graded_pairs(teacher: np.ndarray, bins: int = 10, per_bin: int = 500, seed: 
 
 
 def pair_cosines(emb: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
-    e = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    e = unit_rows(emb)
     i, j = np.asarray(pairs).T
     return (e[i] * e[j]).sum(1)
 
