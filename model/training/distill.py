@@ -502,6 +502,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="dropout rate while training (default: the --init or resumed model's; 0.1 from scratch)",
     )
+    ap.add_argument(
+        "--tokenizer",
+        default=None,
+        help="with --init: move the model onto this SentencePiece model's vocabulary first (``transfer_vocab``; "
+        "python -m model.training.distill_data tokenizer trains one)",
+    )
     ap.add_argument("--widen", type=int, default=None, help="with --init: widen the model to this d_model first (``widen``)")
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
@@ -568,6 +574,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
             tok = with_byte_fallback(tok.path, runs / "sentencepiece.model")
             model = _grow_vocab(model, tok.vocab_size)
+        if args.tokenizer:
+            new_tok = Tokenizer(args.tokenizer)
+            model, tok = transfer_vocab(model, tok, new_tok), new_tok
         if args.widen:
             model = widen(model, args.widen, args.seed)
         cfg = model.cfg
@@ -702,6 +711,35 @@ def _grow_vocab(model: DiSAN, vocab_size: int) -> DiSAN:
     state["embed.weight"] = new
     grown.load_state_dict(state)
     return grown
+
+
+def transfer_vocab(model: DiSAN, old: Tokenizer, new: Tokenizer) -> DiSAN:
+    """The same model on another tokenizer's vocabulary ("vocabulary surgery"): a piece both
+    vocabularies have keeps its embedding; any other new piece starts at the mean embedding of the
+    old pieces its text splits into (a word-initial piece ``\u2581xyz`` as the word "xyz", a
+    word-internal piece without the leading-space marker).  Every other weight is kept, so a
+    sentence that both tokenizers split alike gets exactly the old model's vector."""
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    proto = pb.ModelProto()
+    proto.ParseFromString(old.path.read_bytes())
+    proto.normalizer_spec.add_dummy_prefix = False  # (to split word-internal text)
+    inner = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    known = {p: i for i, p in enumerate(old.pieces())}
+    emb = model.embed.weight.data
+    rows = torch.empty(new.vocab_size, emb.shape[1], dtype=emb.dtype)
+    for i, piece in enumerate(new.pieces()):
+        if piece in known:
+            rows[i] = emb[known[piece]]
+            continue
+        ids = old.sp.encode(piece[1:]) if piece.startswith("\u2581") else inner.encode(piece)
+        rows[i] = emb[ids].mean(0) if ids else emb[1]  # (nothing to split: the <unk> row)
+    moved = DiSAN(dataclasses.replace(model.cfg, vocab_size=new.vocab_size))
+    state = model.state_dict()
+    state["embed.weight"] = rows
+    moved.load_state_dict(state)
+    return moved
 
 
 def widen(model: DiSAN, d_model: int, seed: int = 0) -> DiSAN:

@@ -12,6 +12,7 @@ teacher job can embed it shard by shard (resumable) and any prefix is a represen
     python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
     python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
     python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
+    python -m model.training.distill_data tokenizer [--runs DIR] [--vocab-size 32000]   # the encoder's own tokenizer
 
 Session 14 added everyday English from packages a default system does not have (the Ding
 dictionary's example sentences with their German, Endless Sky's conversations, Dungeon Crawl's
@@ -244,6 +245,22 @@ def english_list(runs: Path) -> list[str]:
     return (runs / "english.txt").read_text(encoding="utf-8").split("\n")[:-1]
 
 
+def tokenizer_texts(
+    runs: Path, corpus: Path = CORPUS, english: int = 300_000, translations: int = 160_000, seed: int = 0, splits_dir: Path = SPLITS_DIR
+) -> list[str]:
+    """What the encoder's own tokenizer learns from: a random sample of the English list and of the
+    translations the student is trained on (French corpus sides, German DDTP and catalog pairs),
+    nothing held out."""
+    rng = random.Random(seed)
+    en = english_list(runs)
+    texts = rng.sample(en, min(english, len(en)))
+    pairs = parallel_pairs(corpus, splits_dir, extra=[runs / "catalog.en-de.tsv"])
+    rng.shuffle(pairs)
+    texts += [xx for xx, _ in pairs[:translations]]
+    rng.shuffle(texts)
+    return texts
+
+
 def embed_teacher(
     runs: Path,
     shard: int = 8192,
@@ -303,7 +320,7 @@ def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.nd
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m model.training.distill_data", description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "catalogs", "teacher", "fetch-extra", "extend"))
+    ap.add_argument("command", choices=("build", "catalogs", "teacher", "fetch-extra", "extend", "tokenizer"))
     ap.add_argument("--extra", type=Path, default=None, help="fetch-extra / extend: the extra sources' folder")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
@@ -315,6 +332,7 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="WordNet's data directory (apt-get install wordnet-base: /usr/share/wordnet): add its examples and glosses",
     )
+    ap.add_argument("--vocab-size", type=int, default=32000, help="tokenizer: pieces of the encoder's tokenizer")
     ap.add_argument("--shard", type=int, default=8192)
     ap.add_argument(
         "--keep-shards",
@@ -345,6 +363,13 @@ def main(argv: list[str] | None = None) -> None:
             return
         counts = extend_english(args.runs, args.extra, args.shard)
         print(f"{sum(counts.values())} new English sentences appended to {args.runs / 'english.txt'}: {counts}")
+        return
+    if args.command == "tokenizer":  # a byte-fallback unigram model for the encoder: <runs>/tokenizer-<size>.model
+        from model.tokenizer import train_tokenizer
+
+        texts = tokenizer_texts(args.runs, args.corpus)
+        tok = train_tokenizer(texts, args.runs / f"tokenizer-{args.vocab_size}", args.vocab_size, ("en", "fr", "de"), True, len(texts))
+        print(f"{tok.vocab_size} pieces from {len(texts)} sentences -> {tok.path}")
         return
     if args.command == "catalogs":
         de = args.runs / "catalog.en-de.tsv"

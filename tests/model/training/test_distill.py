@@ -53,6 +53,16 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     distill.main(["--init", str(out), "--out", str(out2), "--minutes", "0.05", "--skip-teacher", *common[:2], "--d-model", "32"])
     assert SentenceEncoder.from_pretrained(out2, device="cpu").model.cfg.d_model == 16
 
+    # and onto another tokenizer (--tokenizer: transfer_vocab), which the trained encoder then ships with
+    from model.tokenizer import train_tokenizer
+
+    texts = [p.src for p in read_tsv(tiny / "splits" / "train.en-fr.tsv")] + [p.tgt for p in read_tsv(tiny / "splits" / "train.en-fr.tsv")]
+    other = train_tokenizer(texts, tiny / "other", 700, ("en", "fr", "de"), byte_fallback=True)
+    out3 = tiny / "enc3"
+    distill.main(["--init", str(out), "--tokenizer", str(other.path), "--out", str(out3), "--minutes", "0.05", "--skip-teacher", *common[:2]])
+    enc3 = SentenceEncoder.from_pretrained(out3, device="cpu")
+    assert enc3.model.cfg.vocab_size == 700 and enc3.tokenizer.pieces() == other.pieces()
+
 
 def test_graded_pairs_spread_evenly_over_the_teacher_similarity() -> None:
     """Each bin of the teacher's cosine gets min(per_bin, pairs in it) pairs, counted here by brute force."""
@@ -130,3 +140,51 @@ def test_widen_keeps_the_function_and_grows_the_model() -> None:
     assert wide.head.weight.grad[:, 8:11].abs().sum() > 0  # and they get a gradient into the output
     with pytest.raises(ValueError):
         distill.widen(narrow, 4)
+
+
+def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path) -> None:
+    """``transfer_vocab``: a piece both tokenizers have keeps its row; a new word-initial piece starts
+    at the mean of the old pieces of its word, a word-internal one at the mean of old pieces that
+    spell it (checked over every such spelling); a sentence both split alike keeps its vector."""
+    import torch
+
+    from model.embedding.disan import DiSAN, DiSANConfig
+    from model.tokenizer import train_tokenizer
+
+    texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:600]]
+    old = train_tokenizer(texts, tmp_path / "old", 400, ("en", "fr"), byte_fallback=True)
+    new = train_tokenizer(texts, tmp_path / "new", 900, ("en", "fr"), byte_fallback=True)
+    torch.manual_seed(0)
+    model = DiSAN(DiSANConfig(vocab_size=old.vocab_size, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval()
+    moved = distill.transfer_vocab(model, old, new).eval()
+    assert moved.cfg.vocab_size == new.vocab_size
+    emb, rows = model.embed.weight.detach(), moved.embed.weight.detach()
+    known = {p: i for i, p in enumerate(old.pieces())}
+    inner = [p for p in known if not p.startswith("\u2581") and not p.startswith("<")]
+
+    def spellings(text: str) -> list[list[int]]:  # every way to write text with word-internal old pieces
+        if not text:
+            return [[]]
+        return [[known[p], *rest] for p in inner if text.startswith(p) for rest in spellings(text[len(p) :])]
+
+    composed = 0
+    for i, piece in enumerate(new.pieces()):
+        if piece in known:
+            assert torch.equal(rows[i], emb[known[piece]])
+        elif piece.startswith("\u2581"):
+            torch.testing.assert_close(rows[i], emb[old.encode([piece[1:]])[0]].mean(0))
+            composed += 1
+        else:
+            assert any(torch.allclose(rows[i], emb[ids].mean(0)) for ids in spellings(piece))
+            composed += 1
+    assert composed > 300
+    for name, value in model.state_dict().items():  # every other weight as it was
+        if name != "embed.weight":
+            assert torch.equal(moved.state_dict()[name], value)
+    words = dict.fromkeys(w for t in texts for w in t.split())
+    alike = " ".join([w for w in words if old.encode_pieces([w]) == new.encode_pieces([w])][:8])  # (split word by word)
+    assert len(alike.split()) == 8 and old.encode_pieces([alike]) == new.encode_pieces([alike])
+    with torch.no_grad():
+        a, b = torch.tensor(old.encode([alike])), torch.tensor(new.encode([alike]))
+        assert not torch.equal(a, b)  # (other ids, the same pieces)
+        torch.testing.assert_close(moved(b), model(a))

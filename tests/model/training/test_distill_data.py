@@ -13,7 +13,7 @@ import sentencepiece as spm
 from scipy.stats import spearmanr
 
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.tokenizer import UNK_ID, train_tokenizer, with_byte_fallback
+from model.tokenizer import UNK_ID, Tokenizer, train_tokenizer, with_byte_fallback
 from model.training import distill, distill_data
 from model.training.data import SPLITS_DIR, Pair, read_tsv, write_tsv
 from model.training.english_text import normalise
@@ -61,6 +61,25 @@ def test_english_set_is_distinct_and_keeps_held_out_text_out(tiny: Path) -> None
     assert {en for _, en in pairs} <= set(english)
     general = distill_data.general_held_out("test", tiny / "splits")
     assert general and all(normalise(s) in held for s in general)
+
+
+def test_encoder_tokenizer_learns_from_both_sides_without_held_out_text(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = tiny / "runs"
+    runs.mkdir()
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")
+    (runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
+    sample = {"english": 100, "translations": 150, "splits_dir": tiny / "splits"}
+    texts = distill_data.tokenizer_texts(runs, tiny / "corpus.tsv", **sample)
+    assert len(texts) == 250 and len(set(texts) & set(english)) == 100
+    held = distill_data.held_out_texts(tiny / "splits")
+    assert not {normalise(t) for t in texts} & held
+    assert texts == distill_data.tokenizer_texts(runs, tiny / "corpus.tsv", **sample)  # seeded
+    monkeypatch.setattr(distill_data, "tokenizer_texts", lambda r, c: texts)
+    distill_data.main(["tokenizer", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--vocab-size", "700"])
+    tok = Tokenizer(runs / "tokenizer-700.model")
+    assert tok.vocab_size == 700 and tok.languages() == ["en", "fr", "de"]
+    assert all(UNK_ID not in ids for ids in tok.encode(SCRIPTS))  # byte fallback
+    assert {"\u2581the", "\u2581de", "\u2581la"} <= set(tok.pieces())  # English and French words
 
 
 def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
