@@ -12,7 +12,7 @@ teacher job can embed it shard by shard (resumable) and any prefix is a represen
     python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
     python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
     python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
-    python -m model.training.distill_data tokenizer [--runs DIR] [--vocab-size 32000]   # the encoder's own tokenizer
+    python -m model.training.distill_data tokenizer [--runs DIR] [--vocab-size 64000]   # the encoder's own tokenizer
 
 Session 14 added everyday English from packages a default system does not have (the Ding
 dictionary's example sentences with their German, Endless Sky's conversations, Dungeon Crawl's
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="WordNet's data directory (apt-get install wordnet-base: /usr/share/wordnet): add its examples and glosses",
     )
-    ap.add_argument("--vocab-size", type=int, default=32000, help="tokenizer: pieces of the encoder's tokenizer")
+    ap.add_argument("--vocab-size", type=int, default=64000, help="tokenizer: pieces of the encoder's tokenizer (the shipped one has 64,000)")
     ap.add_argument("--shard", type=int, default=8192)
     ap.add_argument(
         "--keep-shards",
