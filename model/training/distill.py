@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from model.embedding.disan import DiSAN, DiSANConfig
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.tokenizer import Tokenizer
+from model.tokenizer import UNK_ID, Tokenizer
 from model.training.data import SPLITS_DIR, read_tsv
 from model.training.english_text import general_english, normalise
 from model.training.teacher import load_teacher, teacher_embed
@@ -704,13 +704,18 @@ def _grow_vocab(model: DiSAN, vocab_size: int) -> DiSAN:
     """The same model with ``vocab_size`` token embeddings: the existing rows are kept, new rows
     start at the ``<unk>`` embedding (what those characters were read as before) plus a little noise."""
     old = model.embed.weight.data
-    grown = DiSAN(dataclasses.replace(model.cfg, vocab_size=vocab_size))
-    state = model.state_dict()
-    new = old[1].repeat(vocab_size, 1) + 0.01 * old.std() * torch.randn(vocab_size, old.shape[1])
+    new = old[UNK_ID].repeat(vocab_size, 1) + 0.01 * old.std() * torch.randn(vocab_size, old.shape[1])
     new[: len(old)] = old
-    state["embed.weight"] = new
-    grown.load_state_dict(state)
-    return grown
+    return _with_embeddings(model, new)
+
+
+def _with_embeddings(model: DiSAN, rows: torch.Tensor) -> DiSAN:
+    """The same model with this token-embedding table (vocabulary x d_embed); every other weight kept."""
+    out = DiSAN(dataclasses.replace(model.cfg, vocab_size=len(rows)))
+    state = model.state_dict()
+    state["embed.weight"] = rows
+    out.load_state_dict(state)
+    return out
 
 
 def transfer_vocab(model: DiSAN, old: Tokenizer, new: Tokenizer) -> DiSAN:
@@ -734,12 +739,8 @@ def transfer_vocab(model: DiSAN, old: Tokenizer, new: Tokenizer) -> DiSAN:
             rows[i] = emb[known[piece]]
             continue
         ids = old.sp.encode(piece[1:]) if piece.startswith("\u2581") else inner.encode(piece)
-        rows[i] = emb[ids].mean(0) if ids else emb[1]  # (nothing to split: the <unk> row)
-    moved = DiSAN(dataclasses.replace(model.cfg, vocab_size=new.vocab_size))
-    state = model.state_dict()
-    state["embed.weight"] = rows
-    moved.load_state_dict(state)
-    return moved
+        rows[i] = emb[ids].mean(0) if ids else emb[UNK_ID]  # (nothing to split: the <unk> row)
+    return _with_embeddings(model, rows)
 
 
 def widen(model: DiSAN, d_model: int, seed: int = 0) -> DiSAN:

@@ -56,7 +56,8 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     # and onto another tokenizer (--tokenizer: transfer_vocab), which the trained encoder then ships with
     from model.tokenizer import train_tokenizer
 
-    texts = [p.src for p in read_tsv(tiny / "splits" / "train.en-fr.tsv")] + [p.tgt for p in read_tsv(tiny / "splits" / "train.en-fr.tsv")]
+    train = read_tsv(tiny / "splits" / "train.en-fr.tsv")
+    texts = [p.src for p in train] + [p.tgt for p in train]
     other = train_tokenizer(texts, tiny / "other", 700, ("en", "fr", "de"), byte_fallback=True)
     out3 = tiny / "enc3"
     distill.main(["--init", str(out), "--tokenizer", str(other.path), "--out", str(out3), "--minutes", "0.05", "--skip-teacher", *common[:2]])
@@ -178,9 +179,10 @@ def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path
             assert any(torch.allclose(rows[i], emb[ids].mean(0)) for ids in spellings(piece))
             composed += 1
     assert composed > 300
+    kept = moved.state_dict()
     for name, value in model.state_dict().items():  # every other weight as it was
         if name != "embed.weight":
-            assert torch.equal(moved.state_dict()[name], value)
+            assert torch.equal(kept[name], value)
     words = dict.fromkeys(w for t in texts for w in t.split())
     alike = " ".join([w for w in words if old.encode_pieces([w]) == new.encode_pieces([w])][:8])  # (split word by word)
     assert len(alike.split()) == 8 and old.encode_pieces([alike]) == new.encode_pieces([alike])
