@@ -1,4 +1,10 @@
-"""Safe weight loading (safetensors only, never pickle) with clear errors, and device choice."""
+"""Safe weight loading (safetensors only, never pickle) with clear errors, and device choice.
+
+A 2-D weight may be stored as int8 rows with one float32 scale per row (``quantize_rows``): the file
+holds ``<name>`` (int8) and ``<name>.row_scale``, and ``load_weights`` restores ``q * scale``.
+``SentenceEncoder.save_pretrained`` stores the token-embedding table this way (half the bytes of fp16;
+on the session-16 encoder, test fidelity moved by 1e-4).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,48 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 from torch import nn
+
+ROW_SCALE = ".row_scale"  # suffix of the per-row scales that go with an int8-stored weight
 
 
 class ModelLoadError(RuntimeError):
     pass
+
+
+def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-row int8: ``w ~= q * scale[:, None]`` with ``|q| <= 127`` and ``scale = max|row| / 127``,
+    so each element is off by at most half its row's scale.  (rows, cols) -> int8 (rows, cols), float32 (rows,)."""
+    w = w.detach().float()
+    scale = w.abs().amax(dim=1) / 127
+    q = torch.round(w / scale.clamp_min(torch.finfo(torch.float32).tiny)[:, None]).clamp(-127, 127)
+    return q.to(torch.int8), scale
+
+
+def save_weights(state: dict[str, torch.Tensor], path: Path, dtype: torch.dtype, int8_rows: tuple[str, ...] = ()) -> None:
+    """Write ``state`` as safetensors in ``dtype``; the weights named in ``int8_rows`` as int8 rows + scales."""
+    out = {}
+    for k, v in state.items():
+        if k in int8_rows:
+            out[k], out[k + ROW_SCALE] = quantize_rows(v)
+        else:
+            out[k] = v.detach().to("cpu", dtype).contiguous()
+    save_file(out, str(path))
+
+
+def _dequantize(tensors: dict[str, torch.Tensor], path: Path) -> dict[str, torch.Tensor]:
+    """Turn every int8 weight and its ``.row_scale`` back into float32 rows; a half pair is an error."""
+    for key in [k for k in tensors if k.endswith(ROW_SCALE)]:
+        name, scale = key[: -len(ROW_SCALE)], tensors.pop(key)
+        q = tensors.get(name)
+        if q is None or q.dtype != torch.int8 or q.dim() != 2 or scale.shape != (q.shape[0],):
+            raise ModelLoadError(f"{path}: {key} {tuple(scale.shape)} does not scale the rows of an int8 matrix {name}")
+        tensors[name] = q.float() * scale.float()[:, None]
+    raw = sorted(k for k, v in tensors.items() if v.dtype == torch.int8)
+    if raw:
+        raise ModelLoadError(f"{path}: int8 tensors without their {ROW_SCALE}: {raw[:5]}")
+    return tensors
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -34,6 +76,7 @@ def load_weights(model: nn.Module, path: Path) -> None:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as e:
         raise ModelLoadError(f"cannot read weights {path}: {e}") from e
+    tensors = _dequantize(tensors, path)
     own = model.state_dict()
     missing = sorted(set(own) - set(tensors))
     unexpected = sorted(set(tensors) - set(own))

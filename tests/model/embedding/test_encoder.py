@@ -75,13 +75,18 @@ def test_buckets_sorted_and_bounded(encoder):
 
 
 def test_save_and_load_roundtrip(encoder, tmp_path):
-    encoder.save_pretrained(tmp_path, dtype=torch.float32)
+    encoder.save_pretrained(tmp_path, dtype=torch.float32, int8_embeddings=False)
     assert {p.name for p in tmp_path.iterdir()} >= {"config.json", "model.safetensors", "sentencepiece.model"}
     again = SentenceEncoder.from_pretrained(tmp_path, device="cpu")
     np.testing.assert_array_equal(again.encode(SENTS), encoder.encode(SENTS))
     half = tmp_path / "half"
-    encoder.save_pretrained(half)  # fp16 weights by default
+    encoder.save_pretrained(half, int8_embeddings=False)
     np.testing.assert_allclose(SentenceEncoder.from_pretrained(half, device="cpu").encode(SENTS), encoder.encode(SENTS), atol=5e-3)
+    default = tmp_path / "default"
+    encoder.save_pretrained(default)  # fp16 weights, int8 token embeddings
+    assert (default / "model.safetensors").stat().st_size < 0.65 * (half / "model.safetensors").stat().st_size
+    cos = (SentenceEncoder.from_pretrained(default, device="cpu").encode(SENTS) * encoder.encode(SENTS)).sum(1)
+    assert cos.min() > 0.999
     (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
     with pytest.raises(ModelLoadError):
         SentenceEncoder.from_pretrained(tmp_path, device="cpu")
@@ -90,7 +95,7 @@ def test_save_and_load_roundtrip(encoder, tmp_path):
 @pytest.mark.slow
 def test_cli_embed_jsonl_and_npy(encoder, tmp_path):
     model_dir = tmp_path / "enc"
-    encoder.save_pretrained(model_dir, dtype=torch.float32)
+    encoder.save_pretrained(model_dir, dtype=torch.float32, int8_embeddings=False)
     lines = "A tool for audio.\nUn outil pour l'audio.\n"
     cmd = [sys.executable, "-m", "model.cli", "embed", "--model", str(model_dir), "--threads", "1"]
     res = subprocess.run(cmd, input=lines, capture_output=True, text=True, cwd=ROOT, timeout=120)
