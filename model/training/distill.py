@@ -509,6 +509,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "python -m model.training.distill_data tokenizer trains one)",
     )
     ap.add_argument("--widen", type=int, default=None, help="with --init: widen the model to this d_model first (``widen``)")
+    ap.add_argument(
+        "--widen-embed", type=int, default=None, help="with --init: widen the token embeddings to this d_embed first (``widen_embed``)"
+    )
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
     ap.add_argument("--d-out", type=int, default=384)
@@ -579,6 +582,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             model, tok = transfer_vocab(model, tok, new_tok), new_tok
         if args.widen:
             model = widen(model, args.widen, args.seed)
+        if args.widen_embed:
+            model = widen_embed(model, args.widen_embed, args.seed)
         cfg = model.cfg
         state = None
     else:
@@ -778,6 +783,28 @@ def widen(model: DiSAN, d_model: int, seed: int = 0) -> DiSAN:
             if name.endswith(".b"):
                 w[d:] = 0.0
     wide.load_state_dict(new)
+    return wide
+
+
+def widen_embed(model: DiSAN, d_embed: int, seed: int = 0) -> DiSAN:
+    """The same function with wider token embeddings (``d_embed`` columns into the same ``d_model``
+    features): the old columns keep their values, the new ones start random at the old columns'
+    scale (zero for ``<pad>``), and ``fc_h`` reads them through zero weights, so the output is
+    exactly what it was.  Training grows them in: ``fc_h``'s new weights get a gradient at once
+    (their inputs are not zero), the new columns as soon as those weights move.  Costs one wider
+    ``fc_h`` per token, and capacity where a one-block DiSAN keeps most of a sentence's meaning."""
+    cfg, old = model.cfg, model.embed.weight.data
+    if d_embed < cfg.d_embed:
+        raise ValueError(f"cannot widen d_embed {cfg.d_embed} to {d_embed}")
+    torch.manual_seed(seed)
+    extra = torch.randn(len(old), d_embed - cfg.d_embed) * old.std()
+    extra[cfg.pad_id] = 0.0
+    state = model.state_dict()
+    state["embed.weight"] = torch.cat([old, extra], dim=1)
+    fc = state["fc_h.weight"]  # (d_model, d_embed)
+    state["fc_h.weight"] = torch.cat([fc, fc.new_zeros(len(fc), d_embed - cfg.d_embed)], dim=1)
+    wide = DiSAN(dataclasses.replace(cfg, d_embed=d_embed))
+    wide.load_state_dict(state)
     return wide
 
 

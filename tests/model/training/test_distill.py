@@ -143,6 +143,37 @@ def test_widen_keeps_the_function_and_grows_the_model() -> None:
         distill.widen(narrow, 4)
 
 
+def test_widen_embed_keeps_the_function_and_feeds_the_new_columns() -> None:
+    """``widen_embed``: wider token embeddings into the same features; the output is unchanged, the
+    old columns and every other weight are kept, and the new columns are trainable."""
+    import torch
+
+    from model.embedding.disan import DiSAN, DiSANConfig
+
+    torch.manual_seed(0)
+    narrow = DiSAN(DiSANConfig(vocab_size=50, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval()
+    for p in narrow.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    wide = distill.widen_embed(narrow, 20).eval()
+    assert wide.cfg.d_embed == 20 and wide.cfg.d_model == 8 and wide.embed.weight.shape == (50, 20)
+    ids = torch.tensor([[3, 9, 4, 17, 2], [5, 6, 0, 0, 0]])
+    with torch.no_grad():
+        torch.testing.assert_close(wide(ids), narrow(ids), atol=1e-5, rtol=1e-5)
+    assert torch.equal(wide.embed.weight[:, :12], narrow.embed.weight) and torch.equal(wide.fc_h.weight[:, :12], narrow.fc_h.weight)
+    assert wide.embed.weight[0, 12:].abs().sum() == 0 and wide.embed.weight[1:, 12:].abs().sum() > 0  # <pad> stays zero
+    assert all(torch.equal(v, narrow.state_dict()[k]) for k, v in wide.state_dict().items() if not k.startswith(("embed.", "fc_h.weight")))
+    wide.train()
+    opt = torch.optim.SGD(wide.parameters(), lr=0.1)
+    for _ in range(2):  # step 1 moves fc_h's new weights; step 2 then reaches the new embedding columns
+        opt.zero_grad()
+        wide(ids).square().sum().backward()
+        opt.step()
+    assert wide.fc_h.weight[:, 12:].abs().sum() > 0
+    assert wide.embed.weight.grad[3, 12:].abs().sum() > 0
+    with pytest.raises(ValueError):
+        distill.widen_embed(narrow, 8)
+
+
 def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path) -> None:
     """``transfer_vocab``: a piece both tokenizers have keeps its row; a new word-initial piece starts
     at the mean of the old pieces of its word, a word-internal one at the mean of old pieces that
