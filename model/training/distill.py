@@ -394,6 +394,15 @@ def broad_examples(runs: Path, pairs: Sequence[tuple[str, str]]) -> tuple[list[s
     return texts, np.asarray(targets, dtype=np.int64), teacher
 
 
+def optimiser(model: torch.nn.Module, lr: float = 1e-3) -> torch.optim.AdamW:
+    """AdamW (weight decay 0.01) with the fused kernel: one pass over each weight instead of a
+    handful, which matters because every step updates the whole token-embedding table (16M of the
+    64k encoder's 18M parameters).  On this CPU a 64000 x 256 step takes 10 ms against 97 ms for
+    the default implementation, about a third of a training step.  The DiSAN keeps no inference
+    copies of its weights, so the fused kernel not bumping version counters is harmless here."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, fused=True)
+
+
 class Averaged:
     """Exponential moving average of a model's parameters (the weights that are exported)."""
 
@@ -405,7 +414,7 @@ class Averaged:
     def update(self, model: torch.nn.Module) -> None:
         for k, v in model.state_dict().items():
             if v.dtype.is_floating_point:
-                self.shadow[k].mul_(self.decay).add_(v.detach().float(), alpha=1 - self.decay)
+                self.shadow[k].lerp_(v.detach().float(), 1 - self.decay)  # decay * shadow + (1 - decay) * v, one pass
 
     def copy_to(self, model: torch.nn.Module) -> dict[str, torch.Tensor]:
         """Load the averaged weights into ``model``; returns its previous state to restore."""
@@ -626,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         rng.shuffle(batches)
         return batches
 
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    opt = optimiser(model, args.lr)
     avg = Averaged(model, args.ema)
     step, examples, epoch, elapsed, best = 0, 0, 0, 0.0, -1.0
     log_path = runs / "train_log.jsonl"

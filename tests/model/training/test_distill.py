@@ -143,6 +143,40 @@ def test_widen_keeps_the_function_and_grows_the_model() -> None:
         distill.widen(narrow, 4)
 
 
+def test_optimiser_and_average_follow_their_formulas() -> None:
+    """The trainer's fused AdamW takes the steps of the reference (unfused) AdamW, and ``Averaged``
+    keeps decay * shadow + (1 - decay) * weights after every step.  (A plain embedding + linear
+    model: a DiSAN's source2token bias gets rounding-noise gradients, which Adam magnifies.)"""
+    import torch
+
+    torch.manual_seed(0)
+
+    def net() -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Embedding(300, 12), torch.nn.Linear(12, 5))
+
+    fused, ref = net(), net()
+    ref.load_state_dict(fused.state_dict())
+    start = {k: v.clone() for k, v in fused.state_dict().items()}
+    opt = distill.optimiser(fused, 3e-3)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=3e-3, weight_decay=0.01, foreach=False, fused=False)
+    avg = distill.Averaged(fused, decay=0.9)
+    shadow = {k: v.clone() for k, v in fused.state_dict().items()}
+    ids, target = torch.randint(0, 300, (6, 7)), torch.randn(6, 7, 5)
+    for step in range(5):
+        for model, o in ((fused, opt), (ref, ref_opt)):
+            for g in o.param_groups:
+                g["lr"] = 3e-3 * (step + 1) / 5  # the trainer sets the rate every step
+            o.zero_grad()
+            (model(ids) - target).square().sum().backward()
+            o.step()
+        avg.update(fused)
+        shadow = {k: 0.9 * v + 0.1 * fused.state_dict()[k] for k, v in shadow.items()}
+    for k, v in fused.state_dict().items():
+        torch.testing.assert_close(v, ref.state_dict()[k], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(avg.shadow[k], shadow[k], rtol=1e-5, atol=1e-6)
+    assert (fused[0].weight - ref[0].weight).abs().max() < 1e-6 < (fused[0].weight - start["0.weight"]).abs().max()
+
+
 def test_widen_embed_keeps_the_function_and_feeds_the_new_columns() -> None:
     """``widen_embed``: wider token embeddings into the same features; the output is unchanged, the
     old columns and every other weight are kept, and the new columns are trainable."""
