@@ -68,10 +68,21 @@ class Tokenizer:
 
 
 def train_tokenizer(
-    texts: Iterable[str], prefix: Path, vocab_size: int, langs: Sequence[str], byte_fallback: bool = False, input_sentences: int = 400_000
+    texts: Iterable[str],
+    prefix: Path,
+    vocab_size: int,
+    langs: Sequence[str],
+    byte_fallback: bool = False,
+    input_sentences: int = 400_000,
+    multiword: bool = False,
 ) -> Tokenizer:
     """A unigram SentencePiece model; with ``byte_fallback``, characters outside the vocabulary
-    become byte pieces (``<0xE2>``...) instead of ``<unk>``, so text in any script gets distinct ids."""
+    become byte pieces (``<0xE2>``...) instead of ``<unk>``, so text in any script gets distinct ids.
+
+    With ``multiword``, pieces may span words (``\u2581of\u2581the``, ``\u2581how\u2581are\u2581you``:
+    SentencePiece's ``split_by_whitespace=False``, up to 24 characters), and of those only the
+    word-aligned ones are kept (``word_aligned``), so the model has ``vocab_size`` minus the dropped
+    pieces."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts),
@@ -89,8 +100,30 @@ def train_tokenizer(
         shuffle_input_sentence=True,
         num_threads=2,
         minloglevel=2,
+        **({"split_by_whitespace": False, "max_sentencepiece_length": 24} if multiword else {}),
     )
+    if multiword:
+        word_aligned(f"{prefix}.model")
     return Tokenizer(f"{prefix}.model")
+
+
+def word_aligned(model_file: str | Path) -> int:
+    """Drop, in place, the pieces that cross a word boundary without starting at one (``s\u2581and``
+    from "files and": a suffix glued to the next word); multi-word pieces that start a word
+    (``\u2581files\u2581and``) and pieces within a word stay.  Returns how many were dropped.  The
+    unigram model's segmentation needs no other change: it picks the best split among the pieces
+    that are left."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    proto = pb.ModelProto()
+    proto.ParseFromString(Path(model_file).read_bytes())
+    keep = [p for p in proto.pieces if "\u2581" not in p.piece[1:] or p.piece.startswith("\u2581")]
+    dropped = len(proto.pieces) - len(keep)
+    del proto.pieces[:]
+    proto.pieces.extend(keep)
+    proto.trainer_spec.vocab_size = len(keep)
+    Path(model_file).write_bytes(proto.SerializeToString())
+    return dropped
 
 
 def with_byte_fallback(model_file: str | Path, dst: str | Path) -> Tokenizer:

@@ -748,7 +748,8 @@ def transfer_vocab(model: DiSAN, old: Tokenizer, new: Tokenizer) -> DiSAN:
     """The same model on another tokenizer's vocabulary ("vocabulary surgery"): a piece both
     vocabularies have keeps its embedding; any other new piece starts at the mean embedding of the
     old pieces its text splits into (a word-initial piece ``\u2581xyz`` as the word "xyz", a
-    word-internal piece without the leading-space marker).  Every other weight is kept, so a
+    word-internal piece without the leading-space marker, a multi-word piece ``\u2581of\u2581the``
+    as the words "of the").  Every other weight is kept, so a
     sentence that both tokenizers split alike gets exactly the old model's vector."""
     import sentencepiece as spm
     from sentencepiece import sentencepiece_model_pb2 as pb
@@ -764,7 +765,8 @@ def transfer_vocab(model: DiSAN, old: Tokenizer, new: Tokenizer) -> DiSAN:
         if piece in known:
             rows[i] = emb[known[piece]]
             continue
-        ids = old.sp.encode(piece[1:]) if piece.startswith("\u2581") else inner.encode(piece)
+        text = piece.replace("\u2581", " ")  # (a multi-word piece spells its words with spaces)
+        ids = old.sp.encode(text[1:]) if piece.startswith("\u2581") else inner.encode(text)
         rows[i] = emb[ids].mean(0) if ids else emb[UNK_ID]  # (nothing to split: the <unk> row)
     return _with_embeddings(model, rows)
 

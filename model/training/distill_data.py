@@ -333,6 +333,11 @@ def main(argv: list[str] | None = None) -> None:
         help="WordNet's data directory (apt-get install wordnet-base: /usr/share/wordnet): add its examples and glosses",
     )
     ap.add_argument("--vocab-size", type=int, default=64000, help="tokenizer: pieces of the encoder's tokenizer (the shipped one has 64,000)")
+    ap.add_argument(
+        "--multiword",
+        action="store_true",
+        help="tokenizer: let pieces span words (word-aligned ones only; <runs>/tokenizer-<size>w.model)",
+    )
     ap.add_argument("--shard", type=int, default=8192)
     ap.add_argument(
         "--keep-shards",
@@ -364,11 +369,12 @@ def main(argv: list[str] | None = None) -> None:
         counts = extend_english(args.runs, args.extra, args.shard)
         print(f"{sum(counts.values())} new English sentences appended to {args.runs / 'english.txt'}: {counts}")
         return
-    if args.command == "tokenizer":  # a byte-fallback unigram model for the encoder: <runs>/tokenizer-<size>.model
+    if args.command == "tokenizer":  # a byte-fallback unigram model for the encoder: <runs>/tokenizer-<size>[w].model
         from model.tokenizer import train_tokenizer
 
         texts = tokenizer_texts(args.runs, args.corpus)
-        tok = train_tokenizer(texts, args.runs / f"tokenizer-{args.vocab_size}", args.vocab_size, ("en", "fr", "de"), True, len(texts))
+        name = f"tokenizer-{args.vocab_size}" + ("w" if args.multiword else "")
+        tok = train_tokenizer(texts, args.runs / name, args.vocab_size, ("en", "fr", "de"), True, len(texts), multiword=args.multiword)
         print(f"{tok.vocab_size} pieces from {len(texts)} sentences -> {tok.path}")
         return
     if args.command == "catalogs":

@@ -255,6 +255,31 @@ def test_deepen_starts_near_the_old_function_and_trains_the_new_layer() -> None:
         distill.widen(deep, 16)
 
 
+def test_transfer_vocab_composes_multiword_pieces_from_their_words(tmp_path: Path) -> None:
+    """``transfer_vocab`` onto a multi-word tokenizer: a piece such as ``\u2581of\u2581the`` starts at
+    the mean of the old rows of the words it spells ("of the" under the old tokenizer)."""
+    import torch
+
+    from model.embedding.disan import DiSAN, DiSANConfig
+    from model.tokenizer import train_tokenizer
+
+    texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:1500]]
+    old = train_tokenizer(texts, tmp_path / "old", 600, ("en", "fr"), byte_fallback=True)
+    new = train_tokenizer(texts, tmp_path / "new", 1500, ("en", "fr"), byte_fallback=True, multiword=True)
+    torch.manual_seed(0)
+    model = DiSAN(DiSANConfig(vocab_size=old.vocab_size, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval()
+    moved = distill.transfer_vocab(model, old, new)
+    emb, rows = model.embed.weight.detach(), moved.embed.weight.detach()
+    known = set(old.pieces())
+    spanning = [(i, p) for i, p in enumerate(new.pieces()) if "\u2581" in p[1:] and p not in known]
+    assert len(spanning) > 50
+    for i, piece in spanning:
+        words = piece[1:].replace("\u2581", " ")
+        ids = old.encode([words])[0]
+        assert len(ids) >= 2
+        torch.testing.assert_close(rows[i], emb[ids].mean(0))
+
+
 def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path) -> None:
     """``transfer_vocab``: a piece both tokenizers have keeps its row; a new word-initial piece starts
     at the mean of the old pieces of its word, a word-internal one at the mean of old pieces that
