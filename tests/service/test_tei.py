@@ -104,3 +104,14 @@ def test_info_health_and_tei_errors(server, encoder):
     ):
         r = server.http.post("/embed", json=body)
         assert r.status_code == status and needle in r.json()["error"] and r.json()["error_type"] == "Validation", r.text
+
+
+def test_offsets_of_multiword_pieces():
+    """``/tokenize``'s spans for a tokenizer with multi-word pieces: ``\u2581how\u2581are`` covers both words
+    and the run of spaces between them (the tokenizer folds it into one), plus the space before."""
+    from service.routers.tei import _with_offsets
+
+    text = "Hi, how  are you?"
+    pieces = ["\u2581Hi", ",", "\u2581how\u2581are", "\u2581you", "?", "<0xF0>"]
+    got = [(t["start"], t["stop"], t["text"]) for t in _with_offsets(text, list(range(6)), pieces)]
+    assert got == [(0, 2, "Hi"), (2, 3, ","), (3, 12, " how  are"), (12, 16, " you"), (16, 17, "?"), (17, 17, "")]
