@@ -514,10 +514,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--tokenizer",
         default=None,
-        help="with --init: move the model onto this SentencePiece model's vocabulary first (``transfer_vocab``; "
-        "python -m model.training.distill_data tokenizer trains one)",
+        help="with --init: move the model onto this SentencePiece model's vocabulary first (``transfer_vocab``); "
+        "without: the new model's tokenizer (python -m model.training.distill_data tokenizer trains one)",
     )
-    ap.add_argument("--blocks", type=int, default=None, help="with --init: deepen the model to this many DiSA layers first (``deepen``)")
+    ap.add_argument("--blocks", type=int, default=None, help="with --init: deepen the model to this many DiSA layers first (``deepen``); without: the new model's layers")
     ap.add_argument(
         "--freeze", nargs="+", default=(), metavar="PREFIX", help="keep the weights whose names start with these fixed (e.g. embed fc_h fw. bw.)"
     )
@@ -603,8 +603,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         cfg = model.cfg
         state = None
     else:
-        tok = Tokenizer(TRANSLATOR_SPM)
-        cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None)
+        tok = Tokenizer(args.tokenizer or TRANSLATOR_SPM)
+        cfg = DiSANConfig(
+            vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None, blocks=args.blocks or 1
+        )
         model = DiSAN(cfg)
         state = None
     if tok.path.resolve() != (runs / "sentencepiece.model").resolve():

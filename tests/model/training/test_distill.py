@@ -75,6 +75,12 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
             assert torch.equal(enc4.model.state_dict()[name], w), name
     assert not torch.equal(enc4.model.upper[0].fc.weight, torch.eye(32))  # the new layer trained
 
+    # a new two-layer model on its own tokenizer, from scratch (--tokenizer and --blocks without --init)
+    out5 = tiny / "enc5"
+    distill.main(["--tokenizer", str(other.path), "--blocks", "2", "--out", str(out5), "--minutes", "0.05", "--skip-teacher", *common])
+    enc5 = SentenceEncoder.from_pretrained(out5, device="cpu")
+    assert enc5.model.cfg.blocks == 2 and enc5.model.cfg.d_model == 16 and enc5.tokenizer.pieces() == other.pieces()
+
 
 def test_graded_pairs_spread_evenly_over_the_teacher_similarity() -> None:
     """Each bin of the teacher's cosine gets min(per_bin, pairs in it) pairs, counted here by brute force."""
