@@ -50,7 +50,9 @@ def measure(tok: Tokenizer, sets: dict[str, list[str]]) -> dict[str, dict[str, f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=Path, required=True, help="directory with english.txt (python -m model.training.distill_data build)")
-    ap.add_argument("--sizes", type=int, nargs="+", default=[8000, 16000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[8000, 16000], help="new unigram models to train and measure")
+    ap.add_argument("--multiword", action="store_true", help="train them with pieces that span words (train_tokenizer(multiword=True))")
+    ap.add_argument("--models", type=Path, nargs="*", default=[], help="SentencePiece models to measure as they are")
     ap.add_argument("--sample", type=int, default=200_000, help="training sentences (half English, half translations)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
@@ -66,8 +68,11 @@ def main() -> None:
         shipped = with_byte_fallback(DEFAULT_ENCODER / "sentencepiece.model", Path(tmp) / "shipped_bf.model")
         res[f"shipped + bytes ({shipped.vocab_size})"] = measure(shipped, sets)
         for size in args.sizes:
-            tok = train_tokenizer(texts, Path(tmp) / f"bf{size}", size, ("en", "fr", "de"), byte_fallback=True)
-            res[f"new unigram {size}"] = measure(tok, sets)
+            tok = train_tokenizer(texts, Path(tmp) / f"bf{size}", size, ("en", "fr", "de"), byte_fallback=True, multiword=args.multiword)
+            res[f"new unigram {size}" + (f" multi-word ({tok.vocab_size})" if args.multiword else "")] = measure(tok, sets)
+        for path in args.models:
+            tok = Tokenizer(path)
+            res[f"{path.name} ({tok.vocab_size})"] = measure(tok, sets)
     cols = list(sets)
     print("| tokenizer | " + " | ".join(f"{c} tok/sent" for c in cols) + " |")
     print("|---|" + "---:|" * len(cols))

@@ -229,8 +229,6 @@ def test_deepen_starts_near_the_old_function_and_trains_the_new_layer() -> None:
     """``deepen``: a wide-open gate gives the one-layer function exactly (the new layer is an identity
     plus 1, absorbed by the pooling and the head); the default gate stays close to it; every old weight
     is kept; and a training step reaches the new layer's attention and gates."""
-    import torch
-
     from model.embedding.disan import DiSAN, DiSANConfig
 
     torch.manual_seed(0)
@@ -264,8 +262,6 @@ def test_deepen_starts_near_the_old_function_and_trains_the_new_layer() -> None:
 def test_transfer_vocab_composes_multiword_pieces_from_their_words(tmp_path: Path) -> None:
     """``transfer_vocab`` onto a multi-word tokenizer: a piece such as ``\u2581of\u2581the`` starts at
     the mean of the old rows of the words it spells ("of the" under the old tokenizer)."""
-    import torch
-
     from model.embedding.disan import DiSAN, DiSANConfig
     from model.tokenizer import train_tokenizer
 
