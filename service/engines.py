@@ -293,18 +293,12 @@ class EmbeddingEngine:
     def cost(ids: list[int], key: None = None) -> int:
         return max(1, len(ids))
 
-    # core: one mixed batch -> raw (unnormalised) float32 vectors, sorted into length buckets
+    # core: one mixed batch -> raw (unnormalised) float32 vectors (SentenceEncoder.embed_ids)
     def core(self, key: None, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[np.ndarray]:
         return list(_split_on_oom(self._forward, batch))
 
-    @torch.inference_mode()
     def _forward(self, batch: list[list[int]]) -> list[np.ndarray]:
-        enc = self.encoder
-        out = np.zeros((len(batch), enc.dim), dtype=np.float32)
-        for idx in enc.buckets([len(s) for s in batch], batch_size=len(batch)):
-            ids = enc.pad([batch[i] for i in idx], enc.device)  # (b, n)
-            out[idx] = enc.model(ids).float().cpu().numpy()  # (b, dim)
-        return list(out)
+        return list(self.encoder.embed_ids(batch, batch_size=len(batch)))  # packed on CPU, else length buckets
 
     # post: truncate to `dimensions` (Matryoshka style), then L2-normalise
     def post(self, job: EmbeddingJob, ids: list[list[int]], raw: list[np.ndarray]) -> EmbeddingOutput:

@@ -3,8 +3,10 @@
     enc = SentenceEncoder.from_pretrained()               # the shipped model/pretrained/encoder
     vecs = enc.encode(["A tool for X.", "Un outil pour X."])  # (2, enc.dim) float32, L2-normalised
 
-A batch is sorted by token count and cut into buckets of similar length, so padding (and the
-quadratic token2token work spent on it) stays small; results come back in input order.
+On CPU with the DiSAN C kernel a batch runs packed (``model.embedding.packed``): the sentences'
+tokens end to end, no padding, in passes of at most ``packed_tokens`` tokens.  Elsewhere it is
+sorted by token count and cut into buckets of similar length, so padding (and the quadratic
+token2token work spent on it) stays small.  Results come back in input order either way.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.embedding.disan import DiSAN, DiSANConfig, compile_enabled, cpu_kernel
+from model.embedding import packed
+from model.embedding.disan import DiSAN, DiSANConfig, compile_enabled
 from model.segment import InputTooLong
 from model.tokenizer import PAD_ID, Tokenizer
 from model.weights import load_pretrained, save_weights
@@ -27,10 +30,14 @@ DEFAULT_ENCODER = Path(__file__).resolve().parents[1] / "pretrained" / "encoder"
 
 
 class SentenceEncoder:
-    def __init__(self, model: DiSAN, tokenizer: Tokenizer, max_batch_tokens: int = 16384):
+    # padded buckets: at most max_batch_tokens padded tokens and batch_size sentences (default 64);
+    # packed passes: at most packed_tokens tokens (and batch_size sentences when one is given).
+    # 2048: on 2 cores the packed throughput is flat from 1024 to 4096 tokens (docs/encoder.md).
+    def __init__(self, model: DiSAN, tokenizer: Tokenizer, max_batch_tokens: int = 16384, packed_tokens: int = 2048):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
+        self.packed_tokens = packed_tokens
 
     @classmethod
     def from_pretrained(
@@ -66,12 +73,11 @@ class SentenceEncoder:
 
     @property
     def backend(self) -> str:
-        """How the token2token attention runs here: "cpu-kernel" (the native DiSAN kernel),
-        "torch-compile" (compiled tiles, CUDA) or "torch" (eager tiles)."""
-        dev = self.device
-        if dev.type == "cpu" and cpu_kernel() is not None:
-            return "cpu-kernel"
-        return "torch-compile" if compile_enabled(dev) else "torch"
+        """How a batch runs here: "cpu-kernel-packed" (the native DiSAN kernel on packed tokens),
+        "torch-compile" (padded buckets, compiled tiles: CUDA) or "torch" (padded, eager tiles)."""
+        if packed.available(self.model):
+            return "cpu-kernel-packed"
+        return "torch-compile" if compile_enabled(self.device) else "torch"
 
     def tokenize(self, sentences: Sequence[str], truncate: bool = False) -> list[list[int]]:
         """Token ids per sentence.  A sentence over ``max_length`` tokens raises ``InputTooLong``,
@@ -108,25 +114,53 @@ class SentenceEncoder:
             out.append(cur)
         return out
 
+    def passes(self, lengths: Sequence[int], batch_size: int | None = None) -> list[list[int]]:
+        """Packed passes: indices in input order, cut at packed_tokens tokens (and batch_size
+        sentences when given); a sentence longer than packed_tokens gets a pass of its own."""
+        out: list[list[int]] = []
+        cur: list[int] = []
+        tokens = 0
+        for i, n in enumerate(lengths):
+            if cur and (tokens + n > self.packed_tokens or (batch_size is not None and len(cur) >= batch_size)):
+                out.append(cur)
+                cur, tokens = [], 0
+            cur.append(i)
+            tokens += n
+        if cur:
+            out.append(cur)
+        return out
+
     @torch.inference_mode()
+    def embed_ids(self, seqs: Sequence[Sequence[int]], batch_size: int | None = None) -> np.ndarray:
+        """Token ids (each within max_length) -> (N, dim) float32 vectors, not normalised; packed
+        passes where the backend allows, else padded length buckets."""
+        if batch_size is not None and batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        out = np.zeros((len(seqs), self.dim), dtype=np.float32)
+        if packed.available(self.model):
+            for idx in self.passes([len(s) for s in seqs], batch_size):
+                ids, offsets = packed.pack([seqs[i] for i in idx])
+                out[idx] = packed.packed_forward(self.model, ids, offsets).float().numpy()
+            return out
+        for idx in self.buckets([len(s) for s in seqs], batch_size or 64):
+            ids = self.pad([seqs[i] for i in idx], self.device)  # (b, n)
+            out[idx] = self.model(ids).float().cpu().numpy()  # (b, dim)
+        return out
+
     def encode(
-        self, sentences: Sequence[str], batch_size: int = 64, normalize: bool = True, truncate: bool = False
+        self, sentences: Sequence[str], batch_size: int | None = None, normalize: bool = True, truncate: bool = False
     ) -> np.ndarray:
+        """(N, dim) float32 sentence vectors, L2-normalised unless ``normalize`` is False.
+        batch_size: sentences per forward pass (default: 64 padded; packed: by tokens only)."""
         if isinstance(sentences, str):
             raise TypeError("encode takes a sequence of sentences, not a single string")
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
         if not sentences:
-            return out
-        seqs = self.tokenize(sentences, truncate)
-        dev = self.device
-        for idx in self.buckets([len(s) for s in seqs], batch_size):
-            ids = self.pad([seqs[i] for i in idx], dev)  # (b, n)
-            vec = self.model(ids).float()  # (b, dim)
-            if normalize:
-                vec = torch.nn.functional.normalize(vec, dim=-1)
-            out[idx] = vec.cpu().numpy()
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = self.embed_ids(self.tokenize(sentences, truncate), batch_size)
+        if normalize:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
 
@@ -134,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition embed", description="Embed lines from stdin (one sentence per line).")
     ap.add_argument("--model", default=None, help="encoder directory (default: the shipped model)")
     ap.add_argument("--output", "-o", default=None, help="write an (N, dim) float32 .npy here instead of JSON lines")
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=None, help="sentences per forward pass (default: 64 padded, by tokens packed)")
     ap.add_argument("--no-normalize", action="store_true", help="do not L2-normalise the vectors")
     ap.add_argument("--truncate", action="store_true", help="cut lines over the model's max_length (default: refuse)")
     ap.add_argument("--device", default="auto")

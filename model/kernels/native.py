@@ -20,7 +20,7 @@ import warnings
 from ctypes import POINTER, c_float, c_int, c_long, c_void_p
 from pathlib import Path
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 ISAS = ("avx512", "avx2", "generic")  # best first
 HERE = Path(__file__).resolve().parent
 
@@ -95,7 +95,7 @@ class LseArgs(ctypes.Structure):
 
 class DisanArgs(ctypes.Structure):
     _fields_ = (
-        _fields("a b h key_mask s den grad dq dk dh", _P) + _fields("batch len dim", c_long) + _fields("c", c_float)
+        _fields("a b h key_mask offsets s den grad dq dk dh", _P) + _fields("batch len dim", c_long) + _fields("c", c_float)
         + _fields("direction threads", c_int)
     )  # fmt: skip
 

@@ -171,7 +171,7 @@ def test_models_endpoint_describes_what_is_loaded(server, translator, encoder):
     from model.kernels import native
 
     if native.required() or native.library() is not None:
-        assert data["translation"]["backend"] == "fused-cpu" and data["embedding"]["backend"] == "cpu-kernel"
+        assert data["translation"]["backend"] == "fused-cpu" and data["embedding"]["backend"] == "cpu-kernel-packed"
     else:
         assert data["translation"]["backend"] == "torch" and data["embedding"]["backend"] == "torch"
     loaded = [json.loads(line) for line in server.log().splitlines() if '"model loaded"' in line]

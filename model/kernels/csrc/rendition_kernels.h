@@ -7,7 +7,7 @@
 #ifndef RENDITION_KERNELS_H
 #define RENDITION_KERNELS_H
 
-#define RK_ABI_VERSION 2
+#define RK_ABI_VERSION 3
 
 /* One decoding step's self-attention over a by-reference KV cache (model/translation/cache.py). */
 typedef struct {
@@ -113,6 +113,9 @@ typedef struct {
 /* DiSAN token2token attention (model/embedding/disan.py), forward and backward. */
 typedef struct {
   const float *a, *b, *h, *key_mask; /* (B, n, d) x3, (B, n) */
+  const long* offsets;      /* NULL, or packed rows (forward only): a, b, h, s, den are (len, d) with
+                               sentence bi in rows offsets[bi] .. offsets[bi + 1] - 1 (batch + 1
+                               entries, offsets[batch] == len); key_mask unused */
   float *s, *den;           /* forward: out (B, n, d), den (B, n, d) or NULL; backward: inputs */
   const float* grad;        /* backward: dL/ds (B, n, d) */
   float *dq, *dk, *dh;      /* backward: outputs (B, n, d) */
