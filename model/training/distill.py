@@ -281,13 +281,14 @@ def evaluate(
     langs=("fr", "de"),
     fidelity_splits: Sequence[str] = ("valid", "test"),
     cache_dir: Path | None = None,
+    limit: int | None = None,
 ) -> dict:
     """Retrieval en<->xx on the held-out DDTP pairs of ``split``; fidelity = Spearman(student cos,
     teacher cos) over random pairs of held-out English sentences: ``fidelity_general`` on the
     general-English sides of ``split`` (ui, dialogue, help, everyday; model.training.distill_data), and
     ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``; ``fidelity_graded``: the same
     general sentences, pairs spread evenly over the teacher's similarity (``graded_pairs``), as a
-    similarity benchmark's pairs are."""
+    similarity benchmark's pairs are.  ``limit``: only the first so many sentences (pairs) of each set."""
     from model.training.distill_data import general_held_out, general_held_out_by_source
 
     res: dict[str, float] = {}
@@ -295,14 +296,14 @@ def evaluate(
         path = SPLITS_DIR / f"{split}.en-{lang}.tsv"
         if not path.is_file():
             continue
-        pairs = read_tsv(path)
+        pairs = read_tsv(path)[:limit]
         en = encoder.encode([p.src for p in pairs])
         xx = encoder.encode([p.tgt for p in pairs])
         fwd, bwd = retrieval_accuracy(en, xx)
         res[f"retrieval_en_{lang}"], res[f"retrieval_{lang}_en"] = fwd, bwd
         res[f"n_{lang}"] = len(pairs)
     if teacher is not None:
-        general = general_held_out(split, SPLITS_DIR)
+        general = general_held_out(split, SPLITS_DIR)[:limit]
         if general:
             pairs_ = sentence_pairs(general, n_pairs)
             t = cached_teacher_embed(teacher, general, cache_dir)
@@ -312,9 +313,12 @@ def evaluate(
             res["fidelity_general_sentences"] = len(general)
             row = {x: i for i, x in enumerate(general)}
             for src, sents in general_held_out_by_source(split, SPLITS_DIR).items():  # the same vectors, by source
+                sents = [x for x in sents if x in row]  # (all of them, unless ``limit`` cut the set)
+                if len(sents) < 2:
+                    continue
                 idx = [row[x] for x in sents]
                 res[f"fidelity_general_{src}"] = fidelity(s[idx], t[idx], sentence_pairs(sents, n_pairs))
-        english = english_sides(fidelity_splits, langs)
+        english = english_sides(fidelity_splits, langs)[:limit]
         pairs_ = sentence_pairs(english, n_pairs)
         t = cached_teacher_embed(teacher, english, cache_dir)
         res["fidelity_spearman"] = fidelity(encoder.encode(english, truncate=True), t, pairs_)
@@ -925,8 +929,15 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--split", default="test")
     ap.add_argument("--pairs", type=int, default=5000, help="English sentence pairs for the fidelity scores")
     ap.add_argument("--no-teacher", action="store_true", help="skip fidelity and the teacher column (needs the teacher)")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N sentences of each evaluation set (a quick look)")
     ap.add_argument("--speed-sentences", type=int, default=256, help="general-English sentences timed (0: no speed)")
+    ap.add_argument("--speed-seconds", type=float, default=5.0, help="minimum wall time of each timing")
     ap.add_argument("--cache-dir", default=None, help="where the teacher's embeddings of the evaluation sets are cached")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the encoder's, for the scores")
+    ap.add_argument(
+        "--speed-dtypes", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"],
+        help="precisions both models are timed in (the teacher in bfloat16: its weights, as sentence-transformers documents)",
+    )  # fmt: skip
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
     args = ap.parse_args(list(argv) if argv is not None else None)
@@ -935,24 +946,29 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     from model.training.distill_data import general_held_out
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
-    enc = SentenceEncoder.from_pretrained(args.model, device="cpu")
+    enc = SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=getattr(torch, args.dtype))
     teacher = None if args.no_teacher else load_teacher()
-    res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir)}
+    res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir, limit=args.limit)}
     if teacher is not None:
-        res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split)
+        res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split, limit=args.limit)
         res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = res["teacher"]["fidelity_graded"] = 1.0
         for k in res["student"]:
             if k.startswith("fidelity_general_") and k != "fidelity_general_sentences":
                 res["teacher"][k] = 1.0
     if args.speed_sentences:
         sents = general_held_out(args.split)[: args.speed_sentences]
-        res["student"]["sentences_per_s"], res["student"]["sentences_per_cpu_s"] = throughput(
-            lambda x: enc.encode(x, truncate=True), sents
-        )
+        models = {"student": lambda dt: SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=dt)}
         if teacher is not None:
-            res["teacher"]["sentences_per_s"], res["teacher"]["sentences_per_cpu_s"] = throughput(
-                lambda x: teacher_embed(teacher, x), sents
-            )
+            models["teacher"] = lambda dt: teacher.to(dt)
+        for name, load in models.items():
+            for dt in args.speed_dtypes:
+                m = load(getattr(torch, dt))
+                fn = (lambda x, m=m: m.encode(x, truncate=True)) if name == "student" else (lambda x, m=m: teacher_embed(m, x, 32))
+                res[name][f"sentences_per_s_{dt}"], res[name][f"sentences_per_cpu_s_{dt}"] = throughput(fn, sents, args.speed_seconds)
+            for unit in ("sentences_per_s", "sentences_per_cpu_s"):  # each model in its faster precision
+                res[name][unit] = max(res[name][f"{unit}_{dt}"] for dt in args.speed_dtypes)
+        if teacher is not None:
+            teacher.to(torch.float32)
             res["speedup"] = res["student"]["sentences_per_s"] / res["teacher"]["sentences_per_s"]
             res["speedup_cpu"] = res["student"]["sentences_per_cpu_s"] / res["teacher"]["sentences_per_cpu_s"]
     keys = list(res["student"])
@@ -963,5 +979,10 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     for k in ("speedup", "speedup_cpu"):
         if k in res:
             print(f"{k:<28} {res[k]:>10.2f}")
+    if "speedup" in res:
+        print(
+            "speedup: each model in its faster precision here (the teacher in PyTorch; its ONNX and OpenVINO\n"
+            "configurations are timed by benchmarks/bench_encoder_anchor.py)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n")

@@ -329,3 +329,28 @@ def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path
         a, b = torch.tensor(old.encode([alike])), torch.tensor(new.encode([alike]))
         assert not torch.equal(a, b)  # (other ids, the same pieces)
         torch.testing.assert_close(moved(b), model(a))
+
+
+@pytest.mark.slow
+def test_evaluate_encoder_reports_both_models_in_both_precisions(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from model.embedding.disan import DiSAN, DiSANConfig
+    from model.tokenizer import Tokenizer
+
+    tok = Tokenizer(Path(distill.__file__).resolve().parents[1] / "pretrained" / "translator" / "sentencepiece.model")
+    torch.manual_seed(0)
+    model_dir = tmp_path / "enc"
+    SentenceEncoder(DiSAN(DiSANConfig(vocab_size=tok.vocab_size, d_embed=16, d_model=16, dropout=0.0)), tok).save_pretrained(model_dir)
+    out = tmp_path / "eval.json"
+    argv = ["--model", str(model_dir), "--dtype", "bfloat16", "--speed-sentences", "16", "--speed-seconds", "0.5"]
+    argv += ["--pairs", "500", "--limit", "300", "--threads", "2"]
+    distill.evaluate_main([*argv, "--cache-dir", str(tmp_path / "cache"), "--json", str(out)])
+    res = json.loads(out.read_text())
+    s, t = res["student"], res["teacher"]
+    for m in (s, t):
+        for dt in ("float32", "bfloat16"):
+            assert m[f"sentences_per_s_{dt}"] > 0 and m[f"sentences_per_cpu_s_{dt}"] > 0
+        assert m["sentences_per_s"] == max(m["sentences_per_s_float32"], m["sentences_per_s_bfloat16"])
+    assert res["speedup"] == pytest.approx(s["sentences_per_s"] / t["sentences_per_s"])
+    assert -1 <= s["fidelity_general"] <= 1 and t["fidelity_general"] == 1.0 and 0 <= s["retrieval_en_fr"] <= 1
+    printed = capsys.readouterr().out
+    assert "sentences_per_s_bfloat16" in printed and "bench_encoder_anchor.py" in printed
