@@ -46,6 +46,7 @@ class Settings(BaseSettings):
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float16 on CUDA, float32 on CPU
     kv_cache_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # translator's K/V cache; auto: = dtype
+    encoder_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # the encoder's weights; auto: = dtype
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 

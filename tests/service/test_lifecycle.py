@@ -12,11 +12,14 @@ import urllib.error
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import numpy as np
 import openai
 import pytest
+import torch
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
+from model.embedding.encoder import SentenceEncoder
 from model.translation.translator import Translator
 
 
@@ -152,6 +155,19 @@ def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
     # the encoder is not loaded here: a clear 404 in OpenAI's shape
     r = srv.http.post("/v1/embeddings", json={"input": "Hello"}, headers={"Authorization": "Bearer key-one"})
     assert r.status_code == 404 and "RENDITION_MODELS" in r.json()["error"]["message"]
+    srv.stop()
+
+
+def test_encoder_dtype_serves_the_encoder_in_bfloat16(start_server, model_dirs):
+    srv = start_server(models="encoder", encoder_dtype="bfloat16")  # RENDITION_ENCODER_DTYPE; RENDITION_DTYPE stays auto
+    info = srv.http.get("/v1/models/rendition-disan").json()
+    assert info["dtype"] == "bfloat16" and info["backend"] == "cpu-kernel-packed"
+    texts = ["A tool for converting audio files.", "Hello, how are you?", "x"]
+    got = np.array([d["embedding"] for d in srv.http.post("/v1/embeddings", json={"input": texts}).json()["data"]])
+    half = SentenceEncoder.from_pretrained(model_dirs["encoder"], device="cpu", dtype=torch.bfloat16).encode(texts)
+    np.testing.assert_allclose(got, half, atol=1e-6)  # what the library gives in bfloat16
+    full = SentenceEncoder.from_pretrained(model_dirs["encoder"], device="cpu").encode(texts)
+    assert (got * full).sum(1).min() > 0.999 and not np.array_equal(got, full)
     srv.stop()
 
 
