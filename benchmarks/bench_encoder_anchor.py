@@ -187,16 +187,16 @@ def main() -> None:
         name = f"rendition-disan {str(dtype).removeprefix('torch.')} ({enc.backend})"
         rows.append({"model": "encoder", "config": name, "batch_size": None, "sentences_per_s": speed, "cos_mean": float(cos.mean()),
                      "cos_min": float(cos.min()), "fidelity": fidelity(vec, ref, pairs)})  # fmt: skip
-        print(f"  {name:<32} {speed:8.0f} s/s", flush=True)
+        print(f"  {name:<46} {speed:8.0f} s/s", flush=True)
 
     def best(model: str, lossless: bool) -> dict:
         cands = [r for r in rows if r["model"] == model and (not lossless or r["cos_mean"] >= LOSSLESS)]
         return max(cands, key=lambda r: r["sentences_per_s"])
 
-    print(f"\n{'model':<8} {'configuration':<40} {'batch':>5} {'sent/s':>8} {'cos mean':>9} {'cos min':>8} {'fidelity':>9}")
+    print(f"\n{'model':<8} {'configuration':<46} {'batch':>5} {'sent/s':>8} {'cos mean':>9} {'cos min':>8} {'fidelity':>9}")
     for r in rows:
         b = r["batch_size"] or "-"
-        print(f"{r['model']:<8} {r['config']:<40} {b!s:>5} {r['sentences_per_s']:>8.0f} {r['cos_mean']:>9.5f} {r['cos_min']:>8.4f} {r['fidelity']:>9.4f}")
+        print(f"{r['model']:<8} {r['config']:<46} {b!s:>5} {r['sentences_per_s']:>8.0f} {r['cos_mean']:>9.5f} {r['cos_min']:>8.4f} {r['fidelity']:>9.4f}")
     summary = {}
     for lossless in (True, False):
         t, s = best("teacher", lossless), best("encoder", lossless)
