@@ -49,6 +49,10 @@ def test_general_english_fidelity_on_fixed_slice(encoder: SentenceEncoder) -> No
     assert len(graded) > 1500
     score = fidelity(student, teacher, graded)
     assert score >= GRADED_FLOOR, score
+    # served in bfloat16 (RENDITION_ENCODER_DTYPE=bfloat16), the same floors hold
+    half = SentenceEncoder.from_pretrained(device="cpu", dtype=torch.bfloat16).encode(sents, truncate=True)
+    scores = fidelity(half, teacher, pairs), fidelity(half, teacher, graded)
+    assert scores[0] >= FIDELITY_FLOOR and scores[1] >= GRADED_FLOOR, scores
 
 
 def test_every_script_gets_its_own_pieces_and_vector(encoder: SentenceEncoder) -> None:
