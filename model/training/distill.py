@@ -539,6 +539,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--max-tokens", type=int, default=64, help="truncate training sentences to this many tokens")
     ap.add_argument("--eval-every", type=float, default=6.0, help="minutes between validation runs")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--bf16", action="store_true",
+        help="forward under bfloat16 autocast (weights and optimiser stay float32): 1.6x the steps per second on a CPU with AMX",
+    )  # fmt: skip
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(list(argv) if argv is not None else None)
     torch.set_num_threads(args.threads)
@@ -703,8 +707,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             model.train()
             x = SentenceEncoder.pad([ids[i] for i in batch])
             y = teacher_t[targets[batch]]
-            pred = model(x)
-            loss = distill_loss(pred, y, args.sim_weight)
+            with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=args.bf16):
+                pred = model(x)
+            loss = distill_loss(pred.float(), y, args.sim_weight)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -81,6 +81,14 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     enc5 = SentenceEncoder.from_pretrained(out5, device="cpu")
     assert enc5.model.cfg.blocks == 2 and enc5.model.cfg.d_model == 16 and enc5.tokenizer.pieces() == other.pieces()
 
+    # the forward under bfloat16 autocast (--bf16): float32 weights that train, a finite model
+    out6 = tiny / "enc6"
+    distill.main(["--init", str(out), "--bf16", "--out", str(out6), "--minutes", "0.05", "--skip-teacher", *common[:2]])
+    enc6 = SentenceEncoder.from_pretrained(out6, device="cpu")
+    w1, w6 = enc1.model.fw.w1.weight, enc6.model.fw.w1.weight
+    assert w6.dtype == torch.float32 and torch.isfinite(w6).all() and not torch.equal(w1, w6)
+    assert np.isfinite(enc6.encode(["A tool for audio files."])).all()
+
 
 def test_graded_pairs_spread_evenly_over_the_teacher_similarity() -> None:
     """Each bin of the teacher's cosine gets min(per_bin, pairs in it) pairs, counted here by brute force."""
