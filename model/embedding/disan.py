@@ -33,6 +33,10 @@ Implementations of the token2token attention:
   - query x key tiles of at most ``max_block_elems`` elements, the tile body compiled with
     torch.compile (default on CUDA; ``RENDITION_DISAN_COMPILE=1`` on CPU, ``=0`` never);
   - the same tiles as in-place eager PyTorch: the path that works with no compiler at all.
+
+Inference on CPU runs the same modules packed, a batch's tokens end to end without padding
+(``model/embedding/packed.py``: the C kernel with sentence offsets); ``DiSAN.forward`` is the padded
+form that training and the other devices use.
 """
 
 from __future__ import annotations
