@@ -103,6 +103,15 @@ def t2t_reference(h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str,
     return (p * h.unsqueeze(1)).sum(2)  # (B, n, d)
 
 
+def token_factors(q: Tensor, k: Tensor, c: float, dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    """A = e^(2 q / c), B = e^(2 k / c) in ``dtype``, the per-token factors of
+    exp(c tanh((q_i + k_j) / c)) = e^c exp(-2c / (1 + A_i B_j)).  Clamping 2q/c, 2k/c to +-40 keeps
+    the product finite in float32 (tanh is saturated long before)."""
+    a = torch.exp(((2.0 / c) * q.to(dtype)).clamp(-40.0, 40.0))
+    b = torch.exp(((2.0 / c) * k.to(dtype)).clamp(-40.0, 40.0))
+    return a, b
+
+
 def _tile_eager(a: Tensor, b: Tensor, h: Tensor, m: Tensor, c: float) -> tuple[Tensor, Tensor]:
     """One tile: a = exp(2 q / c) (B, tq, d), b = exp(2 k / c) (B, tk, d), h (B, tk, d), m (B, tq, tk) 0/1."""
     if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or h.requires_grad):
@@ -168,8 +177,7 @@ class _T2TKernel(torch.autograd.Function):
     def forward(ctx, h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str, c: float) -> Tensor:
         so = cpu_kernel()
         B, n, d = h.shape
-        a = torch.exp(((2.0 / c) * q.float()).clamp(-40.0, 40.0)).contiguous()
-        b = torch.exp(((2.0 / c) * k.float()).clamp(-40.0, 40.0)).contiguous()
+        a, b = (x.contiguous() for x in token_factors(q, k, c))
         hv = h.float().contiguous()
         km = mask.float().contiguous()
         out = torch.empty_like(hv)
@@ -236,12 +244,10 @@ def t2t_attention(
     if impl == "kernel" or (impl == "auto" and h.device.type == "cpu" and cpu_kernel() is not None):
         return t2t_kernel(h, q, k, mask, direction, c)
     dtype = h.dtype
-    # exp(c tanh((q_i + k_j) / c)) = e^c exp(-2c / (1 + e^(2 q_i / c) e^(2 k_j / c))); e^c cancels in the
-    # softmax, and the two exponentials are per token, so a tile costs one exp per (i, j, feature).
-    # Clamping 2q/c, 2k/c to +-40 keeps the product finite in float32 (tanh is saturated long before).
+    # e^c cancels in the softmax and the two exponentials are per token (token_factors), so a tile
+    # costs one exp per (i, j, feature).
     work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-    a = torch.exp(((2.0 / c) * q.to(work)).clamp(-40.0, 40.0))
-    b = torch.exp(((2.0 / c) * k.to(work)).clamp(-40.0, 40.0))
+    a, b = token_factors(q, k, c, work)
     hv = h.to(work)
     keym = mask.to(work)  # (B, n)
     pos = torch.arange(n, device=h.device)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.embedding.disan import DirectionalSelfAttention, DiSAN, Source2Token, cpu_kernel
+from model.embedding.disan import DirectionalSelfAttention, DiSAN, Source2Token, cpu_kernel, token_factors
 from model.kernels import native
 
 
@@ -57,8 +57,7 @@ def t2t_packed(h: Tensor, q: Tensor, k: Tensor, offsets: Tensor, direction: str,
     off = offsets.to(device="cpu", dtype=torch.long).contiguous()
     if off.numel() < 1 or int(off[0]) != 0 or int(off[-1]) != T or bool((off[1:] < off[:-1]).any()):
         raise ValueError(f"offsets must rise from 0 to the number of rows ({T})")
-    a = torch.exp(((2.0 / c) * q.float()).clamp(-40.0, 40.0)).contiguous()  # (T, d)
-    b = torch.exp(((2.0 / c) * k.float()).clamp(-40.0, 40.0)).contiguous()
+    a, b = (x.contiguous() for x in token_factors(q, k, c))  # (T, d) each, float32
     hv = h.float().contiguous()
     out = torch.empty_like(hv)
     if T * d:
