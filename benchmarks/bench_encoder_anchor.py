@@ -34,7 +34,6 @@ import os
 import platform
 import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -48,23 +47,15 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from model.embedding.encoder import SentenceEncoder  # noqa: E402
-from model.training.distill import fidelity, sentence_pairs  # noqa: E402
+from model.training.distill import fidelity, sentence_pairs, throughput  # noqa: E402
 from model.training.distill_data import general_held_out  # noqa: E402
 
 LOSSLESS = 0.999  # mean cosine to the configuration's own float32 vectors
 
 
-def throughput(encode: Callable[[Sequence[str]], object], sents: Sequence[str], seconds: float) -> float:
-    """Sentences per wall-clock second, the better of two timed stretches after one warm-up."""
-    encode(sents)
-    best = 0.0
-    for _ in range(2):
-        n, t0 = 0, time.perf_counter()
-        while n == 0 or time.perf_counter() - t0 < seconds:
-            encode(sents)
-            n += len(sents)
-        best = max(best, n / (time.perf_counter() - t0))
-    return best
+def best_throughput(encode: Callable[[Sequence[str]], object], sents: Sequence[str], seconds: float) -> float:
+    """Sentences per wall-clock second, the better of two timed stretches (``distill.throughput``)."""
+    return max(throughput(encode, sents, seconds)[0] for _ in range(2))
 
 
 def unit(x) -> np.ndarray:
@@ -169,7 +160,7 @@ def main() -> None:
         vec = unit(enc(general))
         ref = vec if ref is None else ref
         cos = (vec * ref).sum(1)
-        speed = {bs: throughput(lambda x, bs=bs: enc(x, bs), sents, args.seconds) for bs in args.batch_sizes}
+        speed = {bs: best_throughput(lambda x, bs=bs: enc(x, bs), sents, args.seconds) for bs in args.batch_sizes}
         bs = max(speed, key=speed.get)
         row = {"model": "teacher", "config": name, "batch_size": bs, "sentences_per_s": speed[bs], "by_batch_size": speed,
                "cos_mean": float(cos.mean()), "cos_min": float(cos.min()), "fidelity": fidelity(vec, ref, pairs)}  # fmt: skip
@@ -183,7 +174,7 @@ def main() -> None:
         vec = enc.encode(general, truncate=True)
         enc32 = vec if enc32 is None else enc32
         cos = (vec * enc32).sum(1)
-        speed = throughput(lambda x, e=enc: e.encode(x, truncate=True), sents, args.seconds)
+        speed = best_throughput(lambda x, e=enc: e.encode(x, truncate=True), sents, args.seconds)
         name = f"rendition-disan {str(dtype).removeprefix('torch.')} ({enc.backend})"
         rows.append({"model": "encoder", "config": name, "batch_size": None, "sentences_per_s": speed, "cos_mean": float(cos.mean()),
                      "cos_min": float(cos.min()), "fidelity": fidelity(vec, ref, pairs)})  # fmt: skip
