@@ -962,7 +962,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
                 res["teacher"][k] = 1.0
     if args.speed_sentences:
         sents = general_held_out(args.split)[: args.speed_sentences]
-        models = {"student": lambda dt: SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=dt)}
+        models = {"student": lambda dt: enc if dt == getattr(torch, args.dtype) else SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=dt)}
         if teacher is not None:
             models["teacher"] = lambda dt: teacher.to(dt)
         for name, load in models.items():
