@@ -60,6 +60,24 @@ class Tokenizer:
         """The pieces of ``encode``'s ids, as strings (TEI's ``/tokenize`` needs them for the offsets)."""
         return self._encode(texts, str)
 
+    def encode_spans(self, text: str) -> list[tuple[int, int, int]]:
+        """``(id, start, stop)`` per piece of ``encode([text])[0]``: the piece's span in ``text`` in
+        characters, as SentencePiece itself aligns it (its byte offsets into the text as given,
+        before normalisation).  A piece that starts a word spans the whitespace before it; the first
+        bytes of a character split into byte pieces have empty spans and its last one the character;
+        spans hold wherever the normaliser changes the text (case folding, NFKC, runs of spaces)."""
+        from sentencepiece import sentencepiece_pb2
+
+        proto = sentencepiece_pb2.SentencePieceText.FromString(self.sp.encode(text, out_type="serialized_proto"))
+        chars = [0] * (len(text.encode("utf-8")) + 1)  # byte offset -> character offset
+        b = 0
+        for i, ch in enumerate(text):
+            n = len(ch.encode("utf-8"))
+            chars[b : b + n] = [i] * n
+            b += n
+        chars[b] = len(text)
+        return [(p.id, chars[p.begin], chars[p.end]) for p in proto.pieces]
+
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         return [self.sp.decode([i for i in seq if i > EOS_ID]) for seq in ids]
 
@@ -75,6 +93,7 @@ def train_tokenizer(
     byte_fallback: bool = False,
     input_sentences: int = 400_000,
     multiword: bool = False,
+    case_fold: bool = False,
 ) -> Tokenizer:
     """A unigram SentencePiece model; with ``byte_fallback``, characters outside the vocabulary
     become byte pieces (``<0xE2>``...) instead of ``<unk>``, so text in any script gets distinct ids.
@@ -82,7 +101,11 @@ def train_tokenizer(
     With ``multiword``, pieces may span words (``\u2581of\u2581the``, ``\u2581how\u2581are\u2581you``:
     SentencePiece's ``split_by_whitespace=False``, up to 24 characters), and of those only the
     word-aligned ones are kept (``word_aligned``), so the model has ``vocab_size`` minus the dropped
-    pieces."""
+    pieces.
+
+    With ``case_fold``, the model's normaliser folds case (SentencePiece's ``nmt_nfkc_cf`` rule:
+    NFKC plus Unicode case folding), so "Open File", "open file" and "OPEN FILE" get the same
+    pieces.  The rule lives in the model file: whoever loads it tokenizes that way."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(texts),
@@ -100,6 +123,7 @@ def train_tokenizer(
         shuffle_input_sentence=True,
         num_threads=2,
         minloglevel=2,
+        normalization_rule_name="nmt_nfkc_cf" if case_fold else "nmt_nfkc",
         **({"split_by_whitespace": False, "max_sentencepiece_length": 24} if multiword else {}),
     )
     if multiword:

@@ -338,6 +338,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="tokenizer: let pieces span words (word-aligned ones only; <runs>/tokenizer-<size>w.model)",
     )
+    ap.add_argument(
+        "--case-fold",
+        action="store_true",
+        help="tokenizer: fold case in the model's normaliser, as the uncased teacher does (<runs>/tokenizer-<size>[w]c.model)",
+    )
     ap.add_argument("--shard", type=int, default=8192)
     ap.add_argument(
         "--keep-shards",
@@ -373,8 +378,10 @@ def main(argv: list[str] | None = None) -> None:
         from model.tokenizer import train_tokenizer
 
         texts = tokenizer_texts(args.runs, args.corpus)
-        name = f"tokenizer-{args.vocab_size}" + ("w" if args.multiword else "")
-        tok = train_tokenizer(texts, args.runs / name, args.vocab_size, ("en", "fr", "de"), True, len(texts), multiword=args.multiword)
+        name = f"tokenizer-{args.vocab_size}" + ("w" if args.multiword else "") + ("c" if args.case_fold else "")
+        tok = train_tokenizer(
+            texts, args.runs / name, args.vocab_size, ("en", "fr", "de"), True, len(texts), multiword=args.multiword, case_fold=args.case_fold
+        )
         print(f"{tok.vocab_size} pieces from {len(texts)} sentences -> {tok.path}")
         return
     if args.command == "catalogs":

@@ -14,7 +14,6 @@ not a cross-encoder; there are no prompts (a ``prompt_name`` is a 422); ``POST /
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 import numpy as np
@@ -201,38 +200,9 @@ async def tei_tokenize(
     texts = as_list(body.inputs, "inputs", settings, (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS"))
     engine, _ = engine_or_503(state, "encoder")
     tok = engine.encoder.tokenizer
-    return [_with_offsets(text, ids, pieces) for text, ids, pieces in zip(texts, tok.encode(texts), tok.encode_pieces(texts))]
-
-
-def _with_offsets(text: str, ids: list[int], pieces: list[str]) -> list[dict]:
-    """TEI's token objects: each piece's span in ``text`` (a piece that starts a word takes the
-    space before it; a multi-word piece spans its words and any run of spaces between them; one that
-    cannot be found as written, e.g. a byte-fallback piece, is empty)."""
-    out, pos = [], 0
-    for i, piece in zip(ids, pieces):
-        core = piece.replace("\u2581", " ").strip()
-        start, stop = _find(text, core, pos)
-        if start < 0 or text[pos:start].strip():
-            start = stop = pos
-        else:
-            if piece.startswith("\u2581") and start > 0 and text[start - 1].isspace() and start - 1 >= pos:
-                start -= 1
-            pos = stop
-        out.append({"id": i, "text": text[start:stop], "special": False, "start": start, "stop": stop})
-    return out
-
-
-def _find(text: str, core: str, pos: int) -> tuple[int, int]:
-    """Where ``core`` (a piece's text, its words joined by single spaces) first occurs in ``text`` at
-    or after ``pos``, the words separated by any whitespace (the tokenizer folds runs of spaces
-    into one): (start, stop), or (-1, -1)."""
-    if not core:
-        return -1, -1
-    if " " not in core:
-        start = text.find(core, pos)
-        return start, (start + len(core) if start >= 0 else -1)
-    m = re.compile(r"\s+".join(map(re.escape, core.split()))).search(text, pos)
-    return (m.start(), m.end()) if m else (-1, -1)
+    return [
+        [{"id": i, "text": text[a:b], "special": False, "start": a, "stop": b} for i, a, b in tok.encode_spans(text)] for text in texts
+    ]
 
 
 @router.post("/decode", summary="Token ids back to text (TEI-compatible)")

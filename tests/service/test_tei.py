@@ -70,14 +70,16 @@ def test_embed_similarity_rerank_routes(server, encoder):
 
 
 def test_tokenize_decode_and_token_id_input(server, encoder):
-    text = "Outil de conversion, déjà prêt."
+    text = "Outil de conversion, déjà prêt. 漢字"
     r = server.http.post("/tokenize", json={"inputs": [text]})
     assert r.status_code == 200, r.text
     tokens = r.json()[0]
     assert [t["id"] for t in tokens] == encoder.tokenizer.encode([text])[0]
     for t in tokens:
         assert set(t) == {"id", "text", "special", "start", "stop"} and t["special"] is False
-        assert text[t["start"] : t["stop"]].strip() == t["text"].strip()
+        assert text[t["start"] : t["stop"]] == t["text"]
+    assert "".join(t["text"] for t in tokens) == text  # the spans tile the text, byte pieces included
+    assert tokens[-1]["text"].endswith("字")
     ids = [t["id"] for t in tokens]
     assert server.http.post("/decode", json={"ids": ids}).json() == [text]
     by_ids = server.http.post("/embed", json={"inputs": [ids]}).json()
@@ -104,14 +106,3 @@ def test_info_health_and_tei_errors(server, encoder):
     ):
         r = server.http.post("/embed", json=body)
         assert r.status_code == status and needle in r.json()["error"] and r.json()["error_type"] == "Validation", r.text
-
-
-def test_offsets_of_multiword_pieces():
-    """``/tokenize``'s spans for a tokenizer with multi-word pieces: ``\u2581how\u2581are`` covers both words
-    and the run of spaces between them (the tokenizer folds it into one), plus the space before."""
-    from service.routers.tei import _with_offsets
-
-    text = "Hi, how  are you?"
-    pieces = ["\u2581Hi", ",", "\u2581how\u2581are", "\u2581you", "?", "<0xF0>"]
-    got = [(t["start"], t["stop"], t["text"]) for t in _with_offsets(text, list(range(6)), pieces)]
-    assert got == [(0, 2, "Hi"), (2, 3, ","), (3, 12, " how  are"), (12, 16, " you"), (16, 17, "?"), (17, 17, "")]
