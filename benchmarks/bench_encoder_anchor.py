@@ -6,7 +6,8 @@ here from the bundled model, plain and with graph optimisation O1-O3, and dynami
 int8 for AVX2 and AVX-512 VNNI); OpenVINO with its default precision hint (bfloat16 on CPUs with
 AMX or AVX512-BF16, else float32), with the float32 hint, and statically quantised to int8
 (calibrated on 300 held-out *valid* sentences) -- each at several batch sizes.  The encoder runs in
-float32 and bfloat16 (packed passes, ``SentenceEncoder.encode``).  Same 256 held-out general-English
+float32 and bfloat16 (packed passes, ``SentenceEncoder.encode``); ``--model DIR...`` times several
+encoders beside the same teacher rows (each against the teacher at its best).  Same 256 held-out general-English
 test sentences, same threads, one process, one run.
 
 Accuracy, on all held-out general-English test sentences: each configuration's mean and minimum
@@ -127,7 +128,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path("/tmp/anchor-models"), help="where the teacher's exports are kept")
-    ap.add_argument("--model", default=None, help="encoder directory (default: the shipped model)")
+    ap.add_argument("--model", nargs="+", default=[None], help="encoder directories, each timed beside the others (default: the shipped model)")
     ap.add_argument("--sentences", type=int, default=256, help="general-English test sentences timed")
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 32, 64, 128], help="the teacher's, each timed")
     ap.add_argument("--seconds", type=float, default=3.0, help="minimum wall time of each timed stretch")
@@ -168,17 +169,19 @@ def main() -> None:
         print(f"  {name:<32} {speed[bs]:8.0f} s/s at batch {bs:<4} cos {row['cos_mean']:.5f} (min {row['cos_min']:.4f})", flush=True)
         del model
 
-    enc32 = None
-    for dtype in (torch.float32, torch.bfloat16):
-        enc = SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=dtype)
-        vec = enc.encode(general, truncate=True)
-        enc32 = vec if enc32 is None else enc32
-        cos = (vec * enc32).sum(1)
-        speed = best_throughput(lambda x, e=enc: e.encode(x, truncate=True), sents, args.seconds)
-        name = f"rendition-disan {str(dtype).removeprefix('torch.')} ({enc.backend})"
-        rows.append({"model": "encoder", "config": name, "batch_size": None, "sentences_per_s": speed, "cos_mean": float(cos.mean()),
-                     "cos_min": float(cos.min()), "fidelity": fidelity(vec, ref, pairs)})  # fmt: skip
-        print(f"  {name:<46} {speed:8.0f} s/s", flush=True)
+    for model_dir in args.model:
+        label = "rendition-disan" if model_dir is None else f"rendition-disan[{Path(model_dir).name}]"
+        enc32 = None
+        for dtype in (torch.float32, torch.bfloat16):
+            enc = SentenceEncoder.from_pretrained(model_dir, device="cpu", dtype=dtype)
+            vec = enc.encode(general, truncate=True)
+            enc32 = vec if enc32 is None else enc32
+            cos = (vec * enc32).sum(1)
+            speed = best_throughput(lambda x, e=enc: e.encode(x, truncate=True), sents, args.seconds)
+            name = f"{label} {str(dtype).removeprefix('torch.')} ({enc.backend})"
+            rows.append({"model": label, "config": name, "batch_size": None, "sentences_per_s": speed, "cos_mean": float(cos.mean()),
+                         "cos_min": float(cos.min()), "fidelity": fidelity(vec, ref, pairs)})  # fmt: skip
+            print(f"  {name:<46} {speed:8.0f} s/s", flush=True)
 
     def best(model: str, lossless: bool) -> dict:
         cands = [r for r in rows if r["model"] == model and (not lossless or r["cos_mean"] >= LOSSLESS)]
@@ -188,18 +191,19 @@ def main() -> None:
     for r in rows:
         b = r["batch_size"] or "-"
         print(f"{r['model']:<8} {r['config']:<46} {b!s:>5} {r['sentences_per_s']:>8.0f} {r['cos_mean']:>9.5f} {r['cos_min']:>8.4f} {r['fidelity']:>9.4f}")
-    summary = {}
-    for lossless in (True, False):
-        t, s = best("teacher", lossless), best("encoder", lossless)
-        key = "lossless" if lossless else "any_accuracy"
-        summary[key] = {"teacher": t["config"], "teacher_batch_size": t["batch_size"], "teacher_sentences_per_s": t["sentences_per_s"],
-                        "encoder": s["config"], "encoder_sentences_per_s": s["sentences_per_s"],
-                        "speedup": s["sentences_per_s"] / t["sentences_per_s"]}  # fmt: skip
-        what = f"mean cos >= {LOSSLESS} to own float32" if lossless else "any accuracy"
-        print(
-            f"\nbest at {what}: teacher {t['config']} (batch {t['batch_size']}) {t['sentences_per_s']:.0f} s/s; "
-            f"encoder {s['config']} {s['sentences_per_s']:.0f} s/s: {summary[key]['speedup']:.2f}x"
-        )
+    summary: dict[str, dict] = {}
+    for label in dict.fromkeys(r["model"] for r in rows if r["model"] != "teacher"):
+        for lossless in (True, False):
+            t, s = best("teacher", lossless), best(label, lossless)
+            key = f"{label} " + ("lossless" if lossless else "any_accuracy")
+            summary[key] = {"teacher": t["config"], "teacher_batch_size": t["batch_size"], "teacher_sentences_per_s": t["sentences_per_s"],
+                            "encoder": s["config"], "encoder_sentences_per_s": s["sentences_per_s"],
+                            "speedup": s["sentences_per_s"] / t["sentences_per_s"]}  # fmt: skip
+            what = f"mean cos >= {LOSSLESS} to own float32" if lossless else "any accuracy"
+            print(
+                f"\nbest at {what}: teacher {t['config']} (batch {t['batch_size']}) {t['sentences_per_s']:.0f} s/s; "
+                f"{s['config']} {s['sentences_per_s']:.0f} s/s: {summary[key]['speedup']:.2f}x"
+            )
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "isa": isa, "rows": rows, "best": summary}, indent=2) + "\n")
 
