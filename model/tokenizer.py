@@ -57,7 +57,7 @@ class Tokenizer:
         return self._encode(texts, int)
 
     def encode_pieces(self, texts: Sequence[str]) -> list[list[str]]:
-        """The pieces of ``encode``'s ids, as strings (TEI's ``/tokenize`` needs them for the offsets)."""
+        """The pieces of ``encode``'s ids, as strings."""
         return self._encode(texts, str)
 
     def encode_spans(self, text: str) -> list[tuple[int, int, int]]:
