@@ -178,31 +178,32 @@ def main() -> None:
             enc32 = vec if enc32 is None else enc32
             cos = (vec * enc32).sum(1)
             speed = best_throughput(lambda x, e=enc: e.encode(x, truncate=True), sents, args.seconds)
-            name = f"{label} {str(dtype).removeprefix('torch.')} ({enc.backend})"
+            name = f"{str(dtype).removeprefix('torch.')} ({enc.backend})"
             rows.append({"model": label, "config": name, "batch_size": None, "sentences_per_s": speed, "cos_mean": float(cos.mean()),
                          "cos_min": float(cos.min()), "fidelity": fidelity(vec, ref, pairs)})  # fmt: skip
-            print(f"  {name:<46} {speed:8.0f} s/s", flush=True)
+            print(f"  {label} {name:<32} {speed:8.0f} s/s", flush=True)
 
     def best(model: str, lossless: bool) -> dict:
         cands = [r for r in rows if r["model"] == model and (not lossless or r["cos_mean"] >= LOSSLESS)]
         return max(cands, key=lambda r: r["sentences_per_s"])
 
-    print(f"\n{'model':<8} {'configuration':<46} {'batch':>5} {'sent/s':>8} {'cos mean':>9} {'cos min':>8} {'fidelity':>9}")
+    width = max(len(r["model"]) for r in rows)
+    print(f"\n{'model':<{width}} {'configuration':<32} {'batch':>5} {'sent/s':>8} {'cos mean':>9} {'cos min':>8} {'fidelity':>9}")
     for r in rows:
         b = r["batch_size"] or "-"
-        print(f"{r['model']:<8} {r['config']:<46} {b!s:>5} {r['sentences_per_s']:>8.0f} {r['cos_mean']:>9.5f} {r['cos_min']:>8.4f} {r['fidelity']:>9.4f}")
+        print(f"{r['model']:<{width}} {r['config']:<32} {b!s:>5} {r['sentences_per_s']:>8.0f} {r['cos_mean']:>9.5f} {r['cos_min']:>8.4f} {r['fidelity']:>9.4f}")
     summary: dict[str, dict] = {}
     for label in dict.fromkeys(r["model"] for r in rows if r["model"] != "teacher"):
         for lossless in (True, False):
             t, s = best("teacher", lossless), best(label, lossless)
             key = f"{label} " + ("lossless" if lossless else "any_accuracy")
             summary[key] = {"teacher": t["config"], "teacher_batch_size": t["batch_size"], "teacher_sentences_per_s": t["sentences_per_s"],
-                            "encoder": s["config"], "encoder_sentences_per_s": s["sentences_per_s"],
+                            "encoder": f"{label} {s['config']}", "encoder_sentences_per_s": s["sentences_per_s"],
                             "speedup": s["sentences_per_s"] / t["sentences_per_s"]}  # fmt: skip
             what = f"mean cos >= {LOSSLESS} to own float32" if lossless else "any accuracy"
             print(
                 f"\nbest at {what}: teacher {t['config']} (batch {t['batch_size']}) {t['sentences_per_s']:.0f} s/s; "
-                f"{s['config']} {s['sentences_per_s']:.0f} s/s: {summary[key]['speedup']:.2f}x"
+                f"{label} {s['config']} {s['sentences_per_s']:.0f} s/s: {summary[key]['speedup']:.2f}x"
             )
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "isa": isa, "rows": rows, "best": summary}, indent=2) + "\n")
