@@ -265,11 +265,13 @@ def test_broad_training_can_batch_teacher_neighbours(tiny: Path, broad_epoch) ->
 
 
 def test_broad_training_can_widen_its_start_and_train_without_dropout(tiny: Path, broad_epoch) -> None:
-    """``--init ... --widen 272 --widen-embed 320 --dropout 0``: the exported encoder is the wider one,
-    with no dropout."""
-    broad_epoch("wide", "--foreign-fraction", "0", "--widen", "272", "--widen-embed", "320", "--dropout", "0")
+    """``--init ... --widen D+16 --widen-embed E+64 --dropout 0`` (D, E: the shipped encoder's widths):
+    the exported encoder is the wider one, with no dropout."""
+    start = json.loads((DEFAULT_ENCODER / "config.json").read_text())
+    d_model, d_embed = start["d_model"] + 16, start["d_embed"] + 64
+    broad_epoch("wide", "--foreign-fraction", "0", "--widen", str(d_model), "--widen-embed", str(d_embed), "--dropout", "0")
     cfg = json.loads((tiny / "runs-wide" / "enc" / "config.json").read_text())
-    assert cfg["d_model"] == 272 and cfg["d_embed"] == 320 and cfg["dropout"] == 0.0
+    assert cfg["d_model"] == d_model and cfg["d_embed"] == d_embed and cfg["dropout"] == 0.0
     assert SentenceEncoder.from_pretrained(tiny / "runs-wide" / "enc", device="cpu").encode(["A tool."]).shape == (1, 384)
 
 
