@@ -170,7 +170,7 @@ def main() -> None:
         del model
 
     for model_dir in args.model:
-        label = "rendition-disan" if model_dir is None else f"rendition-disan[{Path(model_dir).name}]"
+        label = "rendition-disan" if model_dir is None else f"rendition-disan[{model_dir}]"  # (as given: run dirs often share a last name, best/)
         enc32 = None
         for dtype in (torch.float32, torch.bfloat16):
             enc = SentenceEncoder.from_pretrained(model_dir, device="cpu", dtype=dtype)
