@@ -354,12 +354,20 @@ class DiSAN(nn.Module):
         """ids: (B, n) token ids (pad = cfg.pad_id) -> (B, dim) sentence vectors."""
         if mask is None:
             mask = ids != self.cfg.pad_id
+        return self.pool(self.features(ids, mask, fast, impl), mask)
+
+    def features(self, ids: Tensor, mask: Tensor, fast: bool = True, impl: str = "auto") -> Tensor:
+        """ids, mask: (B, n) -> (B, n, 2d): the context-aware token features u the pooling reads."""
         x = self.drop(self.embed(ids))  # (B, n, d_embed)
         h = F.elu(self.fc_h(x))  # (B, n, d)
         kw = dict(fast=fast, block_q=self.cfg.block_q, max_block_elems=self.cfg.max_block_elems, impl=impl)
         u = torch.cat([self.fw(h, mask, **kw), self.bw(h, mask, **kw)], dim=-1)  # (B, n, 2d)
         for block in self.upper:
             u = block(u, mask, **kw)  # (B, n, 2d)
+        return u
+
+    def pool(self, u: Tensor, mask: Tensor) -> Tensor:
+        """(B, n, 2d) token features -> (B, dim) sentence vectors (source2token, then the head)."""
         z = self.s2t(self.drop(u), mask)  # (B, 2d)
         return self.head(z) if self.head is not None else z
 

@@ -353,6 +353,30 @@ def distill_loss(pred: torch.Tensor, target: torch.Tensor, sim_weight: float = 0
     return loss
 
 
+def token_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Token-level distillation: mean (1 - cosine) between the student's per-token vectors (its
+    head applied to each token's features) and the teacher's token states aligned to the student's
+    pieces (``distill_data.align_tokens``, unit rows); rows of zeros (no teacher token) are skipped.
+    pred, target: (B, n, D)."""
+    valid = target.abs().sum(-1) > 0  # (B, n)
+    if not bool(valid.any()):
+        return pred.sum() * 0.0
+    return (1 - F.cosine_similarity(pred[valid], target[valid], dim=-1)).mean()
+
+
+def token_batch(batch_texts: Sequence[str], tokens: dict[str, np.ndarray], n: int, dim: int) -> torch.Tensor | None:
+    """(B, n, dim) token-level targets for a batch padded to n pieces (zeros where a sentence has
+    none, or past its pieces); None when no sentence of the batch has any."""
+    rows = [(b, tokens.get(t)) for b, t in enumerate(batch_texts)]
+    rows = [(b, r) for b, r in rows if r is not None]
+    if not rows:
+        return None
+    out = np.zeros((len(batch_texts), n, dim), np.float32)
+    for b, r in rows:
+        out[b, : min(len(r), n)] = r[:n]
+    return torch.from_numpy(out)
+
+
 def plot_curves(log: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -543,6 +567,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--bf16", action="store_true",
         help="forward under bfloat16 autocast (weights and optimiser stay float32): 1.6x the steps per second on a CPU with AMX",
     )  # fmt: skip
+    ap.add_argument(
+        "--token-weight",
+        type=float,
+        default=0.0,
+        help="--broad: weight of the token-level loss (token_loss) on the English sentences that have token-level "
+        "targets in <runs>/tokens (python -m model.training.distill_data teacher-tokens)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(list(argv) if argv is not None else None)
     torch.set_num_threads(args.threads)
@@ -580,6 +611,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             return training_examples(cache)
 
     texts, targets, teacher = load_examples()
+    tokens: dict[str, np.ndarray] = {}
+    if args.token_weight > 0:
+        from model.training.distill_data import load_token_shards
+
+        if not args.broad:
+            raise SystemExit("--token-weight needs --broad")
+        tokens = load_token_shards(runs)
+        if not tokens:
+            raise SystemExit(f"--token-weight: no token-level targets under {runs / 'tokens'}; run distill_data teacher-tokens")
+        print(f"token-level targets for {len(tokens)} English sentences")
     if not len(teacher):
         raise SystemExit(f"no teacher embeddings under {runs}; run `python -m model.training.distill_data teacher` first")
     dim = teacher.shape[1]
@@ -620,6 +661,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if tok.path.resolve() != (runs / "sentencepiece.model").resolve():
         (runs / "sentencepiece.model").write_bytes(tok.path.read_bytes())
     assert cfg.dim == dim, f"student dim {cfg.dim} != teacher dim {dim}"
+    if tokens and model.head is None:
+        raise SystemExit("--token-weight needs a model with a head (d_out)")
     if args.dropout is not None:
         cfg = model.cfg = dataclasses.replace(cfg, dropout=args.dropout)
         model.drop.p = args.dropout
@@ -707,9 +750,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             model.train()
             x = SentenceEncoder.pad([ids[i] for i in batch])
             y = teacher_t[targets[batch]]
+            tt = token_batch([texts[i] for i in batch], tokens, x.shape[1], dim) if tokens else None
             with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=args.bf16):
-                pred = model(x)
+                mask = x != cfg.pad_id
+                u = model.features(x, mask)
+                pred = model.pool(u, mask)
+                tok_pred = model.head(u) if tt is not None else None
             loss = distill_loss(pred.float(), y, args.sim_weight)
+            if tt is not None:
+                tl = token_loss(tok_pred.float(), tt)
+                loss = loss + args.token_weight * tl
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -719,6 +769,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             examples += len(batch)
             if step % 20 == 0:
                 rec = {"step": step, "examples": examples, "epoch": epoch, "loss": loss.item(), "lr": lr, "t": time.time() - t0}
+                if tt is not None:
+                    rec["token_loss"] = tl.item()
                 log.append(rec)
                 with log_path.open("a") as f:
                     f.write(json.dumps(rec) + "\n")

