@@ -32,7 +32,7 @@ import itertools
 import os
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -261,6 +261,44 @@ def tokenizer_texts(
     return texts
 
 
+def _embed_shards(
+    sents: Sequence[str],
+    tdir: Path,
+    shard: int,
+    n_shards: int,
+    work: Callable[[list[str]], tuple[np.ndarray, dict[str, np.ndarray]]],
+    until: float | None = None,
+    part: tuple[int, int] = (0, 1),
+) -> int:
+    """The shard loop of ``embed_teacher`` and ``embed_teacher_tokens``: for each of the first
+    ``n_shards`` shards of ``sents`` not yet on disk and in ``part``, ``work(chunk)`` gives the
+    shard's array (to ``tdir/shard_i.npy``, written atomically, last) and side arrays (to
+    ``tdir/shard_i.<suffix>.npy``, first).  Stops after the shard that crosses ``until``.
+    Returns the number of shards on disk."""
+    tdir.mkdir(parents=True, exist_ok=True)
+    done = 0
+    for s in range(n_shards):
+        path = tdir / f"shard_{s:04d}.npy"
+        if path.exists():
+            done += 1
+            continue
+        if s % part[1] != part[0]:
+            continue
+        if until is not None and time.time() > until:
+            break
+        t0 = time.time()
+        chunk = list(sents[s * shard : (s + 1) * shard])
+        main, side = work(chunk)
+        for suffix, arr in side.items():
+            np.save(tdir / f"shard_{s:04d}.{suffix}.npy", arr)
+        tmp = tdir / f"shard_{s:04d}.tmp.npy"
+        np.save(tmp, main)
+        os.replace(tmp, path)
+        done += 1
+        print(f"{tdir.name} shard {s}/{n_shards}: {len(chunk)} sentences in {time.time() - t0:.0f}s ({len(chunk) / (time.time() - t0):.0f}/s)", flush=True)
+    return done
+
+
 def embed_teacher(
     runs: Path,
     shard: int = 8192,
@@ -277,30 +315,14 @@ def embed_teacher(
     from model.training.teacher import load_teacher, teacher_embed
 
     sents = english_list(runs)
-    tdir = runs / "teacher"
-    tdir.mkdir(parents=True, exist_ok=True)
-    n_shards = -(-len(sents) // shard)
     teacher = None
-    done = 0
-    for s in range(n_shards):
-        path = tdir / f"shard_{s:04d}.npy"
-        if path.exists():
-            done += 1
-            continue
-        if s % part[1] != part[0]:
-            continue
-        if until is not None and time.time() > until:
-            break
+
+    def work(chunk: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        nonlocal teacher
         teacher = teacher or load_teacher()
-        t0 = time.time()
-        chunk = sents[s * shard : (s + 1) * shard]
-        emb = teacher_embed(teacher, chunk, batch_size, bf16=bf16).astype(np.float16)
-        tmp = tdir / f"shard_{s:04d}.tmp.npy"
-        np.save(tmp, emb)
-        os.replace(tmp, path)
-        done += 1
-        print(f"shard {s}/{n_shards}: {len(chunk)} sentences in {time.time() - t0:.0f}s ({len(chunk) / (time.time() - t0):.0f}/s)", flush=True)
-    return done
+        return teacher_embed(teacher, chunk, batch_size, bf16=bf16).astype(np.float16), {}
+
+    return _embed_shards(sents, runs / "teacher", shard, -(-len(sents) // shard), work, until, part)
 
 
 def align_tokens(
@@ -335,45 +357,24 @@ def embed_teacher_tokens(
     ``max_tokens`` pieces (``align_tokens``), to ``tokens/shard_i.npy`` (float16, the pieces of
     the shard's sentences end to end) and ``tokens/shard_i.len.npy`` (pieces per sentence).
     Resumable and splittable like ``embed_teacher``.  Returns the number of shards on disk."""
-    import contextlib
-
-    import torch
-
     from model.tokenizer import Tokenizer
-    from model.training.teacher import load_teacher
+    from model.training.teacher import load_teacher, teacher_token_states
 
     sents = english_list(runs)
     tok = Tokenizer(tokenizer)
-    tdir = runs / "tokens"
-    tdir.mkdir(parents=True, exist_ok=True)
     teacher = None
-    done = 0
-    for s in range(min(shards, -(-len(sents) // shard))):
-        path = tdir / f"shard_{s:04d}.npy"
-        if path.exists():
-            done += 1
-            continue
-        if s % part[1] != part[0]:
-            continue
+
+    def work(chunk: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        nonlocal teacher
         teacher = teacher or load_teacher()
-        t0 = time.time()
-        chunk = sents[s * shard : (s + 1) * shard]
-        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-        with ctx:
-            states = teacher.encode(chunk, batch_size=batch_size, output_value="token_embeddings", convert_to_numpy=False)
-        offsets = teacher.tokenizer(chunk, return_offsets_mapping=True, truncation=True, max_length=teacher.max_seq_length)["offset_mapping"]
         rows, lens = [], []
-        for text, st, off in zip(chunk, states, offsets, strict=True):
+        for text, (states, offsets) in zip(chunk, teacher_token_states(teacher, chunk, batch_size, bf16), strict=True):
             spans = tok.encode_spans(text)[:max_tokens]
-            rows.append(align_tokens(spans, off, st.float().numpy()))
+            rows.append(align_tokens(spans, offsets, states))
             lens.append(len(spans))
-        tmp = tdir / f"shard_{s:04d}.tmp.npy"
-        np.save(tdir / f"shard_{s:04d}.len.npy", np.asarray(lens, np.int32))
-        np.save(tmp, np.concatenate(rows).astype(np.float16))
-        os.replace(tmp, path)
-        done += 1
-        print(f"tokens shard {s}: {len(chunk)} sentences, {sum(lens)} pieces in {time.time() - t0:.0f}s", flush=True)
-    return done
+        return np.concatenate(rows).astype(np.float16), {"len": np.asarray(lens, np.int32)}
+
+    return _embed_shards(sents, runs / "tokens", shard, min(shards, -(-len(sents) // shard)), work, part=part)
 
 
 def load_token_shards(runs: Path, shard: int = 8192) -> dict[str, np.ndarray]:

@@ -337,8 +337,8 @@ def test_token_targets_follow_the_teacher_and_train_the_frozen_table_unchanged(
     tokens = distill_data.load_token_shards(runs, shard=64)
     assert sorted(tokens) == sorted(english[:128])  # two shards of 64; the rest has none
     tok = Tokenizer(spm_path)
-    teacher = load_teacher()
-    sent = teacher_embed(teacher, english[:128])
+    vecs = teacher_embed(load_teacher(), english)
+    sent = vecs[:128]
     cos = []
     for text, v in zip(english[:128], sent, strict=True):
         rows = tokens[text].astype(np.float32)
@@ -359,7 +359,7 @@ def test_token_targets_follow_the_teacher_and_train_the_frozen_table_unchanged(
     assert abs(distill.token_loss(torch.from_numpy(pred), torch.from_numpy(target)).item() - want) < 1e-5
 
     # training with the token-level term and a frozen table: the term is logged and the table is exported byte for byte
-    texts, vecs = english, teacher_embed(teacher, english)
+    texts = english
     monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
     monkeypatch.setattr(distill_data, "SPLITS_DIR", tiny / "splits")
     monkeypatch.setattr(distill_data, "load_teacher_shards", lambda r: (texts, vecs))
