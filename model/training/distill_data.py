@@ -265,17 +265,20 @@ def _embed_shards(
     sents: Sequence[str],
     tdir: Path,
     shard: int,
-    n_shards: int,
     work: Callable[[list[str]], tuple[np.ndarray, dict[str, np.ndarray]]],
     until: float | None = None,
     part: tuple[int, int] = (0, 1),
+    limit: int | None = None,
 ) -> int:
     """The shard loop of ``embed_teacher`` and ``embed_teacher_tokens``: for each of the first
-    ``n_shards`` shards of ``sents`` not yet on disk and in ``part``, ``work(chunk)`` gives the
-    shard's array (to ``tdir/shard_i.npy``, written atomically, last) and side arrays (to
+    ``limit`` shards (default: all) of ``sents`` not yet on disk and in ``part``, ``work(chunk)``
+    gives the shard's array (to ``tdir/shard_i.npy``, written atomically, last) and side arrays (to
     ``tdir/shard_i.<suffix>.npy``, first).  Stops after the shard that crosses ``until``.
     Returns the number of shards on disk."""
     tdir.mkdir(parents=True, exist_ok=True)
+    n_shards = -(-len(sents) // shard)
+    if limit is not None:
+        n_shards = min(n_shards, limit)
     done = 0
     for s in range(n_shards):
         path = tdir / f"shard_{s:04d}.npy"
@@ -322,7 +325,7 @@ def embed_teacher(
         teacher = teacher or load_teacher()
         return teacher_embed(teacher, chunk, batch_size, bf16=bf16).astype(np.float16), {}
 
-    return _embed_shards(sents, runs / "teacher", shard, -(-len(sents) // shard), work, until, part)
+    return _embed_shards(sents, runs / "teacher", shard, work, until, part)
 
 
 def align_tokens(
@@ -374,7 +377,7 @@ def embed_teacher_tokens(
             lens.append(len(spans))
         return np.concatenate(rows).astype(np.float16), {"len": np.asarray(lens, np.int32)}
 
-    return _embed_shards(sents, runs / "tokens", shard, min(shards, -(-len(sents) // shard)), work, part=part)
+    return _embed_shards(sents, runs / "tokens", shard, work, part=part, limit=shards)
 
 
 def load_token_shards(runs: Path, shard: int = 8192) -> dict[str, np.ndarray]:
