@@ -2,18 +2,60 @@
 
 A set is a split file's name without ``<split>.`` and ``.tsv``: ``en-fr`` (DDTP package
 descriptions), ``everyday.en-fr`` (the mixed everyday set), ``ui.en-fr``, ``dialogue.en-fr``,
-``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``model.training.corpus``)."""
+``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``model.training.corpus``), and
+``daily.en-fr``: sentences of daily life written by hand, each with the words a correct
+translation must hold (``<split>.daily.words.tsv``); for it the word hit rate is reported too,
+overall and per category (family, food, animals, ...), with BLEU and chrF per category."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from model.training.data import SPLITS_DIR, read_tsv
 from model.translation.translator import KV_CACHE_DTYPES, Translator
+
+
+def read_words(path: Path) -> dict[str, tuple[str, list[str], list[str]]]:
+    """English sentence -> (category, English words, French words) from a ``.words.tsv`` file."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            cat, en, en_words, fr_words = line.split("\t")
+            out[en] = (cat, en_words.split("|"), fr_words.split("|"))
+    return out
+
+
+def has_word(text: str, word: str) -> bool:
+    """Whether text holds word (case-insensitive, whole words): ``a/b`` is either, ``word*`` a prefix."""
+    text = text.lower().replace("\u2019", "'")
+    for alt in word.lower().split("/"):
+        prefix = alt.endswith("*")
+        pattern = r"(?<!\w)" + re.escape(alt.rstrip("*")) + ("" if prefix else r"(?!\w)")
+        if re.search(pattern, text):
+            return True
+    return False
+
+
+def word_hits(hyps: Sequence[str], words: Sequence[list[str]], cats: Sequence[str], refs: Sequence[str]) -> dict:
+    """The share of required words present in the hypotheses, overall and per category (with
+    BLEU and chrF per category)."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    def rate(idx: list[int]) -> dict:
+        total = sum(len(words[i]) for i in idx)
+        hit = sum(has_word(hyps[i], w) for i in idx for w in words[i])
+        h, r = [hyps[i] for i in idx], [refs[i] for i in idx]
+        return {"sentences": len(idx), "words": total, "hit_rate": round(100 * hit / max(total, 1), 1),
+                "bleu": round(BLEU().corpus_score(h, [r]).score, 2), "chrf": round(CHRF().corpus_score(h, [r]).score, 2)}
+
+    out = rate(list(range(len(hyps))))
+    out["by_category"] = {c: rate([i for i, x in enumerate(cats) if x == c]) for c in dict.fromkeys(cats)}
+    return out
 
 
 def evaluate(
@@ -41,7 +83,8 @@ def evaluate(
             hyps = [t.text for t in translator.translate(srcs, source=src_lang, target=tgt_lang, beam_size=beam_size, length_penalty=length_penalty)]
             bleu, chrf = BLEU(), CHRF()
             bs, cs = bleu.corpus_score(hyps, [refs]), chrf.corpus_score(hyps, [refs])
-            out[f"{source} {src_lang}-{tgt_lang}" if source else f"{src_lang}-{tgt_lang}"] = {
+            key = f"{source} {src_lang}-{tgt_lang}" if source else f"{src_lang}-{tgt_lang}"
+            out[key] = {
                 "sentences": len(srcs),
                 "bleu": round(bs.score, 2),
                 "chrf": round(cs.score, 2),
@@ -51,13 +94,19 @@ def evaluate(
                 "beam_size": beam_size,
                 "length_penalty": length_penalty,
             }
+            words_file = splits_dir / f"{split}.{source}.words.tsv"
+            if source and words_file.exists():
+                table = read_words(words_file)
+                rows = [table[p.src] for p in data]
+                need = [r[2] if tgt_lang == "fr" else r[1] for r in rows]
+                out[key]["words"] = word_hits(hyps, need, [r[0] for r in rows], refs)
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition evaluate", description=__doc__)
     ap.add_argument("--model-dir", type=Path, default=None, help="default: the shipped translator")
-    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr")
+    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr, daily.en-fr")
     ap.add_argument("--split", default="test", choices=["valid", "test"])
     ap.add_argument("--beam-size", type=int, default=4)
     ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
@@ -75,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for direction, r in res.items():
         print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")
         print(f"  {r['bleu_signature']}\n  {r['chrf_signature']}")
+        if "words" in r:
+            w = r["words"]
+            print(f"  words of daily life: {w['hit_rate']:.1f}% of {w['words']}")
+            for cat, c in w["by_category"].items():
+                print(f"    {cat:<10} words {c['hit_rate']:5.1f}%  BLEU {c['bleu']:6.2f}  chrF {c['chrf']:6.2f}  ({c['sentences']} sentences)")
     if a.output:
         a.output.write_text(json.dumps(res, indent=2) + "\n")
     sys.stdout.flush()

@@ -55,7 +55,7 @@ class TrainConfig:
     byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
     init_from: str = ""  # start from an exported model directory's weights (fresh optimizer)
     device: str = "cpu"
-    amp: str = "none"  # "bf16": autocast to bfloat16 on CUDA (master weights stay float32)
+    amp: str = "none"  # "bf16": autocast to bfloat16 (master weights stay float32)
 
 
 def load_examples(tok: Tokenizer, pairs: Sequence[Pair], src_lang: str, tgt_lang: str, max_len: int) -> list[Example]:
@@ -117,9 +117,8 @@ def read_corpus_pairs(path: Path, upsample: str) -> list[Pair]:
 
 
 def autocast(device: torch.device, amp: str):
-    """bfloat16 autocast on CUDA when asked; a no-op context otherwise."""
-    enabled = amp == "bf16" and device.type == "cuda"
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
+    """bfloat16 autocast when asked (CUDA, or a CPU with native bfloat16 products); a no-op context otherwise."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp == "bf16")
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:

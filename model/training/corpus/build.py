@@ -2,8 +2,10 @@
 
 Sources (``SOURCES``): ``ui`` (message catalogs of applications), ``dialogue`` (the catalogs of
 games with campaigns, dialogue and narrative: Wesnoth, FreedroidRPG, Cataclysm, Widelands
-scenarios, UFO:AI, Warzone 2100), ``help`` (GNOME help pages), ``dict`` (FreeDict) and ``ddtp``
-(package descriptions, ``model.training.data``).
+scenarios, UFO:AI, Warzone 2100), ``help`` (GNOME help pages), ``dict`` (FreeDict), ``ddtp``
+(package descriptions, ``model.training.data``), and two of daily life (``daily``): ``lexicon``
+(the daily-life lexicon's nouns with their articles, week days, months) and ``realised``
+(sentences of daily life realised in both languages by pyrealb from one plan).
 
 Held out: a pair goes to valid/test by the hash of its normalised English (per-source fractions),
 and no training pair may share its normalised English or French with any held-out pair of any
@@ -25,12 +27,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from model.training import data
-from model.training.corpus import debian, freedict, gettext_source, mallard
+from model.training.corpus import daily, debian, freedict, gettext_source, mallard
 from model.training.corpus.clean import language_ok
 from model.training.data import DEFAULT_SHARED, REPO_DATA, SPLITS_DIR, _bucket, build_pairs, normalise, read_tsv
 
 CORPUS_DIR = REPO_DATA / "build" / "corpus"
-SOURCES = ("ui", "dialogue", "help", "dict", "ddtp")
+SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised")
+TRAIN_ONLY = ("ddtp", "lexicon", "realised")  # never held out (DDTP has its own splits; the rest is synthetic)
+DAILY_SPLITS = ("valid.daily", "test.daily")  # written by hand, committed; no training pair may match one
 # fraction of each source's distinct English held out for valid and for test (each)
 HELD_OUT = {"ui": 0.004, "dialogue": 0.03, "help": 0.03, "dict": 0.01}
 MAX_SPLIT = 1500  # committed pairs per source and split
@@ -64,6 +68,8 @@ def raw_rows(pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2) -> Iterator
         yield from (("help", e, x) for _, e, x in mallard.read_help(d, "fr"))
         yield from (("dict", e, x) for e, x in freedict.read_dictionaries(d, "fr"))
     yield from (("ddtp", p.src, p.tgt) for p in build_pairs(ddtp_dir, "fr"))
+    if pkg_dirs:
+        yield from daily.corpus_rows(pkg_dirs[0].parent)
 
 
 def _lang_filter(rows: list[Row]) -> list[bool]:
@@ -85,7 +91,7 @@ def dedup_and_filter(rows: Iterable[Row], workers: int = 2) -> tuple[list[Row], 
     chunks = [kept[i : i + 20_000] for i in range(0, len(kept), 20_000)]
     with ProcessPoolExecutor(workers) as ex:
         oks = [ok for part in ex.map(_lang_filter, chunks) for ok in part]
-    out = [r for r, ok in zip(kept, oks) if ok or r[0] == "ddtp"]
+    out = [r for r, ok in zip(kept, oks) if ok or r[0] in TRAIN_ONLY]
     for r in out:
         counts[r[0], "language-checked"] += 1
     return out, counts
@@ -96,7 +102,7 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
     train: list[Row] = []
     for r in rows:
         src, e, _ = r
-        if src == "ddtp":
+        if src in TRAIN_ONLY:
             train.append(r)
             continue
         b = _bucket(e)
@@ -110,8 +116,10 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
     for rs in held.values():
         blocked_en |= {normalise(e) for _, e, _ in rs}
         blocked_xx |= {normalise(x) for _, _, x in rs}
-    for name in ("valid", "test"):
-        for p in read_tsv(splits_dir / f"{name}.en-fr.tsv"):  # the DDTP splits
+    for name in ("valid.en-fr", "test.en-fr") + tuple(f"{d}.en-fr" for d in DAILY_SPLITS):  # DDTP's and daily life's
+        if not (splits_dir / f"{name}.tsv").exists():
+            continue
+        for p in read_tsv(splits_dir / f"{name}.tsv"):
             blocked_en.add(normalise(p.src))
             blocked_xx.add(normalise(p.tgt))
     counts: Counter = Counter()

@@ -28,9 +28,11 @@ MEMBER_PATTERNS = (
     re.compile(r"/(fr|fr_FR|de|de_DE)/LC_MESSAGES/[^/]+\.mo$"),
     re.compile(r"^\./usr/share/help/(C|fr|de)/.+\.page$"),
     re.compile(r"^\./usr/share/dictd/.+\.(index|dict\.dz)$"),
+    re.compile(r"^\./usr/share/wordnet/(index|data)\.noun$"),
+    re.compile(r"^\./usr/share/unicode/cldr/common/(annotations|main)/(en|fr)\.xml$"),
 )
-# extra packages named by hand: the dictionaries
-EXTRA_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng")
+# extra packages named by hand: the dictionaries, and WordNet and CLDR for the daily-life lexicon
+EXTRA_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,392 @@
+"""Sentences of daily life in English and French, realised from one sentence plan per pair.
+
+The words come from the daily-life lexicon (``lexicon.build_lexicon``: FreeDict, WordNet, CLDR,
+pyrealb); the grammar from **pyrealb** (Lapalme's bilingual realiser: agreement, conjugation,
+elision and contraction in both languages), so a lexicon entry is seen in many grammatical
+sentences: several tenses, persons, numbers, negations and questions.
+
+A *frame* below is one sentence plan written twice, once with English and once with French
+lexical items; the slots are filled from the lexicon by category ("family", "food", ...).  The
+frames' own verbs, adjectives and time expressions are pairs FreeDict gives as well; the week
+days and months come from CLDR.
+
+``generate(nouns, n, seed)`` yields ``n`` distinct (English, French) pairs.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import pyrealb as R
+
+from model.training.corpus.lexicon import Noun, pyrealb_form
+
+CONCRETE = ("animal", "food", "clothing", "furniture", "object", "thing", "vehicle", "plant")
+# (English, French) verb pairs by the kind of object they take
+VERBS = {
+    "any": [("see", "voir"), ("find", "trouver"), ("look", "regarder"), ("want", "vouloir"), ("have", "avoir"), ("need", "avoir besoin"), ("like", "aimer"), ("lose", "perdre"), ("take", "prendre"), ("bring", "apporter"), ("show", "montrer"), ("draw", "dessiner")],
+    "object": [("buy", "acheter"), ("sell", "vendre"), ("clean", "nettoyer"), ("break", "casser"), ("open", "ouvrir"), ("carry", "porter"), ("forget", "oublier"), ("keep", "garder"), ("repair", "réparer")],
+    "food": [("eat", "manger"), ("buy", "acheter"), ("cook", "cuisiner"), ("prepare", "préparer"), ("like", "aimer"), ("want", "vouloir"), ("cut", "couper"), ("taste", "goûter")],
+    "clothing": [("wear", "porter"), ("buy", "acheter"), ("wash", "laver"), ("find", "trouver"), ("lose", "perdre"), ("like", "aimer")],
+    "person": [("call", "appeler"), ("help", "aider"), ("visit", "visiter"), ("meet", "rencontrer"), ("love", "aimer"), ("wait", "attendre"), ("see", "voir")],
+}
+ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", "vieux"), ("red", "rouge"), ("blue", "bleu"), ("green", "vert"), ("white", "blanc"), ("black", "noir"), ("yellow", "jaune"), ("pretty", "joli"), ("clean", "propre"), ("dirty", "sale"), ("heavy", "lourd"), ("expensive", "cher"), ("beautiful", "beau"), ("good", "bon"), ("long", "long"), ("short", "court"), ("warm", "chaud"), ("cold", "froid"), ("empty", "vide"), ("full", "plein")]
+SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
+WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
+WHEN = {  # (English, French, tense)
+    "past": [("yesterday", "hier"), ("last week", "la semaine dernière"), ("this morning", "ce matin"), ("last night", "hier soir")],
+    "future": [("tomorrow", "demain"), ("next week", "la semaine prochaine"), ("tonight", "ce soir"), ("tomorrow morning", "demain matin")],
+    "present": [("every day", "tous les jours"), ("today", "aujourd'hui"), ("in the morning", "le matin"), ("in the evening", "le soir"), ("now", "maintenant")],
+}
+PREPOSITIONS = [("under", "sous"), ("on", "sur"), ("in", "dans"), ("behind", "derrière"), ("near", "près de"), ("next to", "à côté de"), ("in front of", "devant")]
+TENSES = {"present": ("p", "p"), "past": ("ps", "pc"), "future": ("f", "f")}
+_VOWEL = re.compile(r"^[aeiouyhàâéèêëîïôûœ]", re.I)
+
+
+@dataclass(frozen=True)
+class Subject:
+    person: int  # 1, 2, 3
+    number: str  # "s" or "p"
+    gender: str  # "m" or "f"
+    noun: Noun | None = None  # a noun subject (with a possessive of `owner`), else a pronoun
+    owner: int = 1
+    det: str = "poss"  # "poss" or "the"
+
+
+class Realiser:
+    """pyrealb with the language switched as needed and its warnings turned into None."""
+
+    def __init__(self) -> None:
+        self.lang = ""
+
+    def __call__(self, lang: str, build: Callable[[], object]) -> str | None:
+        if lang != self.lang:
+            (R.loadEn if lang == "en" else R.loadFr)()
+            self.lang = lang
+        try:
+            text = build().realize().strip()
+        except Exception:  # noqa: BLE001 - pyrealb raises on plans it cannot realise
+            return None
+        if "[[" in text or not text:
+            return None
+        return _french_typography(text) if lang == "fr" else text
+
+
+def _french_typography(text: str) -> str:
+    text = re.sub(r"\s*([?!:;])$", r" \1", text)
+    text = re.sub(r"\bpas (des|un|une) (?=[^aeiouyhàâéèêœ])", "pas de ", text)
+    text = re.sub(r"\bpas (des|un|une) ", "pas d'", text)
+    return re.sub(r"\b([sS])oeur|\b([oO])euf|\b([cC])oeur|\b([bB])oeuf", lambda m: m.group(0).replace("oe", "œ"), text)
+
+
+def _n(lang: str, noun: Noun, number: str = "s"):
+    if lang == "en":
+        return R.N(noun.en).n(number)
+    return R.N(pyrealb_form(noun.fr)).g(noun.gender).n(number)
+
+
+def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner_number: str = "s", adj: tuple[str, str] | None = None, owner_gender: str = "m"):
+    """A noun phrase: det is "the", "a", "this", "poss" (a possessive of owner), "some" or "none"."""
+    n = _n(lang, noun, number)
+    a = [R.A(adj[0] if lang == "en" else adj[1])] if adj else []
+    if det == "some":  # partitive / indefinite plural
+        if lang == "en":
+            return R.NP(R.Q("some"), *a, n) if number == "s" else R.NP(*a, n)
+        if number == "p":
+            return R.NP(R.D("un").n("p"), n, *a)
+        if _VOWEL.match(noun.fr):
+            return R.Q("de l'" + noun.fr)
+        return R.NP(R.Q("du" if noun.gender == "m" else "de la"), n, *a)
+    if det == "none":
+        return R.NP(*a, n) if lang == "en" else R.NP(n, *a)
+    dets = {"the": ("the", "le"), "a": ("a", "un"), "this": ("this", "ce"), "poss": ("my", "mon")}
+    d = R.D(dets[det][0 if lang == "en" else 1])
+    if det == "poss" and lang == "en":
+        d = d.pe(owner).ow(owner_number).g(owner_gender)
+    elif det == "poss" and owner_number == "p":  # notre/nos, votre/vos, leur/leurs
+        d = R.Q({1: ("notre", "nos"), 2: ("votre", "vos"), 3: ("leur", "leurs")}[owner][number == "p"])
+    elif det == "poss":
+        d = d.pe(owner)
+    if det == "a" and number == "p" and lang == "en":
+        return R.NP(*a, n)
+    return R.NP(d, *a, n) if lang == "en" else R.NP(d, n, *a)
+
+
+def subject(lang: str, s: Subject):
+    if s.noun is None:
+        pro = R.Pro("I" if lang == "en" else "je").pe(s.person).n(s.number)
+        return pro.g(s.gender)
+    return np(lang, s.noun, s.det, s.number, owner=s.owner, owner_gender=s.gender)
+
+
+class Generator:
+    def __init__(self, nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]], rng: random.Random) -> None:
+        self.rng = rng
+        self.days, self.months = list(days), list(months)
+        self.by_cat: dict[str, list[Noun]] = {}
+        for n in nouns:
+            self.by_cat.setdefault(n.category, []).append(n)
+        # common words first and more often: weight 1 / (1 + position in the rank order)
+        self.weights = {c: [1.0 / (1 + i) ** 0.5 for i in range(len(ns))] for c, ns in self.by_cat.items()}
+        self.realise = Realiser()
+
+    def noun(self, *cats: str) -> Noun:
+        cat = self.rng.choice([c for c in cats if c in self.by_cat])
+        return self.rng.choices(self.by_cat[cat], self.weights[cat])[0]
+
+    def subj(self, people: bool = True) -> Subject:
+        r = self.rng
+        if people and r.random() < 0.45:
+            noun = self.noun("family", "family", "person")
+            number = "p" if r.random() < 0.2 else "s"
+            return Subject(3, number, noun.gender, noun, owner=r.choice([1, 1, 2, 3]), det=r.choice(["poss", "poss", "the"]))
+        return Subject(r.choice([1, 1, 2, 3]), "p" if r.random() < 0.3 else "s", r.choice("mf"))
+
+    def pair(self, build: Callable[[str], object]) -> tuple[str, str] | None:
+        en = self.realise("en", lambda: build("en"))
+        fr = self.realise("fr", lambda: build("fr"))
+        return (en, fr) if en and fr else None
+
+    # ---- frames: each returns a build(lang) function ---------------------------------------
+    def f_verb_object(self):
+        r = self.rng
+        kind = r.choice(list(VERBS))
+        v_en, v_fr = r.choice(VERBS[kind])
+        cats = {"any": CONCRETE, "object": ("object", "thing", "furniture", "vehicle"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal")}[kind]
+        obj = self.noun(*cats)
+        s = self.subj()
+        tense = r.choice(list(TENSES))
+        det = r.choice(["the", "a", "poss", "this"] + (["some"] if kind == "food" else []))
+        num = "p" if r.random() < 0.3 else "s"
+        adj = r.choice(ADJECTIVES) if r.random() < 0.25 else None
+        when = r.choice(WHEN[tense]) if r.random() < 0.4 else None
+        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        prog = tense == "present" and kind == "clothing" and r.random() < 0.5
+
+        def build(lang: str):
+            verb = v_en if lang == "en" else v_fr
+            o = np(lang, obj, det, num, owner=s.person if s.noun is None else 3, owner_number=s.number if s.noun is None else "s", adj=adj, owner_gender=s.gender)
+            if lang == "fr" and verb == "avoir besoin":
+                vp = R.VP(R.V("avoir"), R.N("besoin"), R.PP(R.P("de"), o))
+            elif lang == "en" and verb in ("look", "wait"):
+                vp = R.VP(R.V(verb), R.PP(R.P("at" if verb == "look" else "for"), o))
+            else:
+                vp = R.VP(R.V(verb), o)
+            parts = [subject(lang, s), vp]
+            if when:
+                parts.append(R.Adv(when[0] if lang == "en" else when[1]) if " " not in when[0 if lang == "en" else 1] else R.Q(when[0 if lang == "en" else 1]))
+            sent = R.S(*parts).t(TENSES[tense][0 if lang == "en" else 1])
+            t = dict(typ)
+            if prog and lang == "en":
+                t["prog"] = True
+            return sent.typ(t) if t else sent
+
+        return build
+
+    def f_location(self):
+        r = self.rng
+        thing = self.noun("animal", "object", "thing", "food", "clothing", "family")
+        where = self.noun("furniture", "furniture", "place", "place", "outdoors", "vehicle")
+        prep = r.choice(PREPOSITIONS)
+        verb = r.choice([("be", "être"), ("sleep", "dormir"), ("sit", "attendre"), ("play", "jouer")] if thing.category in ("animal", "family") else [("be", "être")])
+        tense = r.choice(list(TENSES))
+        num = "p" if r.random() < 0.25 else "s"
+        det = r.choice(["the", "poss", "the"])
+        typ = r.choice([{}, {}, {"neg": True}, {"int": "yon"}])
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            subj = np(lang, thing, det, num, owner=r_owner, owner_gender=r_gender)
+            place = np(lang, where, "the")
+            pp = R.PP(R.P(prep[i]), place) if " " not in prep[i] else R.PP(R.Q(prep[i].rsplit(" ", 1)[0]), R.P(prep[i].rsplit(" ", 1)[1]), place)
+            vp = R.VP(R.V(verb[i]), pp)
+            t = "i" if lang == "fr" and tense == "past" and verb[0] == "be" else TENSES[tense][i]
+            sent = R.S(subj, vp).t(t)
+            return sent.typ(typ) if typ else sent
+
+        r_owner, r_gender = r.choice([1, 2, 3]), r.choice("mf")
+        return build
+
+    def f_work_go(self):
+        r = self.rng
+        s = self.subj()
+        place = self.noun("place", "place", "outdoors")
+        kind = r.choice(["go", "work", "live"])
+        day = r.choice(self.days) if r.random() < 0.5 else None
+        habitual = day is not None and r.random() < 0.5
+        tense = "present" if habitual else r.choice(list(TENSES))
+        typ = r.choice([{}, {}, {"neg": True}, {"int": "yon"}])
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            verb = {"go": ("go", "aller"), "work": ("work", "travailler"), "live": ("live", "habiter")}[kind][i]
+            prep = {"go": ("to", "à"), "work": ("in", "dans"), "live": ("near", "près de")}[kind][i]
+            obj = np(lang, place, "a" if kind == "work" else "the")
+            pp = R.PP(R.P(prep), obj) if " " not in prep else R.PP(R.Q("près"), R.P("de"), obj)
+            parts = [subject(lang, s), R.VP(R.V(verb), pp)]
+            if day:
+                if lang == "en":
+                    parts.append(R.Q(f"on {day[0]}s" if habitual else f"on {day[0]}"))
+                else:
+                    parts.append(R.Q(f"le {day[1]}" if habitual else day[1]))
+            sent = R.S(*parts).t(TENSES[tense][i])
+            return sent.typ(typ) if typ else sent
+
+        return build
+
+    def f_describe(self):
+        r = self.rng
+        thing = self.noun(*CONCRETE, "place", "family")
+        adj = r.choice(ADJECTIVES)
+        det = r.choice(["the", "poss", "this"])
+        num = "p" if r.random() < 0.3 else "s"
+        owner, gender = r.choice([1, 2, 3]), r.choice("mf")
+        tense = r.choice(["present", "present", "past"])
+        typ = r.choice([{}, {}, {"neg": True}, {"int": "yon"}])
+        very = r.random() < 0.2
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            a = R.A(adj[i])
+            ap = R.AP(R.Adv("very" if lang == "en" else "très"), a) if very else a
+            t = "i" if lang == "fr" and tense == "past" else TENSES[tense][i]  # a past state: imparfait
+            sent = R.S(np(lang, thing, det, num, owner=owner, owner_gender=gender), R.VP(R.V("be" if lang == "en" else "être"), ap)).t(t)
+            return sent.typ(typ) if typ else sent
+
+        return build
+
+    def f_hurts(self):
+        r = self.rng
+        part = self.noun("body")
+        person = r.choice([1, 2, 3])
+        num = r.choice("ss" + "p")
+        g = r.choice("mf")
+        tense = r.choice(["present", "present", "past"])
+
+        def build(lang: str):
+            if lang == "en":
+                return R.S(np("en", part, "poss", owner=person, owner_number=num, owner_gender=g), R.VP(R.V("hurt"))).t(TENSES[tense][0])
+            return R.S(R.Pro("je").pe(person).n(num).g(g), R.VP(R.V("avoir"), R.N("mal"), R.PP(R.P("à"), np("fr", part, "the")))).t(TENSES[tense][1])
+
+        return build
+
+    def f_weather(self):
+        r = self.rng
+        kind = r.choice(["season", "season", "rain", "day"])
+        season = r.choice(SEASONS)
+        month = r.choice(self.months)
+        w = r.choice(WEATHER)
+        day = r.choice(self.days)
+        rain = r.choice([("rain", "pleuvoir"), ("snow", "neiger")])
+        tense = r.choice(list(TENSES))
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            it = R.Pro("it") if lang == "en" else R.Pro("je").pe(3).g("m")
+            if kind == "season":
+                vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.A(w[1]))
+                when = R.Q(f"in {season[0]}") if lang == "en" else R.Q(season[1])
+                return R.S(it, vp, when)
+            if kind == "rain":
+                often = R.Adv("often" if lang == "en" else "souvent")
+                when = R.Q(f"in {month[0]}") if lang == "en" else R.Q(f"en {month[1]}")
+                return R.S(it, R.VP(R.V(rain[i]), often), when).t(TENSES[tense][i])
+            when = R.Q(f"on {day[0]}") if lang == "en" else R.Q(day[1])
+            vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.A(w[1]))
+            return R.S(it, vp, when).t(TENSES[tense][i])
+
+        return build
+
+    def f_have(self):
+        r = self.rng
+        noun = self.noun("family", "family", "animal", "object", "clothing", "vehicle")
+        k = r.choice([1, 2, 3, 4])
+        s = self.subj(people=False)
+        typ = r.choice([{}, {}, {"neg": True}])
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            num = "p" if k > 1 else "s"
+            o = R.NP(R.NO(k).dOpt({"nat": True}), _n(lang, noun, num)) if k > 1 else np(lang, noun, "a")
+            sent = R.S(subject(lang, s), R.VP(R.V(("have", "avoir")[i]), o))
+            return sent.typ(typ) if typ else sent
+
+        return build
+
+    def f_where(self):
+        r = self.rng
+        noun = self.noun(*CONCRETE, "place", "family")
+        det = r.choice(["the", "poss"])
+        owner = r.choice([1, 2])
+        num = "p" if r.random() < 0.25 else "s"
+
+        def build(lang: str):
+            subj = np(lang, noun, det, num, owner=owner)
+            if lang == "en":
+                return R.S(subj, R.VP(R.V("be"))).typ({"int": "whe"})
+            return R.S(subj, R.VP(R.V("être"))).typ({"int": "whe"})
+
+        return build
+
+    FRAMES = (("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 1), ("f_weather", 1), ("f_have", 2), ("f_where", 1))
+
+    def sentence(self) -> tuple[str, str] | None:
+        names, weights = zip(*self.FRAMES)
+        frame = self.rng.choices(names, weights)[0]
+        return self.pair(getattr(self, frame)())
+
+
+def generate(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]], n: int, seed: int = 0, tries: int = 4) -> Iterator[tuple[str, str]]:
+    """n distinct (English, French) sentence pairs (fewer if the frames run out of new ones)."""
+    gen = Generator(nouns, days, months, random.Random(seed))
+    seen: set[str] = set()
+    misses = 0
+    while len(seen) < n and misses < n * tries:
+        p = gen.sentence()
+        if p is None or p[0] in seen:
+            misses += 1
+            continue
+        seen.add(p[0])
+        yield p
+
+
+def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """Each noun with its article, both numbers ("the dog" / "le chien", "dogs" / "des chiens"), so
+    the gender and the plural are seen; the week days and months."""
+    real = Realiser()
+    for n in nouns:
+        for det, num in (("the", "s"), ("a", "s"), ("the", "p")):
+            p = (real("en", partial(np, "en", n, det, num)), real("fr", partial(np, "fr", n, det, num)))
+            if p[0] and p[1]:
+                yield p
+    yield from days
+    yield from months
+
+
+def calendar(root) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    from model.training.corpus.lexicon import cldr_calendar
+
+    en, fr = cldr_calendar(root, "en"), cldr_calendar(root, "fr")
+    return [(en["days"][k], fr["days"][k]) for k in en["days"]], [(en["months"][k], fr["months"][k]) for k in en["months"]]
+
+
+SENTENCES = 150_000
+MAX_RANK = 8  # nouns placed in sentences: pyrealb level + (3 if not in the defining vocabulary) <= this
+
+
+def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
+    """The corpus sources ``lexicon`` (confirmed nouns with articles, days, months) and ``daily``
+    (realised sentences over the common confirmed nouns), read from unpacked packages under root."""
+    from model.training.corpus.lexicon import build_lexicon
+
+    nouns = [n for n in build_lexicon(root) if n.confirmed]
+    days, months = calendar(root)
+    for en, fr in lexicon_rows(nouns, days, months):
+        yield "lexicon", en, fr
+    common = [n for n in nouns if n.rank <= MAX_RANK]
+    for en, fr in generate(common, days, months, sentences, seed):
+        yield "realised", en, fr

@@ -1,0 +1,203 @@
+"""A bilingual lexicon of daily life (English -> French nouns with gender and category), built only
+from what Debian bookworm and PyPI ship:
+
+- **FreeDict** eng-fra and fra-eng (``dict-freedict-*``): the candidate translations of a word; a
+  pair both dictionaries give (English -> French and back) is *confirmed*;
+- **WordNet** 3.0 (``wordnet-base``): the word's category, from the hypernyms of its first
+  (most frequent) senses: a ``relative`` is family, a ``garment`` clothing, a ``building`` a place ...;
+- **CLDR** (``unicode-cldr-core``): emoji names and keywords in both languages (an English and a
+  French keyword of the same emoji that FreeDict pairs too: "dog" / "chien"), and the calendar
+  (week days and months);
+- **pyrealb** (PyPI): its English and French lexicons, which give the French gender and the
+  inflection tables the sentence realiser needs (a word missing from either is left out), and the
+  French lexicon's school level (``niveau``) and the English one's defining-vocabulary mark
+  (``ldv``), which rank candidates from common to rare.
+
+``build_lexicon(root)`` reads the unpacked packages under ``root`` (``debian.fetch`` + ``extract``
+of ``LEXICON_PACKAGES``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from model.training.corpus import freedict
+
+LEXICON_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core")
+
+# WordNet synsets (lemma of the synset, lexicographer file) whose hyponyms make a category
+CATEGORIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "family": (("relative", "noun.person"), ("spouse", "noun.person"), ("child", "noun.person")),
+    "person": (("adult", "noun.person"), ("friend", "noun.person"), ("worker", "noun.person"), ("juvenile", "noun.person")),
+    "animal": (("animal", "noun.Tops"), ("domestic_animal", "noun.animal"), ("bird", "noun.animal"), ("fish", "noun.animal"), ("insect", "noun.animal")),
+    "food": (("food", "noun.Tops"), ("food", "noun.food"), ("foodstuff", "noun.food"), ("dish", "noun.food"), ("beverage", "noun.food"), ("edible_fruit", "noun.food"), ("vegetable", "noun.food"), ("baked_goods", "noun.food")),
+    "clothing": (("clothing", "noun.artifact"), ("garment", "noun.artifact"), ("footwear", "noun.artifact"), ("headdress", "noun.artifact")),
+    "furniture": (("furniture", "noun.artifact"), ("home_appliance", "noun.artifact")),
+    "object": (("container", "noun.artifact"), ("toy", "noun.artifact"), ("implement", "noun.artifact"), ("kitchen_utensil", "noun.artifact"), ("tableware", "noun.artifact"), ("device", "noun.artifact")),
+    "vehicle": (("vehicle", "noun.artifact"), ("conveyance", "noun.artifact")),
+    "place": (("building", "noun.artifact"), ("shop", "noun.artifact"), ("establishment", "noun.artifact"), ("room", "noun.artifact"), ("facility", "noun.artifact"), ("place_of_business", "noun.artifact")),
+    "outdoors": (("geological_formation", "noun.object"), ("body_of_water", "noun.object"), ("tract", "noun.location"), ("thoroughfare", "noun.artifact")),
+    "body": (("body_part", "noun.body"), ("external_body_part", "noun.body")),
+    "plant": (("plant", "noun.Tops"), ("flower", "noun.plant"), ("tree", "noun.plant")),
+    "time": (("time_period", "noun.time"), ("meal", "noun.food")),
+}
+# a word in no category above: its first sense's lexicographer file
+FALLBACK = {"noun.artifact": "thing", "noun.phenomenon": "weather", "noun.food": "food", "noun.animal": "animal", "noun.plant": "plant", "noun.body": "body", "noun.person": "person"}
+_LEXNAMES = "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process noun.quantity noun.relation noun.shape noun.state noun.substance noun.time".split()
+_WORD = re.compile(r"^[a-zà-ÿœæ][a-zà-ÿœæ'-]*$")
+
+
+@dataclass(frozen=True)
+class Noun:
+    en: str
+    fr: str
+    gender: str  # "m" or "f" (French)
+    category: str
+    confirmed: bool  # both FreeDict directions give the pair
+    rank: int  # lower is more common (pyrealb level / LDV)
+
+
+class WordNet:
+    """The noun half of WordNet 3.0's database files: each lemma's senses, each synset's
+    lexicographer file and hypernyms."""
+
+    def __init__(self, root: Path) -> None:
+        self.senses: dict[str, list[int]] = {}
+        for line in (root / "index.noun").read_text(encoding="utf-8").splitlines():
+            if line.startswith(" "):
+                continue
+            f = line.split()
+            n_ptr = int(f[3])
+            n_senses = int(f[2])
+            offsets = f[4 + n_ptr + 2 :]
+            self.senses[f[0]] = [int(o) for o in offsets[:n_senses]]
+        self.lex: dict[int, str] = {}
+        self.lemmas: dict[int, list[str]] = {}
+        self.hyper: dict[int, list[int]] = {}
+        for line in (root / "data.noun").read_text(encoding="utf-8").splitlines():
+            if line.startswith(" "):
+                continue
+            f = line.split(" | ")[0].split()
+            off, lexnum, n_words = int(f[0]), int(f[1]), int(f[3], 16)
+            words = [f[4 + 2 * i].lower() for i in range(n_words)]
+            i = 4 + 2 * n_words
+            n_ptr = int(f[i])
+            ptrs = [f[i + 1 + 4 * k : i + 5 + 4 * k] for k in range(n_ptr)]
+            self.lex[off] = _LEXNAMES[lexnum]
+            self.lemmas[off] = words
+            self.hyper[off] = [int(p[1]) for p in ptrs if p[0] in ("@", "@i")]
+
+    def ancestors(self, off: int) -> set[tuple[str, str]]:
+        seen, out, todo = set(), set(), [off]
+        while todo:
+            o = todo.pop()
+            if o in seen:
+                continue
+            seen.add(o)
+            out |= {(w, self.lex[o]) for w in self.lemmas[o]}
+            todo += self.hyper.get(o, [])
+        return out
+
+    def category(self, word: str, senses: int = 3) -> str | None:
+        """The category of a word's first senses: the first CATEGORIES entry an ancestor names,
+        else the lexicographer file of the first sense when it is in FALLBACK."""
+        offs = self.senses.get(word.lower().replace(" ", "_"), [])
+        for off in offs[:senses]:
+            anc = self.ancestors(off)
+            for cat, marks in CATEGORIES.items():
+                if any(m in anc for m in marks):
+                    return cat
+        return FALLBACK.get(self.lex[offs[0]]) if offs else None
+
+
+def _pyrealb_lexicons() -> tuple[dict, dict]:
+    import pyrealb
+
+    pyrealb.loadEn()
+    en = dict(pyrealb.getLexicon())
+    pyrealb.loadFr()
+    fr = dict(pyrealb.getLexicon())
+    return en, fr
+
+
+@cache
+def lexicons() -> tuple[dict, dict]:
+    return _pyrealb_lexicons()
+
+
+def pyrealb_form(fr: str) -> str:
+    """pyrealb's French lexicon writes the ligature œ as "oe"."""
+    return fr.replace("œ", "oe")
+
+
+def _dictionary(root: Path, name: str) -> dict[str, list[str]]:
+    index = next(root.glob(f"**/usr/share/dictd/freedict-{name}.index"))
+    out: dict[str, list[str]] = defaultdict(list)
+    for word, trans in freedict.entries(index, index.with_name(index.name.replace(".index", ".dict.dz"))):
+        out[word].extend(t for t in trans if t not in out[word])
+    return out
+
+
+def cldr_calendar(root: Path, lang: str) -> dict[str, dict[str, str]]:
+    """Week days and months (stand-alone wide forms of the Gregorian calendar) from CLDR."""
+    text = next(root.glob(f"**/usr/share/unicode/cldr/common/main/{lang}.xml")).read_text(encoding="utf-8")
+    greg = text[text.index('<calendar type="gregorian">') :]
+    greg = greg[: greg.index("</calendar>")]
+    out: dict[str, dict[str, str]] = {}
+    for kind, tag in (("days", "day"), ("months", "month")):
+        block = greg[greg.index(f"<{kind}>") :]
+        block = block[block.index(f'<{tag}Width type="wide">') :]
+        block = block[: block.index(f"</{tag}Width>")]
+        out[kind] = dict(re.findall(rf'<{tag} type="(\w+)">([^<]+)</{tag}>', block))
+    return out
+
+
+def cldr_emoji(root: Path, lang: str) -> dict[str, set[str]]:
+    """Each emoji's name and keywords (single words, lower case) in one language."""
+    text = next(root.glob(f"**/usr/share/unicode/cldr/common/annotations/{lang}.xml")).read_text(encoding="utf-8")
+    out: dict[str, set[str]] = defaultdict(set)
+    for cp, words in re.findall(r'<annotation cp="([^"]+)"[^>]*>([^<]+)</annotation>', text):
+        for w in words.split("|"):
+            out[cp] |= {x.strip().lower() for x in [w] + w.split() if x.strip()}
+    return out
+
+
+def build_lexicon(root: Path) -> list[Noun]:
+    """Daily-life nouns: English nouns of a CATEGORIES category whose French translation pyrealb
+    knows with a gender, the best candidate of each (confirmed, then common), most common first."""
+    wn = WordNet(next(root.glob("**/usr/share/wordnet")))
+    en_fr, fr_en = _dictionary(root, "eng-fra"), _dictionary(root, "fra-eng")
+    lex_en, lex_fr = lexicons()
+    emoji_en, emoji_fr = cldr_emoji(root, "en"), cldr_emoji(root, "fr")
+    emoji_pairs = {(e, f) for cp in emoji_en for e in emoji_en[cp] for f in emoji_fr.get(cp, ())}
+    nouns: list[Noun] = []
+    for en, cands in en_fr.items():
+        if not _WORD.match(en) or "N" not in lex_en.get(en, {}):
+            continue
+        cat = wn.category(en)
+        if cat is None:
+            continue
+        best = None
+        for k, fr in enumerate(cands):
+            fr = fr.replace("\u2010", "-")
+            entry = lex_fr.get(pyrealb_form(fr), {}).get("N")
+            if not entry or not _WORD.match(fr) or entry.get("g") not in ("m", "f", "x"):
+                continue
+            back = fr_en.get(fr, [])
+            confirmed = en in back or (en, fr) in emoji_pairs
+            level = int(entry.get("niveau", 9))
+            # an emoji's pair first, then a word whose own first translation is back to en
+            key = ((en, fr) not in emoji_pairs, back[:1] != [en], not confirmed, level, k)
+            if best is None or key < best[0]:
+                best = (key, fr, "f" if entry["g"] == "f" else "m", confirmed)
+        if best is None:
+            continue
+        (_, _, _, level, _), fr, g, confirmed = best
+        rank = level + (0 if lex_en[en].get("N", {}).get("ldv") else 3)
+        nouns.append(Noun(en, fr, g, cat, confirmed, rank))
+    nouns.sort(key=lambda n: (n.rank, n.en))
+    return nouns

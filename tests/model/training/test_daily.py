@@ -1,0 +1,158 @@
+"""The daily-life sources: the lexicon (FreeDict + WordNet + CLDR + pyrealb), the realised
+sentences, and the word hit rate of the daily-life evaluation."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+from model.training.corpus import daily, lexicon
+from model.training.corpus.lexicon import Noun
+from model.training.evaluate import has_word, read_words, word_hits
+
+SPLITS = Path(__file__).resolve().parents[3] / "data" / "splits"
+
+
+def _dictd(d: Path, name: str, entries: dict[str, list[str]]) -> None:
+    body, index, pos = b"", [], 0
+    b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+    def enc(n: int) -> str:
+        s = ""
+        while True:
+            s = b64[n % 64] + s
+            n //= 64
+            if not n:
+                return s
+
+    for word, trans in entries.items():
+        text = f"{word} <n>\n{', '.join(trans)}\n".encode()
+        index.append(f"{word}\t{enc(pos)}\t{enc(len(text))}")
+        body += text
+        pos += len(text)
+    (d / f"freedict-{name}.index").write_text("\n".join(index) + "\n", encoding="utf-8")
+    (d / f"freedict-{name}.dict.dz").write_bytes(gzip.compress(body))
+
+
+def _wordnet(d: Path) -> None:
+    # offsets are arbitrary here; lexicographer files: 03 noun.Tops, 05 noun.animal, 06 noun.artifact, 18 noun.person
+    synsets = {
+        1: ("03", ["animal"], []),
+        2: ("05", ["dog"], [1]),
+        3: ("18", ["relative"], []),
+        4: ("18", ["aunt"], [3]),
+        5: ("06", ["bed"], []),
+        6: ("06", ["garment"], []),
+        7: ("06", ["coat"], [6]),
+    }
+    data = []
+    for off, (lex, words, hyper) in synsets.items():
+        ws = " ".join(f"{w} 0" for w in words)
+        ptrs = " ".join(f"@ {h:08d} n 0000" for h in hyper)
+        data.append(f"{off:08d} {lex} n {len(words):02x} {ws} {len(hyper):03d} {ptrs} | gloss".replace("  ", " "))
+    (d / "data.noun").write_text("  1 licence line\n" + "\n".join(data) + "\n", encoding="utf-8")
+    index = {"dog": [2], "aunt": [4], "bed": [5], "coat": [7], "animal": [1], "relative": [3], "garment": [6]}
+    (d / "index.noun").write_text(
+        "  1 licence line\n" + "\n".join(f"{w} n {len(o)} 1 @ {len(o)} 0 " + " ".join(f"{x:08d}" for x in o) for w, o in index.items()) + "\n",
+        encoding="utf-8",
+    )
+
+
+def _cldr(root: Path) -> None:
+    ann = root / "cldr" / "usr/share/unicode/cldr/common/annotations"
+    main = root / "cldr" / "usr/share/unicode/cldr/common/main"
+    ann.mkdir(parents=True)
+    main.mkdir(parents=True)
+    (ann / "en.xml").write_text('<annotation cp="🐕">dog | pet</annotation>\n<annotation cp="🐕" type="tts">dog</annotation>\n', encoding="utf-8")
+    (ann / "fr.xml").write_text('<annotation cp="🐕">animal | chien</annotation>\n<annotation cp="🐕" type="tts">chien</annotation>\n', encoding="utf-8")
+    for lang, days, months in (("en", ["Sunday", "Monday"], ["January"]), ("fr", ["dimanche", "lundi"], ["janvier"])):
+        d = "".join(f'<day type="{k}">{v}</day>' for k, v in zip(("sun", "mon"), days))
+        m = "".join(f'<month type="{i + 1}">{v}</month>' for i, v in enumerate(months))
+        (main / f"{lang}.xml").write_text(
+            '<calendar type="gregorian"><months><monthWidth type="wide">' + m + "</monthWidth></months>"
+            '<days><dayWidth type="wide">' + d + "</dayWidth></days></calendar>",
+            encoding="utf-8",
+        )
+
+
+def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None:
+    dictd = tmp_path / "dict" / "usr/share/dictd"
+    wn = tmp_path / "wn" / "usr/share/wordnet"
+    dictd.mkdir(parents=True)
+    wn.mkdir(parents=True)
+    # FreeDict lists "planche" before "lit" for bed: the back translation picks "lit"
+    _dictd(dictd, "eng-fra", {"dog": ["chien"], "aunt": ["tante"], "bed": ["planche", "lit"], "coat": ["manteau"], "xyzzy": ["truc"]})
+    _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"]})
+    _wordnet(wn)
+    _cldr(tmp_path)
+    nouns = {n.en: n for n in lexicon.build_lexicon(tmp_path)}
+    assert nouns["dog"] == Noun("dog", "chien", "m", "animal", True, nouns["dog"].rank)  # confirmed by the emoji
+    assert (nouns["aunt"].fr, nouns["aunt"].gender, nouns["aunt"].category) == ("tante", "f", "family")
+    assert (nouns["bed"].fr, nouns["bed"].category) == ("lit", "thing")  # an artifact in no category
+    assert (nouns["coat"].fr, nouns["coat"].category) == ("manteau", "clothing")
+    assert "xyzzy" not in nouns  # in no lexicon
+    days, months = daily.calendar(tmp_path)
+    assert days == [("Sunday", "dimanche"), ("Monday", "lundi")] and months == [("January", "janvier")]
+
+
+NOUNS = [
+    Noun("dog", "chien", "m", "animal", True, 1),
+    Noun("aunt", "tante", "f", "family", True, 1),
+    Noun("bed", "lit", "m", "furniture", True, 1),
+    Noun("apple", "pomme", "f", "food", True, 1),
+    Noun("coat", "manteau", "m", "clothing", True, 1),
+    Noun("head", "tête", "f", "body", True, 1),
+    Noun("market", "marché", "m", "place", True, 1),
+    Noun("sister", "sœur", "f", "family", True, 1),
+]
+
+
+def test_realised_sentences_hold_both_words_and_agree() -> None:
+    pairs = list(daily.generate(NOUNS, [("Monday", "lundi")], [("May", "mai")], 300, seed=1))
+    assert len(pairs) == len({e for e, _ in pairs}) >= 200
+    for en, fr in pairs:
+        assert "[[" not in en + fr and en[0].isupper() and fr[0].isupper()
+        assert en[-1] in ".?!" and re.search(r"\S( [?!])?\.?$", fr)
+        if fr.endswith("?"):
+            assert fr.endswith(" ?") and en.endswith("?")  # French spacing
+        assert "oeur" not in fr  # pyrealb's "soeur" is written "sœur"
+        for n in NOUNS:  # a noun in one language comes with its translation in the other
+            if re.search(rf"\b{n.en}s?\b", en, re.I) and n.category != "body":
+                assert re.search(rf"\b{n.fr}[sx]?\b", fr, re.I), (en, fr)
+    # agreement: a feminine noun takes feminine articles and adjectives
+    assert any(re.search(r"\b(la|une|ma|ta|sa) tante\b", fr, re.I) for _, fr in pairs)
+    assert not any(re.search(r"\b(le|un|mon) (tante|pomme|sœur)\b", fr, re.I) for _, fr in pairs)
+
+
+def test_lexicon_rows_carry_gender_and_plural() -> None:
+    rows = set(daily.lexicon_rows(NOUNS[:2], [("Monday", "lundi")], []))
+    assert {("the dog", "le chien"), ("a dog", "un chien"), ("the dogs", "les chiens"), ("the aunt", "la tante"), ("an aunt", "une tante")} <= rows
+    assert ("Monday", "lundi") in rows
+
+
+def test_word_hit_rate() -> None:
+    assert has_word("Le chien dort sous le lit.", "chien")
+    assert not has_word("Le chiendent pousse.", "chien")  # whole words only
+    assert has_word("Les carottes sont cuites.", "carotte*")  # a prefix
+    assert has_word("Il boit du thé.", "café/thé")  # alternatives
+    assert has_word("Elle est dans la salle de bains.", "salle de bain*")
+    assert has_word("J\u2019ai mal à la tête", "tête")
+    out = word_hits(["Le chien dort.", "Un chat."], [["chien", "lit"], ["chat"]], ["animals", "animals"], ["Le chien dort sous le lit.", "Un chat."])
+    assert out["words"] == 3 and out["hit_rate"] == round(100 * 2 / 3, 1)
+    assert out["by_category"]["animals"]["sentences"] == 2
+
+
+def test_committed_daily_sets_have_their_words() -> None:
+    for split in ("valid", "test"):
+        pairs = [line.split("\t") for line in (SPLITS / f"{split}.daily.en-fr.tsv").read_text(encoding="utf-8").splitlines()]
+        words = read_words(SPLITS / f"{split}.daily.words.tsv")
+        assert len(pairs) == len(words) >= 80
+        for en, fr in pairs:
+            cat, en_words, fr_words = words[en]
+            # the reference holds every required word: the hit rate of the reference is 100%
+            assert all(has_word(en, w) for w in en_words), (en, en_words)
+            assert all(has_word(fr, w) for w in fr_words), (fr, fr_words)
+    valid = {line.split("\t")[0] for line in (SPLITS / "valid.daily.en-fr.tsv").read_text(encoding="utf-8").splitlines()}
+    test = {line.split("\t")[0] for line in (SPLITS / "test.daily.en-fr.tsv").read_text(encoding="utf-8").splitlines()}
+    assert not valid & test
