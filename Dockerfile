@@ -8,7 +8,7 @@
 # (the native CPU kernels compiled there, one library per instruction set, and the shipped models
 # under model/pretrained/), and the runtime stage copies that virtualenv onto a slim base, installs
 # the wheel into it and runs `rendition serve` as an unprivileged user.  No compiler in the runtime. All service configuration comes from
-# RENDITION_* environment variables (see docs/service.md and docs/deploy.md).
+# RENDITION_* environment variables (see docs/configuration.md and docs/deploy.md).
 #
 # Build arguments:
 #   BASE_IMAGE       Python 3.11 base with `python3 -m venv` (default python:3.11-slim)

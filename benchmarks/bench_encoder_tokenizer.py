@@ -5,7 +5,7 @@ unigram models of several sizes trained on the broad distillation set (model.tra
 Fewer tokens per sentence means less token2token work (DiSAN is quadratic in length); a larger
 vocabulary costs embedding parameters (vocab x d_embed) and needs more data per piece.
 
-    python benchmarks/bench_encoder_tokenizer.py --runs /work/runs/encoder --sizes 8000 16000
+    python benchmarks/bench_encoder_tokenizer.py --runs RUNS --sizes 8000 16000   # RUNS: distill_data's --runs folder
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Library throughput of the serving engine (issue 17): ours at each thread layout vs CTranslate2 at each of its own.
+"""Library throughput of the serving engine: ours at each thread layout vs CTranslate2 at each of its own.
 
     python benchmarks/bench_engine.py [--n 1000] [--rounds 2] [--only ct2-2x1 sched-2x1 ...]
     python benchmarks/bench_engine.py --quick          # smoke run: 100 sentences, 1 round
@@ -19,10 +19,10 @@ Configurations (``--only`` takes their keys):
   not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm may be faster there (on
   Intel CPUs MKL is its default, so the two rows are the same engine);
 * ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads, the batch path
-  the service used before issue 17 (sorted by length, batches under the same budget, each run to
+  the service used before the step-level scheduler (sorted by length, batches under the same budget, each run to
   completion);
 * ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
-  continuous-batching scheduler of issue 17, at 1x2 and 2x1.
+  continuous-batching scheduler the service uses, at 1x2 and 2x1.
 
 Each configuration lives in a process of its own (``bench_translate.EngineProcess``), asked for one
 measurement at a time, so engines never run at once and never share a thread pool.  The

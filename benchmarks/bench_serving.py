@@ -1,7 +1,7 @@
-"""Serving benchmarks of issue 17 against a real uvicorn process on the shipped models.
+"""Serving benchmarks against a real uvicorn process on the shipped models.
 
     python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--root DIR]
-    python benchmarks/bench_serving.py --env RENDITION_TRANSLATION_ENGINE=batch   # before issue 17's engine
+    python benchmarks/bench_serving.py --env RENDITION_TRANSLATION_ENGINE=batch   # the dynamic batcher's whole batches
     python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
 
 The script starts ``python -m service.main`` (``rendition serve``; with ``--root`` another checkout's,

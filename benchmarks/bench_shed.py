@@ -4,8 +4,8 @@ Starts ``python -m service.main`` (the shipped models, or ``--translator``/``--e
 small queue and a pinned batch time, fires ``--clients`` concurrent 8-item ``/v1/translate``
 requests at once (one connection each, loopback), and reports the client-side statuses and the
 server-side duration of each answer from the server's own JSON access log (``duration_ms``, the
-time inside the ASGI app).  ``--root`` runs another checkout's service (e.g. the code before
-issue 21) for a before/after comparison.
+time inside the ASGI app).  ``--root`` runs another checkout's service (e.g. an older commit)
+for a before/after comparison.
 
     python benchmarks/bench_shed.py [--clients 500] [--root DIR]
 """

@@ -1,4 +1,4 @@
-"""What latency an *ideal* server could reach on issue 17's open-loop mix (bench_serving (b)).
+"""What latency an *ideal* server could reach on bench_serving's open-loop mix (its part (b)).
 
     python benchmarks/queue_bound.py [--workers 2] [--gain 1 2] [--loads 0.5 0.8] [--n 40000]
     python benchmarks/queue_bound.py --measure [--seconds 30]   # + this CPU's step cost, the real engine

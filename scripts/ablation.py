@@ -2,7 +2,7 @@
 
 Every variant trains the same small model (d_model 128, 4 heads, d_ff 512, 3 encoder / 1 decoder
 layers) for the same number of steps and batch size on en<->fr, then reports validation loss and
-greedy BLEU on 300 validation sentences per direction.  Results go to docs/ablation.md.
+greedy BLEU on 300 validation sentences per direction.  Results go to docs/experiments.md.
 
     python scripts/ablation.py [--steps 600] [--only abs rel16 ...]
 """
@@ -76,9 +76,9 @@ def budgets(runs: Path) -> dict[int, dict[str, dict]]:
 START, END = "<!-- results:start (written by scripts/ablation.py) -->", "<!-- results:end -->"
 
 
-def write_table(runs: Path, doc: Path = ROOT / "docs" / "ablation.md") -> None:
+def write_table(runs: Path, doc: Path = ROOT / "docs" / "experiments.md") -> None:
     """One table per budget that at least two variants reached, largest first, between the
-    markers in docs/ablation.md (the prose around them is kept)."""
+    markers in docs/experiments.md (the prose around them is kept)."""
     lines = [START]
     for steps, rows in sorted(budgets(runs).items(), reverse=True):
         if len(rows) < 2:

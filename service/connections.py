@@ -1,6 +1,6 @@
 """Connection-level defences and the checks made before a request's body is read.
 
-uvicorn settings (``uvicorn_options``), each a ``RENDITION_*`` setting (docs/service.md):
+uvicorn settings (``uvicorn_options``), each a ``RENDITION_*`` setting (docs/configuration.md):
 
     RENDITION_MAX_HEADER_BYTES  request line + headers (h11 ``max_incomplete_event_size``): beyond it 400
     RENDITION_KEEP_ALIVE_S      an idle keep-alive connection is closed (uvicorn ``timeout_keep_alive``)

@@ -32,7 +32,7 @@ DEFAULT_ENCODER = Path(__file__).resolve().parents[1] / "pretrained" / "encoder"
 class SentenceEncoder:
     # padded buckets: at most max_batch_tokens padded tokens and batch_size sentences (default 64);
     # packed passes: at most packed_tokens tokens (and batch_size sentences when one is given).
-    # 2048: on 2 cores packed throughput changes little from 512 to 4096 tokens (docs/encoder.md, session 22).
+    # 2048: on 2 cores packed throughput changes little from 512 to 4096 tokens (docs/experiments.md).
     def __init__(self, model: DiSAN, tokenizer: Tokenizer, max_batch_tokens: int = 16384, packed_tokens: int = 2048):
         self.model = model.eval()
         self.tokenizer = tokenizer

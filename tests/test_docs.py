@@ -1,0 +1,97 @@
+"""The documentation's links resolve, and it describes the project rather than its work log.
+
+Every relative Markdown link (``[text](path)`` or ``[text](path#anchor)``) in README.md, docs/ and
+the model cards must name a file or folder that exists, and an anchor must be a heading of the
+target file (GitHub's slugs).  Images count as links.  Absolute URLs are not fetched.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "model" / "pretrained").glob("*/README.md")])
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~)")
+
+
+def prose(text: str) -> str:
+    """The text outside fenced code blocks (links inside them are not links)."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            out.append(line)
+    return "\n".join(out)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces to '-'."""
+    text = re.sub(r"`|\*|\[|\]\([^)]*\)", "", heading.strip()).lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    for line in prose(path.read_text()).splitlines():
+        m = re.match(r"#{1,6}\s+(.*)", line)
+        if not m:
+            continue
+        s = slug(m.group(1))
+        n = seen.get(s, 0)
+        seen[s] = n + 1
+        out.add(s if n == 0 else f"{s}-{n}")
+    return out
+
+
+def links(path: Path) -> list[str]:
+    return [m.group(1) for m in LINK.finditer(prose(path.read_text()))]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(doc: Path) -> None:
+    broken = []
+    for target in links(doc):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (doc.parent / file).resolve() if file else doc
+        if not dest.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no heading with that anchor in {dest.relative_to(ROOT)}")
+    assert not broken, f"{doc.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_slug_follows_github() -> None:
+    assert slug("The service: `benchmarks/bench_serving.py`") == "the-service-benchmarksbench_servingpy"
+    assert slug("Long texts: never cut short") == "long-texts-never-cut-short"
+    assert slug("Serving engine: continuous batching (2026-11-23)") == "serving-engine-continuous-batching-2026-11-23"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_work_log_wording(doc: Path) -> None:
+    """Docs speak of the project as it is: no session numbers, issue numbers or build-machine paths."""
+    hits = [
+        f"line {n}: {line.strip()[:80]}"
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if re.search(r"\bsessions?\b|\bissue [0-9]+|/work/", line, re.IGNORECASE)
+    ]
+    assert not hits, f"{doc.relative_to(ROOT)}: " + "; ".join(hits)
+
+
+def test_every_image_in_docs_is_shown() -> None:
+    """A figure under docs/ that no document shows is dead weight in the repository."""
+    shown = {(doc.parent / t.partition("#")[0]).resolve() for doc in DOCS for t in links(doc)}
+    text = " ".join(doc.read_text() for doc in DOCS)
+    unused = [
+        p.name for p in (ROOT / "docs").glob("*.png") if p.resolve() not in shown and f"docs/{p.name}" not in text
+    ]
+    assert not unused, f"images no document shows: {unused}"
