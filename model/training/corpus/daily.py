@@ -34,7 +34,7 @@ VERBS = {
     "clothing": [("wear", "porter"), ("buy", "acheter"), ("wash", "laver"), ("find", "trouver"), ("lose", "perdre"), ("like", "aimer")],
     "person": [("call", "appeler"), ("help", "aider"), ("visit", "visiter"), ("meet", "rencontrer"), ("love", "aimer"), ("wait", "attendre"), ("see", "voir")],
 }
-ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", "vieux"), ("red", "rouge"), ("blue", "bleu"), ("green", "vert"), ("white", "blanc"), ("black", "noir"), ("yellow", "jaune"), ("pretty", "joli"), ("clean", "propre"), ("dirty", "sale"), ("heavy", "lourd"), ("expensive", "cher"), ("beautiful", "beau"), ("good", "bon"), ("long", "long"), ("short", "court"), ("warm", "chaud"), ("cold", "froid"), ("empty", "vide"), ("full", "plein")]
+ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", "vieux"), ("red", "rouge"), ("blue", "bleu"), ("green", "vert"), ("white", "blanc"), ("black", "noir"), ("yellow", "jaune"), ("grey", "gris"), ("brown", "brun"), ("pink", "rose"), ("pretty", "joli"), ("clean", "propre"), ("dirty", "sale"), ("heavy", "lourd"), ("expensive", "cher"), ("beautiful", "beau"), ("good", "bon"), ("long", "long"), ("short", "court"), ("warm", "chaud"), ("cold", "froid"), ("empty", "vide"), ("full", "plein"), ("wet", "mouillé"), ("dry", "sec"), ("young", "jeune"), ("tired", "fatigué"), ("happy", "heureux"), ("sad", "triste"), ("sick", "malade"), ("strong", "fort")]
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
@@ -42,6 +42,8 @@ WHEN = {  # (English, French, tense)
     "future": [("tomorrow", "demain"), ("next week", "la semaine prochaine"), ("tonight", "ce soir"), ("tomorrow morning", "demain matin")],
     "present": [("every day", "tous les jours"), ("today", "aujourd'hui"), ("in the morning", "le matin"), ("in the evening", "le soir"), ("now", "maintenant")],
 }
+DAY_PARTS = [("in the morning", "le matin"), ("in the afternoon", "l'après-midi"), ("in the evening", "le soir"), ("at night", "la nuit"), ("at noon", "à midi")]
+WEATHER_NOUNS = [("sun", "soleil", "shine", "briller"), ("wind", "vent", "blow", "souffler"), ("snow", "neige", "fall", "tomber"), ("rain", "pluie", "fall", "tomber")]
 PREPOSITIONS = [("under", "sous"), ("on", "sur"), ("in", "dans"), ("behind", "derrière"), ("near", "près de"), ("next to", "à côté de"), ("in front of", "devant")]
 TENSES = {"present": ("p", "p"), "past": ("ps", "pc"), "future": ("f", "f")}
 _VOWEL = re.compile(r"^[aeiouyhàâéèêëîïôûœ]", re.I)
@@ -146,6 +148,31 @@ class Generator:
             return Subject(3, number, noun.gender, noun, owner=r.choice([1, 1, 2, 3]), det=r.choice(["poss", "poss", "the"]))
         return Subject(r.choice([1, 1, 2, 3]), "p" if r.random() < 0.3 else "s", r.choice("mf"))
 
+    def when(self, tense: str, p: float = 0.5) -> tuple[str, str] | None:
+        """A time expression that fits the tense: a relative day, a week day, a month, a season, a
+        part of the day or a clock hour (pyrealb spells the numbers in both languages)."""
+        r = self.rng
+        if r.random() >= p:
+            return None
+        kind = r.choice(["rel", "rel", "day", "day", "month", "season", "part", "hour"])
+        if kind == "rel":
+            return r.choice(WHEN[tense])
+        if kind == "day":
+            en, fr = r.choice(self.days)
+            return (f"on {en}s", f"le {fr}") if tense == "present" else (f"on {en}", fr)
+        if kind == "month":
+            en, fr = r.choice(self.months)
+            return f"in {en}", f"en {fr}"
+        if kind == "season":
+            en, fr = r.choice(SEASONS)
+            return f"in {en}", fr
+        if kind == "part":
+            return r.choice(DAY_PARTS)
+        h = r.randint(2, 11)
+        en = self.realise("en", lambda: R.NO(h).dOpt({"nat": True}))
+        fr = self.realise("fr", lambda: R.NO(h).dOpt({"nat": True}))
+        return (f"at {en} o'clock", f"à {fr} heures") if en and fr else None
+
     def pair(self, build: Callable[[str], object]) -> tuple[str, str] | None:
         en = self.realise("en", lambda: build("en"))
         fr = self.realise("fr", lambda: build("fr"))
@@ -163,7 +190,7 @@ class Generator:
         det = r.choice(["the", "a", "poss", "this"] + (["some"] if kind == "food" else []))
         num = "p" if r.random() < 0.3 else "s"
         adj = r.choice(ADJECTIVES) if r.random() < 0.25 else None
-        when = r.choice(WHEN[tense]) if r.random() < 0.4 else None
+        when = self.when(tense)
         typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
         prog = tense == "present" and kind == "clothing" and r.random() < 0.5
 
@@ -178,7 +205,7 @@ class Generator:
                 vp = R.VP(R.V(verb), o)
             parts = [subject(lang, s), vp]
             if when:
-                parts.append(R.Adv(when[0] if lang == "en" else when[1]) if " " not in when[0 if lang == "en" else 1] else R.Q(when[0 if lang == "en" else 1]))
+                parts.append(R.Q(when[0 if lang == "en" else 1]))
             sent = R.S(*parts).t(TENSES[tense][0 if lang == "en" else 1])
             t = dict(typ)
             if prog and lang == "en":
@@ -264,40 +291,52 @@ class Generator:
         part = self.noun("body")
         person = r.choice([1, 2, 3])
         num = r.choice("ss" + "p")
+        parts_num = "p" if r.random() < 0.3 else "s"
         g = r.choice("mf")
         tense = r.choice(["present", "present", "past"])
 
         def build(lang: str):
             if lang == "en":
-                return R.S(np("en", part, "poss", owner=person, owner_number=num, owner_gender=g), R.VP(R.V("hurt"))).t(TENSES[tense][0])
-            return R.S(R.Pro("je").pe(person).n(num).g(g), R.VP(R.V("avoir"), R.N("mal"), R.PP(R.P("à"), np("fr", part, "the")))).t(TENSES[tense][1])
+                return R.S(np("en", part, "poss", parts_num, owner=person, owner_number=num, owner_gender=g), R.VP(R.V("hurt"))).t(TENSES[tense][0])
+            return R.S(R.Pro("je").pe(person).n(num).g(g), R.VP(R.V("avoir"), R.N("mal"), R.PP(R.P("à"), np("fr", part, "the", parts_num)))).t(TENSES[tense][1])
 
         return build
 
     def f_weather(self):
         r = self.rng
-        kind = r.choice(["season", "season", "rain", "day"])
+        kind = r.choice(["season", "season", "rain", "rain", "day", "noun", "noun"])
+        wn = r.choice(WEATHER_NOUNS)
         season = r.choice(SEASONS)
         month = r.choice(self.months)
         w = r.choice(WEATHER)
         day = r.choice(self.days)
         rain = r.choice([("rain", "pleuvoir"), ("snow", "neiger")])
         tense = r.choice(list(TENSES))
+        r_often = r.random() < 0.4
+        tw = self.when(tense, 0.6) if kind in ("rain", "noun") else None
 
         def build(lang: str):
             i = 0 if lang == "en" else 1
             it = R.Pro("it") if lang == "en" else R.Pro("je").pe(3).g("m")
             if kind == "season":
                 vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.A(w[1]))
-                when = R.Q(f"in {season[0]}") if lang == "en" else R.Q(season[1])
-                return R.S(it, vp, when)
+                at = R.Q(f"in {season[0]}") if lang == "en" else R.Q(season[1])
+                return R.S(it, vp, at)
             if kind == "rain":
-                often = R.Adv("often" if lang == "en" else "souvent")
-                when = R.Q(f"in {month[0]}") if lang == "en" else R.Q(f"en {month[1]}")
-                return R.S(it, R.VP(R.V(rain[i]), often), when).t(TENSES[tense][i])
-            when = R.Q(f"on {day[0]}") if lang == "en" else R.Q(day[1])
+                if tense == "present" and r_often:
+                    often = R.Adv("often" if lang == "en" else "souvent")
+                    at = R.Q(f"in {month[0]}") if lang == "en" else R.Q(f"en {month[1]}")
+                    return R.S(it, R.VP(R.V(rain[i]), often), at)
+                sent = R.S(it, R.VP(R.V(rain[i])), *([R.Q(tw[i])] if tw else [])).t(TENSES[tense][i])
+                return sent.typ({"prog": True}) if lang == "en" and tense == "present" else sent
+            if kind == "noun":
+                subj = R.NP(R.D("the" if lang == "en" else "le"), R.N(wn[i]))
+                sent = R.S(subj, R.VP(R.V(wn[2 + i])), *([R.Q(tw[i])] if tw else [])).t(TENSES[tense][i])
+                return sent.typ({"prog": True}) if lang == "en" and tense == "present" else sent
+            at = R.Q(f"on {day[0]}") if lang == "en" else R.Q(day[1])
             vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.A(w[1]))
-            return R.S(it, vp, when).t(TENSES[tense][i])
+            t = "i" if lang == "fr" and tense == "past" else TENSES[tense][i]
+            return R.S(it, vp, at).t(t)
 
         return build
 
@@ -332,7 +371,7 @@ class Generator:
 
         return build
 
-    FRAMES = (("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 1), ("f_weather", 1), ("f_have", 2), ("f_where", 1))
+    FRAMES = (("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1))
 
     def sentence(self) -> tuple[str, str] | None:
         names, weights = zip(*self.FRAMES)
@@ -367,6 +406,17 @@ def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months:
     yield from months
 
 
+def one_per_french_word(nouns: Sequence[Noun]) -> list[Noun]:
+    """Where several English nouns got the same French one (boy, bachelor, lad -> garçon), the most
+    common: otherwise French -> English learns the rare words."""
+    best: dict[str, Noun] = {}
+    for n in nouns:
+        cur = best.get(n.fr)
+        if cur is None or (n.rank, n.en) < (cur.rank, cur.en):
+            best[n.fr] = n
+    return sorted(best.values(), key=lambda n: (n.rank, n.en))
+
+
 def calendar(root) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     from model.training.corpus.lexicon import cldr_calendar
 
@@ -375,7 +425,7 @@ def calendar(root) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
 
 
 SENTENCES = 150_000
-MAX_RANK = 8  # nouns placed in sentences: pyrealb level + (3 if not in the defining vocabulary) <= this
+MAX_RANK = 35  # nouns placed in sentences: English Zipf frequency >= 3.5 (glove 3.7, mitten 2.5)
 
 
 def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
@@ -383,7 +433,7 @@ def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tup
     (realised sentences over the common confirmed nouns), read from unpacked packages under root."""
     from model.training.corpus.lexicon import build_lexicon
 
-    nouns = [n for n in build_lexicon(root) if n.confirmed]
+    nouns = one_per_french_word([n for n in build_lexicon(root) if n.confirmed])
     days, months = calendar(root)
     for en, fr in lexicon_rows(nouns, days, months):
         yield "lexicon", en, fr

@@ -9,9 +9,10 @@ from what Debian bookworm and PyPI ship:
   French keyword of the same emoji that FreeDict pairs too: "dog" / "chien"), and the calendar
   (week days and months);
 - **pyrealb** (PyPI): its English and French lexicons, which give the French gender and the
-  inflection tables the sentence realiser needs (a word missing from either is left out), and the
-  French lexicon's school level (``niveau``) and the English one's defining-vocabulary mark
-  (``ldv``), which rank candidates from common to rare.
+  inflection tables the sentence realiser needs (a word missing from either is left out);
+- **wordfreq** (PyPI): word frequencies, which pick the most common of the confirmed French
+  translations ("desk": "bureau" rather than "pupitre") and rank the English nouns from common to
+  rare.
 
 ``build_lexicon(root)`` reads the unpacked packages under ``root`` (``debian.fetch`` + ``extract``
 of ``LEXICON_PACKAGES``).
@@ -57,8 +58,8 @@ class Noun:
     fr: str
     gender: str  # "m" or "f" (French)
     category: str
-    confirmed: bool  # both FreeDict directions give the pair
-    rank: int  # lower is more common (pyrealb level / LDV)
+    confirmed: bool  # both FreeDict directions give the pair (or an emoji's keywords)
+    rank: int  # lower is more common: 10 x (7 - the English word's Zipf frequency)
 
 
 class WordNet:
@@ -174,6 +175,8 @@ def build_lexicon(root: Path) -> list[Noun]:
     lex_en, lex_fr = lexicons()
     emoji_en, emoji_fr = cldr_emoji(root, "en"), cldr_emoji(root, "fr")
     emoji_pairs = {(e, f) for cp in emoji_en for e in emoji_en[cp] for f in emoji_fr.get(cp, ())}
+    from wordfreq import zipf_frequency
+
     nouns: list[Noun] = []
     for en, cands in en_fr.items():
         if not _WORD.match(en) or "N" not in lex_en.get(en, {}):
@@ -187,17 +190,15 @@ def build_lexicon(root: Path) -> list[Noun]:
             entry = lex_fr.get(pyrealb_form(fr), {}).get("N")
             if not entry or not _WORD.match(fr) or entry.get("g") not in ("m", "f", "x"):
                 continue
-            back = fr_en.get(fr, [])
-            confirmed = en in back or (en, fr) in emoji_pairs
-            level = int(entry.get("niveau", 9))
-            # an emoji's pair first, then a word whose own first translation is back to en
-            key = ((en, fr) not in emoji_pairs, back[:1] != [en], not confirmed, level, k)
+            confirmed = en in fr_en.get(fr, ()) or (en, fr) in emoji_pairs
+            # confirmed first, then the most common French word, then FreeDict's order
+            key = (not confirmed, -zipf_frequency(fr, "fr"), k)
             if best is None or key < best[0]:
                 best = (key, fr, "f" if entry["g"] == "f" else "m", confirmed)
         if best is None:
             continue
-        (_, _, _, level, _), fr, g, confirmed = best
-        rank = level + (0 if lex_en[en].get("N", {}).get("ldv") else 3)
+        _, fr, g, confirmed = best
+        rank = round(10 * (7 - zipf_frequency(en, "en")))
         nouns.append(Noun(en, fr, g, cat, confirmed, rank))
     nouns.sort(key=lambda n: (n.rank, n.en))
     return nouns

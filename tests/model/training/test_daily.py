@@ -156,3 +156,8 @@ def test_committed_daily_sets_have_their_words() -> None:
     valid = {line.split("\t")[0] for line in (SPLITS / "valid.daily.en-fr.tsv").read_text(encoding="utf-8").splitlines()}
     test = {line.split("\t")[0] for line in (SPLITS / "test.daily.en-fr.tsv").read_text(encoding="utf-8").splitlines()}
     assert not valid & test
+
+
+def test_one_english_word_per_french_word() -> None:
+    nouns = [Noun("bachelor", "garçon", "m", "person", True, 30), Noun("boy", "garçon", "m", "person", True, 18), Noun("lad", "garçon", "m", "person", True, 31), NOUNS[0]]
+    assert [n.en for n in daily.one_per_french_word(nouns)] == ["dog", "boy"]
