@@ -97,8 +97,10 @@ def invalid(field: str | list, message: str, kind: str = "validation") -> APIErr
 
 
 LIBRETRANSLATE_PATHS = ("/translate", "/languages", "/detect", "/frontend/settings")
-# file translation: LibreTranslate's error shape, with the statuses as they are (413 for a file over the limit)
+# file translation: LibreTranslate's error shape and its 403 for a bad key; other statuses as they
+# are (413 for a file over a limit)
 LIBRETRANSLATE_FILE_PATHS = ("/translate_file", "/download_file/")
+LIBRETRANSLATE_FILE_STATUS = {401: 403}
 # LibreTranslate answers bad input with 400 and a bad key with 403 (its clients test for them)
 LIBRETRANSLATE_STATUS = {401: 403, 413: 400, 415: 400, 422: 400}
 
@@ -142,7 +144,8 @@ def error_response(
         body = {"error": message, "error_type": TEI_TYPES.get(status, "Backend" if status >= 500 else "Validation")}
     elif fam == "libretranslate":
         body = {"error": message}
-        status = LIBRETRANSLATE_STATUS.get(status, status) if path in LIBRETRANSLATE_PATHS else status
+        remap = LIBRETRANSLATE_STATUS if path in LIBRETRANSLATE_PATHS else LIBRETRANSLATE_FILE_STATUS
+        status = remap.get(status, status)
     else:
         body = {"detail": detail if detail is not None else message}
     return JSONResponse(body, status_code=status, headers=headers)

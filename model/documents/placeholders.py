@@ -34,6 +34,7 @@ class Protected:
     text: str
     originals: dict[str, str]
     ordered: tuple[str, ...]
+    padded: dict[str, tuple[bool, bool]]  # a space added before / after the stand-in (taken out again)
     percents: int  # "%" characters in the source (all of them accounted for by its placeholders)
 
 
@@ -51,12 +52,13 @@ def protect(text: str) -> Protected | None:
     than there are stand-ins (the text is then left untranslated)."""
     found = list(PLACEHOLDER.finditer(text))
     if not found:
-        return Protected(text, {}, (), text.count("%"))
+        return Protected(text, {}, (), {}, text.count("%"))
     free = {
         True: [n for n in NUMBERS if not _word(n).search(text)],
         False: [f for f in FILLERS if not _word(f).search(text)],
     }
     originals: dict[str, str] = {}
+    padded: dict[str, tuple[bool, bool]] = {}
     ordered: list[str] = []
     out, last = [], 0
     for m in found:
@@ -70,10 +72,11 @@ def protect(text: str) -> Protected | None:
         # keep the stand-in a word of its own ("%sfoo" -> "X foo" would not come back as "%sfoo")
         before = " " if m.start() > 0 and text[m.start() - 1].isalnum() else ""
         after = " " if m.end() < len(text) and text[m.end()].isalnum() else ""
+        padded[stand_in] = (bool(before), bool(after))
         out += [text[last : m.start()], before, stand_in, after]
         last = m.end()
     out.append(text[last:])
-    return Protected("".join(out), originals, tuple(ordered), text.count("%"))
+    return Protected("".join(out), originals, tuple(ordered), padded, text.count("%"))
 
 
 def restore(p: Protected, translation: str) -> str | None:
@@ -91,5 +94,11 @@ def restore(p: Protected, translation: str) -> str | None:
         spots[stand_in] = hits[0].start()
     if [s for s in sorted(spots, key=spots.get) if s in p.ordered] != list(p.ordered):
         return None
-    pattern = re.compile("|".join(_word(s).pattern for s in sorted(p.originals, key=len, reverse=True)))
-    return pattern.sub(lambda m: p.originals[m.group(0)], translation)
+    names = "|".join(re.escape(s) for s in sorted(p.originals, key=len, reverse=True))
+    pattern = re.compile(rf"( ?)(?<![\w])({names})(?![\w])( ?)")
+
+    def put_back(m: re.Match) -> str:
+        before, after = p.padded[m.group(2)]
+        return ("" if before else m.group(1)) + p.originals[m.group(2)] + ("" if after else m.group(3))
+
+    return pattern.sub(put_back, translation)

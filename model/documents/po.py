@@ -90,11 +90,14 @@ class PoCatalog(Document):
     @staticmethod
     def _put_accelerator(bare_source: str, translation: str, marker: str, source_letter_at: int) -> str:
         letter = bare_source[source_letter_at] if source_letter_at < len(bare_source) else ""
-        i = translation.find(letter) if letter else -1
-        if i < 0 and letter:
-            i = translation.lower().find(letter.lower())
+        i = -1
+        if letter.isalnum():  # the same letter: starting a word, else anywhere; as it was, else in either case
+            for pattern in (rf"\b{re.escape(letter)}", re.escape(letter)):
+                for flags in (0, re.IGNORECASE):
+                    if i < 0 and (m := re.search(pattern, translation, flags)):
+                        i = m.start()
         if i < 0:
-            i = next((k for k, c in enumerate(translation) if c.isalpha()), 0)
+            i = next((k for k, c in enumerate(translation) if c.isalnum()), 0)
         return translation[:i] + marker + translation[i:]
 
     def _nplurals(self) -> int:
