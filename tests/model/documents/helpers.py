@@ -1,12 +1,18 @@
-"""Real documents built with the libraries that write them (python-docx, python-pptx, odfpy)."""
+"""Real documents built with the libraries that write them (python-docx, python-pptx, odfpy), and
+GNU gettext's ``msgfmt --check``."""
 
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import subprocess
 import zipfile
+from pathlib import Path
 
 import docx
 import pptx
+import pytest
 from odf.opendocument import OpenDocumentText
 from odf.style import Style, TextProperties
 from odf.text import H, P, Span
@@ -136,3 +142,14 @@ def lying_zip(name: str, body: bytes, declared: int) -> bytes:
     raw[local + 22 : local + 26] = fake
     raw[central + 24 : central + 28] = fake
     return bytes(raw)
+
+
+def msgfmt_check(path: Path) -> subprocess.CompletedProcess:
+    """``msgfmt --check`` on a catalog (skipped where GNU gettext is not installed, a failure in CI:
+    scripts/test.sh installs it)."""
+    exe = shutil.which("msgfmt")
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("msgfmt (GNU gettext) is not installed; scripts/test.sh installs it")
+        pytest.skip("msgfmt (GNU gettext) is not installed")
+    return subprocess.run([exe, "--check", "-o", os.devnull, str(path)], capture_output=True, text=True, timeout=60)

@@ -23,6 +23,7 @@ from tests.model.documents.helpers import (
     make_docx,
     make_odt,
     make_pptx,
+    msgfmt_check,
     read_docx,
     read_odt,
     read_pptx,
@@ -192,7 +193,7 @@ def cleared(path: Path, keep: int = 3) -> tuple[bytes, list[str]]:
     return str(po).encode(), kept
 
 
-def test_real_debian_catalog_round_trip(tmp_path, msgfmt_check):
+def test_real_debian_catalog_round_trip(tmp_path):
     original = polib.pofile(str(REAL_PO))
     assert msgfmt_check(REAL_PO).returncode == 0
     data, kept = cleared(REAL_PO)
@@ -216,7 +217,7 @@ def test_real_debian_catalog_round_trip(tmp_path, msgfmt_check):
     assert po.metadata == {**original.metadata, "Content-Type": "text/plain; charset=UTF-8"}
 
 
-def test_po_accelerators_context_plurals_and_templates(tmp_path, msgfmt_check):
+def test_po_accelerators_context_plurals_and_templates(tmp_path):
     pot = polib.POFile()
     pot.metadata = {
         "Project-Id-Version": "demo 1.0",
