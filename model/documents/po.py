@@ -56,7 +56,8 @@ class PoCatalog(Document):
                 f.write(data)
             self.po = polib.pofile(path, wrapwidth=78)
         except (OSError, ValueError, UnicodeDecodeError, LookupError) as e:
-            raise InvalidDocument(f"the file is not a valid gettext catalog: {str(e)[:200]}") from None
+            why = str(e).replace(f" {path}", "").replace(path, "the file")  # not our temporary file's name
+            raise InvalidDocument(f"the file is not a valid gettext catalog: {why[:200]}") from None
         finally:
             os.unlink(path)
         self.target = target
