@@ -3,7 +3,8 @@
 
 The request is LibreTranslate's multipart form (``file``, ``source`` — may be ``auto`` —,
 ``target``, ``api_key``); the answer is ``{"translatedFileUrl": ...}``, where the translated file
-waits for ``RENDITION_FILE_KEEP_S`` seconds (only the newest ``RENDITION_FILE_KEEP_MAX`` are kept).
+waits for ``RENDITION_FILE_KEEP_S`` seconds (only the newest ``RENDITION_FILE_KEEP_MAX`` are kept) in
+``RENDITION_FILE_DIR`` (several replicas behind one address need it on a volume they share).
 The formats and their limits are ``model.documents``; a file that is not what its extension says,
 or that is over a limit (a zip bomb, an XML entity bomb), is answered 400 or 413 naming the limit,
 in LibreTranslate's ``{"error": ...}`` shape.  The segments of a document go to the translator
@@ -13,14 +14,11 @@ routes use.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import secrets
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from fastapi import APIRouter, Depends, Request
@@ -61,47 +59,52 @@ def body_limit(settings: Settings) -> tuple[int, str]:
 # -- the translated files, waiting for download ---------------------------------------------------
 
 
-@dataclass
-class Stored:
-    path: Path
-    filename: str
-    media_type: str
-    created: float
+_FILE_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
 class FileStore:
-    """Translated files on disk for ``keep_s`` seconds, the newest ``keep_max`` of them."""
+    """Translated files on disk, ``<dir>/<id>/<filename>``, for ``keep_s`` seconds, only the newest
+    ``keep_max`` of them.  Nothing is held in memory: replicas that share the directory (a volume)
+    serve each other's downloads."""
 
     def __init__(self, directory: Path | None, keep_s: float, keep_max: int):
         self.own = directory is None
         self.dir = Path(tempfile.mkdtemp(prefix="rendition-files-")) if directory is None else directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.keep_s, self.keep_max = keep_s, keep_max
-        self.files: dict[str, Stored] = {}
 
     def _expire(self) -> None:
-        now = time.monotonic()
-        ids = sorted(self.files, key=lambda k: self.files[k].created)
-        for i, k in enumerate(ids):
-            if now - self.files[k].created > self.keep_s or i < len(ids) - self.keep_max:
-                self.files.pop(k).path.unlink(missing_ok=True)
+        entries = []
+        for d in self.dir.iterdir():
+            if _FILE_ID.fullmatch(d.name):
+                try:
+                    entries.append((d.stat().st_mtime, d))
+                except OSError:  # removed meanwhile (by another replica)
+                    pass
+        entries.sort(reverse=True)
+        now = time.time()
+        for i, (mtime, d) in enumerate(entries):
+            if i >= self.keep_max or now - mtime > self.keep_s:
+                shutil.rmtree(d, ignore_errors=True)
 
-    def put(self, data: bytes, filename: str, media_type: str) -> str:
+    def put(self, data: bytes, filename: str) -> str:
         file_id = secrets.token_urlsafe(18)
-        path = self.dir / file_id
-        path.write_bytes(data)
-        self.files[file_id] = Stored(path, filename, media_type, time.monotonic())
+        d = self.dir / file_id
+        d.mkdir()
+        (d / filename).write_bytes(data)
         self._expire()
         return file_id
 
-    def get(self, file_id: str) -> Stored | None:
+    def get(self, file_id: str) -> Path | None:
+        if not _FILE_ID.fullmatch(file_id):
+            return None
         self._expire()
-        return self.files.get(file_id)
+        try:
+            return next((self.dir / file_id).iterdir(), None)
+        except OSError:
+            return None
 
     def close(self) -> None:
-        for f in self.files.values():
-            f.path.unlink(missing_ok=True)
-        self.files.clear()
         if self.own:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -171,7 +174,28 @@ def _safe_filename(name: str) -> str:
     return _SAFE_NAME.sub("_", base)[-200:] or "file"
 
 
-@router.post("/translate_file", summary="Translate a file (LibreTranslate-compatible)")
+_FORM = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file", "source", "target"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary", "description": f"one of {', '.join(SUPPORTED)}"},
+                        "source": {"type": "string", "description": "the file's language, or auto", "example": "en"},
+                        "target": {"type": "string", "example": "fr"},
+                        "api_key": {"type": "string"},
+                    },
+                }
+            }
+        },
+    }
+}
+
+
+@router.post("/translate_file", summary="Translate a file (LibreTranslate-compatible)", openapi_extra=_FORM)
 async def translate_file(
     request: Request, state: AppState = Depends(get_state), settings: Settings = Depends(get_settings)
 ) -> dict:
@@ -179,6 +203,8 @@ async def translate_file(
     Formats: the extensions of ``GET /frontend/settings``' ``supportedFilesFormat``."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "multipart/form-data":
+        if not key_is_valid(settings, bearer_token(request)):
+            raise auth_error()
         raise APIError(415, f"send the file as multipart/form-data (not {ctype or 'no content type'!r})", kind="unsupported_media_type")
     try:
         form = await request.form(max_files=1, max_fields=20)
@@ -229,18 +255,16 @@ async def translate_file(
         out = await run_in_threadpool(doc.render, translations)
     except (DocumentError, RecursionError) as e:
         raise APIError(400, str(e), kind="invalid_file", param="file") from None
-    file_id = await asyncio.get_running_loop().run_in_executor(
-        None, file_store(request).put, out, filename, documents.media_type(filename)
-    )
+    file_id = await run_in_threadpool(file_store(request).put, out, filename)
     return {"translatedFileUrl": str(request.url_for("download_file", file_id=file_id))}
 
 
 @router.get("/download_file/{file_id}", summary="Download a translated file (LibreTranslate-compatible)")
 async def download_file(file_id: str, request: Request) -> FileResponse:
-    stored = file_store(request).get(file_id)
-    if stored is None or not os.path.exists(stored.path):
+    path = await run_in_threadpool(file_store(request).get, file_id)
+    if path is None:
         raise APIError(
             404, "no such file: it was never made, or it expired (translated files are kept for "
             f"{request.app.state.settings.file_keep_s:g} s, RENDITION_FILE_KEEP_S)", kind="not_found",
         )  # fmt: skip
-    return FileResponse(stored.path, media_type=stored.media_type, filename=stored.filename)
+    return FileResponse(path, media_type=documents.media_type(path.name), filename=path.name)

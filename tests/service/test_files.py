@@ -156,8 +156,10 @@ def test_hostile_and_wrong_files_get_a_clear_4xx(server, name, data, status, wor
 def test_form_errors_and_the_key(server):
     assert send(server, "a.txt", b"Hello.", key=None).status_code == 403
     assert send(server, "a.txt", b"Hello.", key="wrong").status_code == 403
-    r = server.http.post("/translate_file", data={"source": "en", "target": "fr", "api_key": KEY})
-    assert r.status_code == 415  # no file: not even multipart
+    auth = {"Authorization": f"Bearer {KEY}"}
+    r = server.http.post("/translate_file", data={"source": "en", "target": "fr"}, headers=auth)
+    assert r.status_code == 415 and "multipart/form-data" in r.json()["error"]  # no file: not even multipart
+    assert server.http.post("/translate_file", data={"source": "en", "target": "fr"}).status_code == 403
     r = server.http.post("/translate_file", files={"other": ("a.txt", b"x")}, data={"source": "en", "target": "fr", "api_key": KEY})
     assert r.status_code == 400 and "missing field 'file'" in r.json()["error"]
     r = send(server, "a.txt", b"Hello.", target="xx")
