@@ -15,6 +15,7 @@ and the service pass their own (``translate_segments`` runs the three steps with
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -92,7 +93,7 @@ def open_document(
             doc = cls(data, limits)
     except DocumentError:
         raise
-    except (ValueError, LookupError, TypeError, AttributeError, RecursionError, OSError, zipfile.BadZipFile) as e:
+    except (ValueError, LookupError, TypeError, AttributeError, RecursionError, OSError, zipfile.BadZipFile, zlib.error) as e:
         # whatever else a parsing library raises on a malformed file is the file's fault too
         raise InvalidDocument(f"the file could not be read as {ext}: {type(e).__name__}: {str(e)[:200]}") from None
     limits.check_segments(doc.segments)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 
 import defusedxml.ElementTree as DET
 from defusedxml import DefusedXmlException
@@ -50,7 +51,7 @@ class ZipContents:
                 try:
                     with zf.open(info) as f:
                         body = f.read(left + 1)
-                except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, EOFError) as e:
+                except (zipfile.BadZipFile, zlib.error, NotImplementedError, OSError, ValueError, EOFError) as e:
                     raise InvalidDocument(f"the {what} file is damaged (member {name!r}: {e})") from None
                 except RuntimeError as e:  # encrypted member
                     raise InvalidDocument(f"the {what} file cannot be read (member {name!r}: {e})") from None
