@@ -5,6 +5,9 @@ hostile files (a zip bomb, billion laughs, wrong content, oversize) get a 4xx na
 
 from __future__ import annotations
 
+import os
+import time
+
 import polib
 import pytest
 import srt
@@ -14,6 +17,7 @@ from model.documents import FORMATS
 from model.documents.placeholders import placeholders
 from model.segment import InputTooLong
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from service.routers.files import FileStore
 from tests.model.documents.helpers import (
     BILLION_LAUGHS,
     make_docx,
@@ -173,3 +177,21 @@ def test_a_text_the_translator_refuses_stays_as_it_was(server, shipped):
         shipped.translate([giant], "en", "fr")
     got = translated(server, "mixed.txt", f"{S1}\n\n{giant}\n\n{S2}\n".encode()).decode()
     assert got == f"{direct(shipped, S1)}\n\n{giant}\n\n{direct(shipped, S2)}\n"
+
+
+def test_file_store_keeps_the_newest_for_a_while(tmp_path):
+    store = FileStore(tmp_path, keep_s=100, keep_max=2)
+    ids = []
+    for i in range(3):
+        ids.append(store.put(f"file {i}".encode(), f"f{i}.txt"))
+        os.utime(tmp_path / ids[-1], (time.time() - 10 + i, time.time() - 10 + i))  # put in order, 1 s apart
+    store.put(b"x", "trigger.txt")  # expiry runs on every put and get
+    assert store.get(ids[0]) is None and store.get(ids[1]) is None and store.get(ids[2]).read_bytes() == b"file 2"
+    os.utime(tmp_path / ids[2], (time.time() - 101, time.time() - 101))
+    assert store.get(ids[2]) is None and not (tmp_path / ids[2]).exists()
+    assert store.get("../../etc") is None and store.get("a" * 10) is None  # not an id
+    other = FileStore(tmp_path, keep_s=100, keep_max=2)  # another replica on the same directory
+    newest = store.put(b"shared", "s.txt")
+    assert other.get(newest).read_bytes() == b"shared"
+    store.close()
+    assert tmp_path.exists()  # a configured directory is not removed
