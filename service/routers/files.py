@@ -211,8 +211,9 @@ async def translate_file(
     except Exception as e:  # multipart's parse errors (bad boundary, more than one file, too many fields)
         raise APIError(400, f"invalid multipart body: {str(e)[:200]}", kind="validation") from None
     try:
-        if not key_is_valid(settings, (form.get("api_key") if isinstance(form.get("api_key"), str) else None) or bearer_token(request)):
-            raise auth_error()
+        body_key = form.get("api_key")
+        if not key_is_valid(settings, (body_key if isinstance(body_key, str) else None) or bearer_token(request)):
+            raise auth_error()  # (an empty api_key is no key, as in LibreTranslate)
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
             raise APIError(400, "missing field 'file' (a file part of the multipart form)", kind="validation", param="file")
