@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "translate": ("model.translation.cli:main", "translate lines from stdin to stdout"),
+    "translate-file": ("model.documents.cli:main", "translate a document (.txt .html .docx .pptx .odt .po .srt)"),
     "embed": ("model.embedding.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
     "data": ("model.training.corpus.build:data_main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),
     "train": ("model.training.train:main", "train the translator"),

@@ -9,5 +9,10 @@ pip install -q --upgrade pip
 # CI: a native kernel that does not build or load is a failure (install and tests), not a skip.
 export RENDITION_REQUIRE_NATIVE=1
 pip install -q -e '.[test,train]'
+# GNU gettext's msgfmt checks the translated catalogs (tests/model/documents); install it once where missing
+if ! command -v msgfmt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends gettext
+fi
 ruff check .
 pytest -q "$@"

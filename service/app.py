@@ -43,7 +43,7 @@ from service.engines import (
 )
 from service.metrics import Metrics
 from service.middleware import ServiceMiddleware
-from service.routers import embeddings, libretranslate, system, tei, translate
+from service.routers import embeddings, files, libretranslate, system, tei, translate
 from service.scheduler import TranslationQueue
 from service.settings import Settings
 
@@ -207,6 +207,8 @@ def create_app(
         state.model_thread.shutdown(wait=True)
         if state.embedding_thread is not None:
             state.embedding_thread.shutdown(wait=True)
+        if getattr(app.state, "file_store", None) is not None:
+            app.state.file_store.close()  # translated files waiting for download
         log.info("stopped")
 
     app = FastAPI(
@@ -220,7 +222,7 @@ def create_app(
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rendition = state
-    routers = (translate.router, libretranslate.router, embeddings.router, tei.router, tei.health_router, system.router)
+    routers = (translate.router, libretranslate.router, files.router, embeddings.router, tei.router, tei.health_router, system.router)
     for r in routers:
         app.include_router(r)
     errors.install(app)
@@ -243,6 +245,7 @@ def create_app(
         known_paths=paths,
         gate=connections.Gate(state, routers),  # header count, API key and overload, before the body is read
         body_timeout_s=settings.body_timeout_s,
+        body_limits={"/translate_file": files.body_limit(settings)},
     )
     tracing.setup(app)  # OpenTelemetry, only when OTEL_EXPORTER_OTLP_ENDPOINT is set
     return app

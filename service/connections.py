@@ -132,7 +132,7 @@ def release_memory(min_interval_s: float = 1.0) -> None:
 
 # -- checks before the body is read ----------------------------------------------------------------
 
-LIBRETRANSLATE_BODY_KEY = ("/translate", "/detect")  # these routes also take api_key in the body
+LIBRETRANSLATE_BODY_KEY = ("/translate", "/detect", "/translate_file")  # these routes also take api_key in the body
 BODY_TYPES = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data", "")
 NO_BATCHER = ("/tokenize", "/decode", "/detect")  # protected, but no model queue behind them
 

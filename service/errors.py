@@ -97,6 +97,10 @@ def invalid(field: str | list, message: str, kind: str = "validation") -> APIErr
 
 
 LIBRETRANSLATE_PATHS = ("/translate", "/languages", "/detect", "/frontend/settings")
+# file translation: LibreTranslate's error shape and its 403 for a bad key; other statuses as they
+# are (413 for a file over a limit)
+LIBRETRANSLATE_FILE_PATHS = ("/translate_file", "/download_file/")
+LIBRETRANSLATE_FILE_STATUS = {401: 403}
 # LibreTranslate answers bad input with 400 and a bad key with 403 (its clients test for them)
 LIBRETRANSLATE_STATUS = {401: 403, 413: 400, 415: 400, 422: 400}
 
@@ -109,7 +113,7 @@ TEI_TYPES = {400: "Empty", 413: "Validation", 422: "Validation", 429: "Overloade
 def family(path: str) -> str:
     if path.startswith(("/v1/embeddings", "/v1/models")):
         return "openai"
-    if path in LIBRETRANSLATE_PATHS:
+    if path in LIBRETRANSLATE_PATHS or path.startswith(LIBRETRANSLATE_FILE_PATHS):
         return "libretranslate"
     if path in TEI_PATHS:
         return "tei"
@@ -140,7 +144,8 @@ def error_response(
         body = {"error": message, "error_type": TEI_TYPES.get(status, "Backend" if status >= 500 else "Validation")}
     elif fam == "libretranslate":
         body = {"error": message}
-        status = LIBRETRANSLATE_STATUS.get(status, status)
+        remap = LIBRETRANSLATE_STATUS if path in LIBRETRANSLATE_PATHS else LIBRETRANSLATE_FILE_STATUS
+        status = remap.get(status, status)
     else:
         body = {"detail": detail if detail is not None else message}
     return JSONResponse(body, status_code=status, headers=headers)

@@ -3,7 +3,8 @@
 * request id: ``X-Request-ID`` taken from the request (when sane) or generated, echoed back, and
   put on every log line of the request;
 * body limit: a body over ``max_body_bytes`` gets 413 before any route sees it (checked on
-  Content-Length and again while reading, for chunked bodies);
+  Content-Length and again while reading, for chunked bodies); routes with a limit of their own
+  (file uploads, ``body_limits``) are checked against it instead;
 * gate: ``gate(scope)`` (``service.connections.Gate``) may answer before the body is read (header
   count, API key, overload); a body that does not arrive within ``body_timeout_s`` gets 408, and
   the memory of an abandoned upload is released;
@@ -39,12 +40,14 @@ class ServiceMiddleware:
         known_paths: frozenset[str] = frozenset(),
         gate: Gate | None = None,
         body_timeout_s: float | None = None,
+        body_limits: dict[str, tuple[int, str]] | None = None,
     ):
         self.app = app
         self.gate = gate
         self.body_timeout = body_timeout_s
         self.metrics = metrics
         self.max_body = max_body_bytes
+        self.body_limits = body_limits or {}  # path -> (limit, its setting) for routes with their own (file uploads)
         self.known_paths = known_paths  # label values for the in-flight gauge (others: "unmatched")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -77,7 +80,8 @@ class ServiceMiddleware:
                 )
                 return
             try:
-                body_receive = await asyncio.wait_for(self._limited_body(scope, receive, headers), self.body_timeout)
+                limit, limit_name = self.body_limits.get(path, (self.max_body, "RENDITION_MAX_BODY_BYTES"))
+                body_receive = await asyncio.wait_for(self._limited_body(scope, receive, headers, limit), self.body_timeout)
             except asyncio.TimeoutError:
                 self.metrics.errors.labels("body_timeout").inc()
                 release_memory()
@@ -86,7 +90,7 @@ class ServiceMiddleware:
                 return
             if body_receive is None:
                 self.metrics.errors.labels("body_too_large").inc()
-                msg = f"request body larger than the limit of {self.max_body} bytes (RENDITION_MAX_BODY_BYTES)"
+                msg = f"request body larger than the limit of {limit} bytes ({limit_name})"
                 await error_response(path, 413, msg)(scope, receive, send_wrapper)
             else:
                 await self.app(scope, body_receive, send_wrapper)
@@ -110,12 +114,14 @@ class ServiceMiddleware:
             )
             request_id.reset(token)
 
-    async def _limited_body(self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]) -> Receive | None:
+    async def _limited_body(
+        self, scope: Scope, receive: Receive, headers: dict[bytes, bytes], limit: int
+    ) -> Receive | None:
         """Read the whole body (up to the limit) and return a receive() that replays it; None if too large."""
         length = headers.get(b"content-length")
         if length is not None:
             try:
-                if int(length) > self.max_body:
+                if int(length) > limit:
                     return None
             except ValueError:
                 pass
@@ -131,7 +137,7 @@ class ServiceMiddleware:
                 release_memory()
                 break
             size += len(message.get("body", b""))
-            if size > self.max_body:
+            if size > limit:
                 return None
             if not message.get("more_body", False):
                 break

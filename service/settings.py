@@ -85,6 +85,16 @@ class Settings(BaseSettings):
     # True -> returned cut, marked "truncated" (a request's own "truncate" overrides this)
     truncate_translations: bool = False
 
+    # -- document translation (POST /translate_file, service.routers.files) -------------------------
+    max_file_bytes: int = Field(10_000_000, ge=1)  # an uploaded file; 413 beyond (its request body may be 64 KiB more)
+    max_file_unpacked_bytes: int = Field(50_000_000, ge=1)  # .docx/.pptx/.odt: total size of the zip's members, unpacked
+    max_file_members: int = Field(2000, ge=1)  # .docx/.pptx/.odt: members of the zip
+    max_file_segments: int = Field(5000, ge=1)  # texts to translate (paragraphs, entries, subtitles) per file
+    max_file_chars: int = Field(200_000, ge=1)  # characters to translate per file
+    file_keep_s: float = Field(1800.0, gt=0)  # a translated file can be downloaded for this long ...
+    file_keep_max: int = Field(100, ge=1)  # ... and only the newest this many are kept
+    file_dir: Path | None = None  # where translated files wait for download; None: a temporary directory
+
     # -- auth and exposure ------------------------------------------------------------------------
     api_keys: Annotated[list[str], NoDecode] = []  # comma separated; empty: no auth
     metrics_port: int | None = Field(None, ge=1, le=65535)  # set: /metrics only on this port (same host), not the API's

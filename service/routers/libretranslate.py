@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
+from model.documents import FORMATS
 from model.language_id import LanguageDetector
 from model.translation.translator import Translation
 from service import inference
@@ -273,8 +274,8 @@ async def frontend_settings(
         "apiKeys": bool(settings.api_keys),
         "keyRequired": bool(settings.api_keys),
         "suggestions": False,
-        "filesTranslation": False,
-        "supportedFilesFormat": [],
+        "filesTranslation": True,  # POST /translate_file (service.routers.files)
+        "supportedFilesFormat": sorted(FORMATS),
         "language": {
             "source": {"code": "auto", "name": "Auto Detect"},
             "target": {"code": target, "name": LANGUAGE_NAMES.get(target, target)},

@@ -64,7 +64,7 @@ def test_replicas_stack_load_balances_with_health_checks_and_safe_retries():
     paths = create_app(Settings(models=[])).openapi()["paths"]
     posts = {path for path, ops in paths.items() if set(ops) - {"get", "head"}}  # POST, PUT, ... routes
     assert posts == {
-        "/v1/translate", "/translate", "/detect", "/v1/embeddings", "/v1/similarity",
+        "/v1/translate", "/translate", "/detect", "/translate_file", "/v1/embeddings", "/v1/similarity",
         "/", "/embed", "/similarity", "/rerank", "/tokenize", "/decode",
     }, "a new POST route: is it idempotent?"
     assert acl == posts  # every POST route is retried by the load balancer, and only those

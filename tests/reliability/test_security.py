@@ -27,8 +27,9 @@ from service import deps
 from service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
-OPEN = {"/health/live", "/health/ready", "/metrics", "/languages", "/frontend/settings", "/health"}
-LIBRETRANSLATE = {"/translate", "/detect"}  # a bad key is LibreTranslate's 403 there
+OPEN = {"/health/live", "/health/ready", "/metrics", "/languages", "/frontend/settings", "/health", "/download_file/{file_id}"}
+LIBRETRANSLATE = {"/translate", "/detect", "/translate_file"}  # a bad key is LibreTranslate's 403 there
+FILE = {"file": ("hello.txt", b"Hello.")}
 KEY = "s3cret-key-0123456789"
 BODIES = {
     "/v1/translate": {"text": "Hello", "source": "en", "target": "fr"},
@@ -52,9 +53,19 @@ def server(start_server):
 
 def call(server, method: str, path: str, headers: dict | None = None):
     path = path.replace("{model_id}", "rendition-disan")
+    if path == "/download_file/{file_id}":  # its id is the credential: made with a key, for whoever holds the URL
+        return download(server, headers)
     if method == "get":
         return server.http.get(path, headers=headers, timeout=30)
+    if path == "/translate_file":
+        return server.http.post(path, files=FILE, data={"source": "en", "target": "fr"}, headers=headers, timeout=30)
     return server.http.post(path, json=BODIES[path], headers=headers, timeout=30)
+
+
+def download(server, headers: dict | None):
+    made = server.http.post("/translate_file", files=FILE, data={"source": "en", "target": "fr"}, headers={"Authorization": f"Bearer {KEY}"})
+    assert made.status_code == 200, made.text
+    return server.http.get(made.json()["translatedFileUrl"], headers=headers, timeout=30)
 
 
 def test_every_non_health_operation_needs_the_key(server):

@@ -1,0 +1,148 @@
+"""Whole-document translation: the formats, and the steps around the translator.
+
+    doc = open_document(data, "guide.docx", Limits(), target="fr")
+    doc.render(translate_segments(doc.segments, translate))   # -> the translated .docx
+
+``open_document`` picks the format by extension (``FORMATS``) and refuses what does not parse as
+that format or is over a limit (``DocumentError``).  ``prepare`` turns a document's segments into
+the texts to send to the translator: each text once, without its outer whitespace, with its
+placeholders replaced by stand-ins (``placeholders``), and only those with a letter in them;
+``finish`` maps the translations back to one per segment (``None`` where a placeholder did not come
+back: that segment stays as it was).  The translator itself is not part of this package: the CLI
+and the service pass their own (``translate_segments`` runs the three steps with a synchronous one).
+"""
+
+from __future__ import annotations
+
+import zipfile
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from model.documents.base import (
+    Document,
+    DocumentError,
+    DocumentTooLarge,
+    InvalidDocument,
+    Limits,
+    UnsupportedFormat,
+)
+from model.documents.office import Docx, Odt, Pptx
+from model.documents.placeholders import Protected, protect, restore
+from model.documents.po import PoCatalog
+from model.documents.textfiles import Html, PlainText, Subtitles
+
+__all__ = [
+    "FORMATS",
+    "Document",
+    "DocumentError",
+    "DocumentTooLarge",
+    "InvalidDocument",
+    "Limits",
+    "Prepared",
+    "UnsupportedFormat",
+    "finish",
+    "media_type",
+    "open_document",
+    "prepare",
+    "translate_segments",
+]
+
+# extension -> (parser, media type)
+FORMATS: dict[str, tuple[type[Document], str]] = {
+    ".txt": (PlainText, "text/plain; charset=utf-8"),
+    ".html": (Html, "text/html; charset=utf-8"),
+    ".htm": (Html, "text/html; charset=utf-8"),
+    ".docx": (Docx, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+    ".pptx": (Pptx, "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
+    ".odt": (Odt, "application/vnd.oasis.opendocument.text"),
+    ".po": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
+    ".pot": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
+    ".srt": (Subtitles, "application/x-subrip; charset=utf-8"),
+}
+
+
+def extension(filename: str) -> str:
+    """The lower-case extension of ``filename``; ``UnsupportedFormat`` (naming the supported
+    ones) when no format handles it."""
+    ext = PurePath(filename).suffix.lower()
+    if ext not in FORMATS:
+        raise UnsupportedFormat(
+            f"unsupported file type {ext or '(no extension)'!r}; supported: {', '.join(FORMATS)}"
+        )
+    return ext
+
+
+def media_type(filename: str) -> str:
+    return FORMATS[extension(filename)][1]
+
+
+def open_document(
+    data: bytes, filename: str, limits: Limits, target: str | None = None, retranslate: bool = False
+) -> Document:
+    """Parse ``data`` as the format of ``filename``'s extension.  ``target``: the language the
+    document is translated into (a gettext template gets its plural rule); ``retranslate``:
+    gettext entries already translated are translated again."""
+    ext = extension(filename)
+    cls = FORMATS[ext][0]
+    try:
+        if cls is PoCatalog:
+            doc: Document = PoCatalog(data, limits, target=target, retranslate=retranslate)
+        else:
+            doc = cls(data, limits)
+    except DocumentError:
+        raise
+    except (ValueError, LookupError, TypeError, AttributeError, RecursionError, OSError, zipfile.BadZipFile, zlib.error) as e:
+        # whatever else a parsing library raises on a malformed file is the file's fault too
+        raise InvalidDocument(f"the file could not be read as {ext}: {type(e).__name__}: {str(e)[:200]}") from None
+    limits.check_segments(doc.segments)
+    return doc
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The texts to translate (``texts``), and how they map back to the segments."""
+
+    texts: list[str]
+    slots: list[tuple[int, str, str, Protected] | None]  # per segment: (text index, leading, trailing ws, protection)
+
+
+def prepare(segments: Sequence[str]) -> Prepared:
+    texts: list[str] = []
+    index: dict[str, int] = {}
+    slots: list[tuple[int, str, str, Protected] | None] = []
+    for seg in segments:
+        core = seg.strip()
+        p = protect(core) if any(c.isalpha() for c in core) else None
+        if p is None or not any(c.isalpha() for c in p.text):
+            slots.append(None)
+            continue
+        if p.text not in index:
+            index[p.text] = len(texts)
+            texts.append(p.text)
+        slots.append((index[p.text], seg[: len(seg) - len(seg.lstrip())], seg[len(seg.rstrip()) :], p))
+    return Prepared(texts, slots)
+
+
+def finish(prepared: Prepared, segments: Sequence[str], translations: Sequence[str | None]) -> list[str | None]:
+    """One translation per segment: the segment itself where there was nothing to translate (no
+    letter), ``None`` where its translation failed or lost a placeholder."""
+    out: list[str | None] = []
+    for seg, slot in zip(segments, prepared.slots, strict=True):
+        if slot is None:
+            core = seg.strip()
+            out.append(seg if not any(c.isalpha() for c in core) else None)
+            continue
+        i, lead, trail, p = slot
+        t = translations[i]
+        restored = restore(p, t.strip()) if t is not None and t.strip() else None
+        out.append(None if restored is None else lead + restored + trail)
+    return out
+
+
+def translate_segments(segments: Sequence[str], translate: Callable[[list[str]], list[str | None]]) -> list[str | None]:
+    """``prepare``, ``translate`` (a list of texts -> their translations, ``None`` for one that
+    could not be translated) and ``finish``."""
+    prepared = prepare(segments)
+    return finish(prepared, segments, translate(prepared.texts) if prepared.texts else [])

@@ -1,0 +1,140 @@
+"""``rendition translate-file``: translate a whole document with the translator in this process.
+
+    rendition translate-file guide.docx guide.fr.docx --source en --target fr
+    rendition translate-file messages.pot fr.po --source en --target fr
+
+The formats are ``model.documents.FORMATS`` (by the input's extension); the output has the input's
+format.  Each text of the document is split into sentences (``model.segment``) and all of them are
+translated together (``model.translation.cli.translate_lines``); a text the translator cannot take
+(a sentence over its input limit) or whose placeholders do not come back stays as it was, and the
+count is reported on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+from model import documents, segment
+from model.documents import DocumentError, Limits
+from model.segment import InputTooLong
+
+
+def sentence_translator(
+    translate_lines: Callable[[list[str]], list[str]], source: str
+) -> Callable[[list[str]], list[str | None]]:
+    """texts -> translations, by sentence (one call of ``translate_lines`` for all of them); a text
+    with a sentence the translator refuses (``InputTooLong``) comes back ``None``."""
+
+    def translate(texts: list[str]) -> list[str | None]:
+        docs = [segment.split(t, source) for t in texts]
+        owner = [i for i, d in enumerate(docs) for _ in d.sentences]
+        failed: set[int] = set()
+        while True:
+            todo = [k for k, i in enumerate(owner) if i not in failed]
+            sentences = [s for d in docs for s in d.sentences]
+            try:
+                done = translate_lines([sentences[k] for k in todo])
+                break
+            except InputTooLong as e:  # (1-based line of what was sent)
+                failed.add(owner[todo[e.index - 1]])
+        by_sentence = dict(zip(todo, done))
+        out: list[str | None] = []
+        k = 0
+        for i, d in enumerate(docs):
+            n = len(d.sentences)
+            out.append(None if i in failed else d.join([by_sentence[j] for j in range(k, k + n)]))
+            k += n
+        return out
+
+    return translate
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from model.translation.translator import DEFAULT_TRANSLATOR
+
+    p = argparse.ArgumentParser(prog="rendition translate-file", description=__doc__.split("\n\n")[0])
+    p.add_argument("input", type=Path, help=f"the document ({', '.join(documents.FORMATS)})")
+    p.add_argument("output", type=Path, help="where to write the translation (same format)")
+    p.add_argument("--source", "-s", required=True, help="source language code, e.g. en, or auto")
+    p.add_argument("--target", "-t", required=True, help="target language code, e.g. fr")
+    p.add_argument("--model-dir", default=str(DEFAULT_TRANSLATOR), help="model directory (default: the shipped one)")
+    p.add_argument("--beam-size", type=int, default=4)
+    p.add_argument("--max-length", type=int, default=256, help="cap on generated tokens per sentence")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads per worker")
+    p.add_argument("--workers", type=int, default=0, help="workers (default: one per core on CPU)")
+    p.add_argument("--retranslate", action="store_true", help="gettext: translate entries already translated too")
+    p.add_argument("--max-unpacked-bytes", type=int, default=Limits.max_unpacked_bytes, help=".docx/.pptx/.odt: unpacked size cap")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.beam_size < 1 or args.max_length < 1:
+        p.error("--beam-size and --max-length must be >= 1")
+    limits = Limits(
+        max_unpacked_bytes=args.max_unpacked_bytes,
+        max_segments=1 << 40,
+        max_chars=1 << 40,
+        names=("--max-unpacked-bytes", "RENDITION_MAX_FILE_MEMBERS", "segments", "characters"),
+    )
+
+    def fail(message: str) -> None:
+        print(f"rendition translate-file: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+    try:
+        data = args.input.read_bytes()
+    except OSError as e:
+        fail(f"{args.input}: {e.strerror or e}")
+    try:
+        doc = documents.open_document(data, args.input.name, limits, target=args.target, retranslate=args.retranslate)
+    except DocumentError as e:
+        fail(f"{args.input}: {e}")
+
+    import torch
+
+    from model.translation.cli import load_translator, translate_lines
+
+    cores = torch.get_num_threads()
+    torch.set_num_threads(1)
+    load_args = argparse.Namespace(
+        model_dir=args.model_dir, engine="torch", dtype="float32", device=args.device, kv_cache_dtype="auto"
+    )
+    with ExitStack() as stack:
+        try:
+            translator = load_translator(load_args, stack)
+            source = args.source
+            if source == "auto":
+                from model.language_id import LanguageDetector
+
+                sample = " ".join(doc.segments)[:5000]
+                source = LanguageDetector(translator.languages).detect(sample)[0][0] if sample.strip() else args.target
+            if source == args.target:
+                translations: list[str | None] = [None] * len(doc.segments)
+            else:
+                translator.check_pair(source, args.target)
+                translator.start_workers(args.workers, args.threads or 0, cores=cores)
+                stack.callback(translator.close)
+                lines = lambda xs: translate_lines(  # noqa: E731
+                    translator, xs, source, args.target, progress=not args.quiet,
+                    beam_size=args.beam_size, max_length=args.max_length,
+                )  # fmt: skip
+                translations = documents.translate_segments(doc.segments, sentence_translator(lines, source))
+        except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, unsupported pair
+            fail(str(e))
+    try:
+        args.output.write_bytes(doc.render(translations))
+    except OSError as e:
+        fail(f"{args.output}: {e.strerror or e}")
+    kept = sum(t is None for t, s in zip(translations, doc.segments) if any(c.isalpha() for c in s))
+    if not args.quiet or kept:
+        print(
+            f"rendition translate-file: {len(doc.segments)} texts, {kept} kept untranslated -> {args.output}",
+            file=sys.stderr,
+        )
+
+
+if __name__ == "__main__":
+    main()
