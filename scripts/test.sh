@@ -9,5 +9,6 @@ pip install -q --upgrade pip
 # CI: a native kernel that does not build or load is a failure (install and tests), not a skip.
 export RENDITION_REQUIRE_NATIVE=1
 pip install -q -e '.[test,train]'
+. scripts/install-chromium.sh           # the web page's tests drive headless Chromium (tests/service/test_ui.py)
 ruff check .
 pytest -q "$@"
