@@ -175,6 +175,7 @@ def shipped_server(start_server):
                         default_beam_size=2, default_max_length=256, truncate_translations=0)
 
 
+@pytest.mark.slow
 def test_translate_swap_copy_and_compare_in_a_browser(browser, shipped_server, tmp_path):
     from selenium.webdriver.common.keys import Keys
 
@@ -244,6 +245,7 @@ def test_translate_swap_copy_and_compare_in_a_browser(browser, shipped_server, t
         shutil.copyfile(shot, Path(target))
 
 
+@pytest.mark.slow
 def test_readable_errors_in_a_browser(browser, start_server):
     # random models; a sentence runs for >= 3 s, one at a time; one running and one queued fill the queue
     srv = start_server(max_queue=1, max_items=1, max_batch_size=1, batch_delay_ms=3000, translation_workers=1, max_body_bytes=2048)
