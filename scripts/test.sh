@@ -14,5 +14,6 @@ if ! command -v msgfmt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; th
     SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends gettext
 fi
+. scripts/install-chromium.sh           # the web page's tests drive headless Chromium (tests/service/test_ui.py)
 ruff check .
 pytest -q "$@"

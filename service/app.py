@@ -43,7 +43,7 @@ from service.engines import (
 )
 from service.metrics import Metrics
 from service.middleware import ServiceMiddleware
-from service.routers import embeddings, files, libretranslate, system, tei, translate
+from service.routers import embeddings, files, libretranslate, system, tei, translate, ui
 from service.scheduler import TranslationQueue
 from service.settings import Settings
 
@@ -222,7 +222,10 @@ def create_app(
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rendition = state
-    routers = (translate.router, libretranslate.router, files.router, embeddings.router, tei.router, tei.health_router, system.router)
+    routers = (
+        translate.router, libretranslate.router, files.router, embeddings.router, tei.router, tei.health_router, system.router,
+        ui.router,
+    )  # fmt: skip
     for r in routers:
         app.include_router(r)
     errors.install(app)

@@ -38,6 +38,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from service.deps import AppState, auth_error, key_is_valid, require_api_key
 from service.errors import APIError
+from service.routers.ui import wants_html
 from service.settings import Settings
 
 log = logging.getLogger("rendition.connections")
@@ -171,20 +172,24 @@ class Gate:
             )
         path = scope["path"]
         preflight = scope["method"] == "OPTIONS"  # a CORS preflight carries no credentials
-        if settings.api_keys and not preflight and (err := self._auth(path, headers, settings)) is not None:
+        if settings.api_keys and not preflight and (err := self._auth(scope["method"], path, headers, settings)) is not None:
             return err
         return self._overload(scope) if scope["method"] == "POST" else None
 
-    def _auth(self, path: str, headers: list[tuple[bytes, bytes]], settings: Settings) -> APIError | None:
+    def _auth(self, method: str, path: str, headers: list[tuple[bytes, bytes]], settings: Settings) -> APIError | None:
         body_key = path in LIBRETRANSLATE_BODY_KEY
         if path not in self.protected and not body_key:
             return None
-        auth, ctype = "", ""
+        auth, ctype, accept = "", "", ""
         for k, v in headers:
             if k == b"authorization":
                 auth = v.decode("latin-1")
             elif k == b"content-type":
                 ctype = v.decode("latin-1").split(";")[0].strip().lower()
+            elif k == b"accept":
+                accept = v.decode("latin-1")
+        if path == "/" and method == "GET" and wants_html(accept):
+            return None  # the web page (service.routers.ui), open like /ui; TEI's route is POST /
         scheme, _, token = auth.partition(" ")
         if key_is_valid(settings, token.strip() if scheme.lower() == "bearer" else None):
             return None

@@ -43,6 +43,9 @@ class Settings(BaseSettings):
     encoder_path: Path | None = None  # None: the shipped model (model/pretrained/encoder)
     translator_name: str = "rendition-translator"
     encoder_name: str = "rendition-disan"
+    # other names /v1/embeddings answers to, for OpenAI clients that keep their default model name:
+    # "text-embedding-3-small=rendition-disan,..." (each maps to encoder_name); empty: any other name is a 404
+    embedding_model_aliases: Annotated[dict[str, str], NoDecode] = {}
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float16 on CUDA, float32 on CPU
     kv_cache_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # translator's K/V cache; auto: = dtype
@@ -108,6 +111,21 @@ class Settings(BaseSettings):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
 
+    @field_validator("embedding_model_aliases", mode="before")
+    @classmethod
+    def _split_pairs(cls, v: object) -> object:
+        if not isinstance(v, str):
+            return v
+        pairs = {}
+        for item in (x.strip() for x in v.split(",")):
+            if not item:
+                continue
+            alias, eq, name = (p.strip() for p in item.partition("="))
+            if not eq or not alias or not name:
+                raise ValueError(f"{item!r} is not alias=model (e.g. text-embedding-3-small=rendition-disan)")
+            pairs[alias] = name
+        return pairs
+
     @field_validator("metrics_port", "metrics_token", mode="before")
     @classmethod
     def _empty_is_unset(cls, v: object) -> object:
@@ -123,6 +141,14 @@ class Settings(BaseSettings):
             raise ValueError("default_max_length must not exceed max_length_limit")
         if self.min_max_length > self.default_max_length:
             raise ValueError("min_max_length must not exceed default_max_length")
+        for alias, name in self.embedding_model_aliases.items():
+            if name != self.encoder_name:
+                raise ValueError(
+                    f"embedding_model_aliases maps {alias!r} to {name!r}, which is not the encoder ({self.encoder_name!r}, "
+                    "RENDITION_ENCODER_NAME)"
+                )
+            if alias == self.translator_name:
+                raise ValueError(f"embedding_model_aliases: {alias!r} is the translator's name (RENDITION_TRANSLATOR_NAME)")
         if self.metrics_port is not None and self.metrics_port == self.port:
             raise ValueError(f"metrics_port ({self.metrics_port}) must differ from port")
         return self

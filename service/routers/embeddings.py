@@ -29,12 +29,14 @@ from service.settings import Settings
 router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 
 
-def check_model(engine, model: str | None) -> None:
-    """``model`` may be left out or name the loaded encoder; anything else is OpenAI's 404."""
-    if model is not None and model != engine.name:
+def check_model(engine, model: str | None, aliases: dict[str, str]) -> None:
+    """``model`` may be left out, name the loaded encoder or one of its aliases
+    (``RENDITION_EMBEDDING_MODEL_ALIASES``); anything else is OpenAI's 404."""
+    if model is not None and model != engine.name and aliases.get(model) != engine.name:
+        also = f" (or its aliases: {', '.join(sorted(aliases))})" if aliases else ""
         raise APIError(
             404,
-            f"The model '{model}' does not exist; this server embeds with '{engine.name}'",
+            f"The model '{model}' does not exist; this server embeds with '{engine.name}'{also}",
             kind="model_not_found",
             param="model",
             code="model_not_found",
@@ -103,7 +105,7 @@ async def embeddings(
             param="input",
         )
     engine, _ = engine_or_503(state, "encoder")
-    check_model(engine, body.model)
+    check_model(engine, body.model, settings.embedding_model_aliases)
     texts = as_list(body.input, "input", settings, (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS"))
     if body.dimensions is not None and body.dimensions > engine.dim:
         raise invalid(

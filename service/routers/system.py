@@ -49,11 +49,21 @@ async def metrics(request: Request, state: AppState = Depends(get_state)) -> Res
 
 
 def _model_objects(state: AppState) -> list[dict]:
-    return [
+    """The loaded models, then the encoder's aliases (RENDITION_EMBEDDING_MODEL_ALIASES), each with
+    the encoder's details and ``root``: the model it names (as vLLM lists its served names)."""
+    models = [
         {"object": "model", "owned_by": "rendition", "created": 0, **engine.info()}
         for engine in (state.translator, state.encoder)
         if engine is not None
     ]
+    if state.encoder is not None:
+        encoder = models[-1]
+        models += [
+            {**encoder, "id": alias, "root": encoder["id"]}
+            for alias, name in state.settings.embedding_model_aliases.items()
+            if name == encoder["id"] and alias != encoder["id"]
+        ]
+    return models
 
 
 @router.get("/v1/models", tags=["models"], dependencies=[Depends(require_api_key)], summary="What is loaded")

@@ -76,3 +76,28 @@ def test_langchain_openai_embeddings(server, encoder, texts):
     np.testing.assert_allclose(got, encoder.encode(docs), atol=1e-5)
     query = np.array(lc.embed_query("development files of a library"), dtype=np.float32)
     np.testing.assert_allclose(query, encoder.encode(["development files of a library"])[0], atol=1e-5)
+
+
+def test_embedding_model_aliases(start_server, encoder):
+    # an OpenAI client that keeps its default model name is served when the name is an alias;
+    # any other name is still the 404 (strict by default, test_token_arrays_unknown_models_and_model_lookup)
+    srv = start_server(models="encoder", embedding_model_aliases=f"text-embedding-3-small={MODEL}, text-embedding-ada-002={MODEL}")
+    client = OpenAI(base_url=srv.url + "/v1", api_key="unused", timeout=60, max_retries=0)
+    for name in ("text-embedding-3-small", "text-embedding-ada-002", MODEL):
+        res = client.embeddings.create(input=["Hello world", "Bonjour"], model=name)
+        np.testing.assert_allclose(np.array([d.embedding for d in res.data], dtype=np.float32),
+                                   encoder.encode(["Hello world", "Bonjour"]), atol=1e-5)
+        assert res.model == MODEL  # the model that answered
+    with pytest.raises(openai.NotFoundError) as e:
+        client.embeddings.create(input="Hello", model="text-embedding-3-large")
+    assert e.value.code == "model_not_found"
+    assert "text-embedding-3-small" in e.value.body["message"] and "text-embedding-3-large" in e.value.body["message"]
+    assert [m.id for m in client.models.list()] == [MODEL, "text-embedding-3-small", "text-embedding-ada-002"]
+    alias = client.models.retrieve("text-embedding-3-small")
+    assert alias.id == "text-embedding-3-small" and alias.root == MODEL and alias.embedding_size == encoder.dim
+
+
+def test_an_alias_for_another_model_is_refused_at_start(start_server):
+    srv = start_server(wait=False, models="encoder", embedding_model_aliases="text-embedding-3-small=gpt-4")
+    assert srv.proc.wait(timeout=60) != 0
+    assert "is not the encoder ('rendition-disan', RENDITION_ENCODER_NAME)" in srv.log()
