@@ -72,7 +72,7 @@ class TorchBackend:
         return self._placed[0]
 
     def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
-        """An empty cache pool for a continuous search (``model.translation.continuous``)."""
+        """An empty cache pool for a continuous search (``model.translation.search``)."""
         return self.pool_type.for_model(self.model, beams, kv_dtype)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache | CachePool) -> Tensor:

@@ -1,7 +1,7 @@
 """A KV cache that sentences join and leave between decoding steps (continuous batching).
 
 ``model.translation.cache`` holds one search's rows, all at the same step.  A *pool* holds the rows
-of a search that never ends: ``ContinuousBeamSearch`` (``model.translation.continuous``) adds newly
+of a search that never ends: ``BeamSearch`` (``model.translation.search``) adds newly
 arrived sentences at the next step (``join``) and drops finished or cancelled ones at once
 (``select``), so each sentence — a group of ``beams`` adjacent rows — is at its own step.  With
 relative positions only the distance j - t matters, so a sentence's rows keep their own positions

@@ -18,8 +18,7 @@ import torch
 from golden import GOLDEN, SCORE_TOL, kernels_off, load, outputs  # (this directory is on sys.path)
 
 from model.translation.backends import FusedCPUBackend, TorchBackend
-from model.translation.continuous import ContinuousBeamSearch
-from model.translation.search import SearchOptions, generate_sorted
+from model.translation.search import BeamSearch, SearchOptions, generate_ids
 from model.translation.translator import Translator
 
 Runner = Callable[[list[list[int]], dict], list]
@@ -27,7 +26,7 @@ Runner = Callable[[list[list[int]], dict], list]
 
 def _native(tr: Translator) -> Runner:
     def run(ids, opts):
-        return generate_sorted(tr.backend, ids, SearchOptions(**opts), tr.max_batch_tokens)
+        return generate_ids(tr.backend, ids, SearchOptions(**opts), tr.max_batch_tokens)
 
     return run
 
@@ -37,7 +36,7 @@ def _torch(tr: Translator) -> Runner:
 
     def run(ids, opts):
         with kernels_off():
-            return generate_sorted(backend, ids, SearchOptions(**opts), tr.max_batch_tokens)
+            return generate_ids(backend, ids, SearchOptions(**opts), tr.max_batch_tokens)
 
     return run
 
@@ -48,9 +47,7 @@ def _pool(tr: Translator) -> Runner:
     def run(ids, opts):
         o = SearchOptions(**opts)
         with kernels_off():
-            if not ContinuousBeamSearch.supports(o):
-                return generate_sorted(backend, ids, o, tr.max_batch_tokens)
-            search = ContinuousBeamSearch(backend, o, capacity=len(ids))
+            search = BeamSearch(backend, o, capacity=len(ids))
             out = {}
             for i, s in enumerate(ids):  # one a step: every sentence joins a running search
                 search.add(i, s)
