@@ -310,7 +310,7 @@ class TranslationScheduler:
         now = time.perf_counter()
         w.steps += 1
         if self.observer:
-            self.observer.stepped(w.index, search.live, search.pool.batch_size, search.pool.nbytes(), now - start)
+            self.observer.stepped(w.index, search.live, search.cache.batch_size, search.cache.nbytes(), now - start)
         complete = []
         with self._cond:
             for (ticket, i), hyps in done:

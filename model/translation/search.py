@@ -10,7 +10,7 @@ is idle.  Sentences join at the next decoding step and leave as soon as they are
     search.add("b", ids_b)            # encoded and joined at the next step, next to "a"'s beams
     search.cancel("a")                # its beams leave at the next step
 
-Each sentence is a group of ``beam_size`` rows of a ``CachePool`` (``model.translation.cache_pool``)
+Each sentence is a group of ``beam_size`` rows of a ``DecoderCache`` (``model.translation.cache``)
 at its own step: it starts with one live beam (the others at -inf, so the first step expands it),
 and its result does not depend on which sentences share its steps.  ``beam_step`` is the pure core
 (fairseq's ``search.py`` shape).  The rules: GNMT length penalty lp(L) = ((5 + L) / 6) ** alpha,
@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from model.kernels import native
-from model.translation.cache_pool import CachePool
+from model.translation.cache import DecoderCache
 from model.translation.transformer import TransformerConfig
 
 NEG_INF = float("-inf")
@@ -53,9 +53,9 @@ class Seq2Seq(Protocol):
 
     def cross_states(self, mem: Tensor) -> list: ...
 
-    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool: ...
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache: ...
 
-    def decode_step(self, tokens: Tensor, cache: CachePool) -> Tensor: ...
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor: ...
 
 
 @dataclass
@@ -320,15 +320,15 @@ class BeamSearch:
     ``beam_size`` 1 is greedy search (the argmax token, or a sampled one; done at EOS)."""
 
     def __init__(self, model: Seq2Seq, opts: SearchOptions, capacity: int = 16):
-        """``capacity``: how many sentences may run at once (the pool reserves their storage)."""
+        """``capacity``: how many sentences may run at once (the cache reserves their storage)."""
         opts.validate()
         self.model, self.opts = model, opts
         self.K = opts.beam_size
         self.draws = opts.num_hypotheses if opts.sampling else 1  # independent draws per sentence
-        self.pool = model.new_pool(self.K, opts.kv_cache_dtype)
-        self.pool.reserve(capacity)
+        self.cache = model.new_cache(self.K, opts.kv_cache_dtype)
+        self.cache.reserve(capacity)
         self.device = dev = model.device
-        self.sentences: list[_Sentence] = []  # live, in pool order
+        self.sentences: list[_Sentence] = []  # live, in cache order
         self.scores = torch.zeros(0, self.K, device=dev)  # (B, K) running log-probabilities
         self.history = torch.zeros(0, self.K, 0, dtype=torch.long, device=dev)  # (B, K, width) tokens so far
         self.t = torch.zeros(0, dtype=torch.long, device=dev)  # (B,) each sentence's step
@@ -391,7 +391,7 @@ class BeamSearch:
     def _step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
         K, opts, eos = self.K, self.opts, self.model.cfg.eos_id
         Nb = len(self.sentences)
-        logits = self.model.decode_step(self.tokens, self.pool).float()  # (Nb * K, V)
+        logits = self.model.decode_step(self.tokens, self.cache).float()  # (Nb * K, V)
         self.decode_steps += 1
         V = logits.shape[-1]
         t = self.t
@@ -451,7 +451,7 @@ class BeamSearch:
         if done:  # one gather both follows the beams and drops finished sentences
             self._keep([r for r in range(Nb) if r not in set(done)], row_beams)
         else:
-            self.pool.reorder(row_beams)
+            self.cache.reorder(row_beams)
         return out
 
     def _log_probs(self, logits: Tensor, ending: Tensor, forbid: Tensor | None) -> Tensor:
@@ -527,12 +527,12 @@ class BeamSearch:
 
     # -- joining and leaving ----------------------------------------------------------------------
     def _keep(self, kept: list[int], row_beams: Tensor | None = None) -> None:
-        """Keep these sentences (pool order); ``row_beams`` (B * K,): the rows' sources this step
+        """Keep these sentences (cache order); ``row_beams`` (B * K,): the rows' sources this step
         (one gather both follows the beams and drops the others)."""
         K = self.K
         idx = torch.tensor(kept, dtype=torch.long, device=self.device)
         rows = row_beams if row_beams is not None else torch.arange(len(self.sentences) * K, device=self.device)
-        self.pool.select(rows.view(-1, K).index_select(0, idx).view(-1))
+        self.cache.select(rows.view(-1, K).index_select(0, idx).view(-1))
         self.sentences = [self.sentences[r] for r in kept]
         self.scores, self.history, self.t = self.scores[idx], self.history[idx], self.t[idx]
         self.max_lens = self.max_lens[idx]
@@ -568,7 +568,7 @@ class BeamSearch:
                 self.failed.extend((key, e) for key, _ in batch)
                 continue
             m_list = lens.tolist()
-            self.pool.join(cross, mem_mask, max(m_list))
+            self.cache.join(cross, mem_mask, max(m_list))
             b = len(batch)
             for (key, ids), m in zip(batch, m_list):
                 s = _Sentence(key, len(ids), m, float(length_penalty(m, opts.length_penalty)))
@@ -591,7 +591,7 @@ def generate_ids(
     join, shortest first, while the running ones hold at most ``max_batch_tokens`` source tokens x
     beams (at least one at a time).  n-best per source, in input order.  ``opts.should_stop`` is
     polled once per step (True: what finished so far, [] for the others); ``opts.stats`` gets
-    decode_steps and kv_cache_bytes (the pool's largest size)."""
+    decode_steps and kv_cache_bytes (the cache's largest size)."""
     opts.validate()
     search = BeamSearch(model, opts, capacity=min(len(sources), 128) or 1)
     results: list[list[Hypothesis]] = [[] for _ in sources]
@@ -608,7 +608,7 @@ def generate_ids(
             running -= cost[i]
         if search.failed:
             raise search.failed[0][1]
-        kv_bytes = max(kv_bytes, search.pool.nbytes())
+        kv_bytes = max(kv_bytes, search.cache.nbytes())
         if opts.should_stop is not None and opts.should_stop():
             break
     opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + search.decode_steps

@@ -1,4 +1,4 @@
-"""Continuous batching (``model.translation.search``, ``cache_pool``): a sentence that joins a
+"""Continuous batching (``model.translation.search``, ``cache``): a sentence that joins a
 running search mid-flight gets the result it gets alone, on every back end; cancelled sentences
 leave at the next step; storage is reused."""
 
@@ -11,7 +11,7 @@ import torch
 
 from model.kernels import native
 from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
-from model.translation.cache_pool import DensePool, ReferencePool
+from model.translation.cache import DenseCache, ReferenceCache
 from model.translation.search import BeamSearch, SearchOptions, encoder_buckets, generate
 from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import Translator
@@ -93,7 +93,7 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: s
     assert sorted(out) == list(range(len(sources)))
     for i, src in enumerate(sources):
         assert_same(out[i], alone(backend, src, opts))
-    assert search.pool.batch_size == 0
+    assert search.cache.batch_size == 0
 
 
 @pytest.mark.parametrize(
@@ -138,13 +138,13 @@ def test_a_cancelled_sentence_leaves_at_the_next_step_and_the_others_are_unchang
     for i, src in enumerate(sources):
         search.add(i, src)
     out = dict(search.step())
-    assert search.pool.batch_size == 4 * search.live
+    assert search.cache.batch_size == 4 * search.live
     live = search.live
     assert 1 in [s.key for s in search.sentences], "the sentence to cancel ended at the first step"
     search.cancel(1)
     out.update(search.step())
     assert 1 not in [s.key for s in search.sentences]
-    assert search.live <= live - 1 and search.pool.batch_size == 4 * search.live
+    assert search.live <= live - 1 and search.cache.batch_size == 4 * search.live
     while not search.idle:
         out.update(search.step())
     assert 1 not in out
@@ -160,11 +160,11 @@ def test_a_cancelled_sentence_that_has_not_joined_never_runs() -> None:
     assert search.idle and search.step() == []
 
 
-def test_the_reference_pool_reuses_the_storage_of_finished_sentences() -> None:
+def test_the_reference_cache_reuses_the_storage_of_finished_sentences() -> None:
     need(FusedCPUBackend)
     backend = FusedCPUBackend(random_model("kv", seed=7))
     search = BeamSearch(backend, SearchOptions(beam_size=4))
-    assert isinstance(search.pool, ReferencePool)
+    assert isinstance(search.cache, ReferenceCache)
     sources = random_sources(200, 96, seed=11)
     queue, out, most = list(range(len(sources))), {}, 0
     while queue or not search.idle:
@@ -172,18 +172,18 @@ def test_the_reference_pool_reuses_the_storage_of_finished_sentences() -> None:
             i = queue.pop(0)
             search.add(i, sources[i])
         out.update(search.step())
-        most = max(most, search.pool.groups)
+        most = max(most, search.cache.groups)
     assert len(out) == len(sources)
     assert most <= 32  # 200 sentences ran in storage for at most 32 (it grows by doubling from 16)
-    assert len(search.pool.free) == search.pool.groups  # everything returned
+    assert len(search.cache.free) == search.cache.groups  # everything returned
 
 
-def test_the_torch_back_end_keeps_a_dense_pool_and_bfloat16_storage_stays_dense() -> None:
+def test_the_torch_back_end_keeps_a_dense_cache_and_bfloat16_storage_stays_dense() -> None:
     m = random_model()
-    assert isinstance(TorchBackend(m).new_pool(4), DensePool)
+    assert isinstance(TorchBackend(m).new_cache(4), DenseCache)
     need(FusedCPUBackend)
-    assert isinstance(FusedCPUBackend(m).new_pool(4), ReferencePool)
-    assert isinstance(FusedCPUBackend(m).new_pool(4, torch.bfloat16), DensePool)
+    assert isinstance(FusedCPUBackend(m).new_cache(4), ReferenceCache)
+    assert isinstance(FusedCPUBackend(m).new_cache(4, torch.bfloat16), DenseCache)
 
 
 @pytest.mark.parametrize(

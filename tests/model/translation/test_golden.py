@@ -5,7 +5,7 @@ scores within ``SCORE_TOL``.
 Back ends: ``native`` (the back end ``Translator`` chooses here: the fused C kernels over a
 by-reference cache), ``torch`` (every kernel switched off: the reference ``Transformer`` and the
 torch search), and ``pool`` (the same with sentences joining a continuous search one after the
-other, over a ``DensePool``: the path a CUDA device runs).
+other, over a ``DenseCache``: the path a CUDA device runs).
 """
 
 from __future__ import annotations

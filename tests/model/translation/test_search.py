@@ -26,8 +26,8 @@ class _Cfg:
     eos_id: int = EOS
 
 
-class _ScriptPool:
-    """A cache pool (the interface ``BeamSearch`` drives) that keeps each row's tokens."""
+class _ScriptCache:
+    """A cache (the interface ``BeamSearch`` drives) that keeps each row's tokens."""
 
     def __init__(self, beams: int):
         self.beams = beams
@@ -68,8 +68,8 @@ class ScriptedModel:
     def cross_states(self, mem):
         return []
 
-    def new_pool(self, beams, kv_dtype=None):
-        return _ScriptPool(beams)
+    def new_cache(self, beams, kv_dtype=None):
+        return _ScriptCache(beams)
 
     def decode_step(self, tokens, cache):
         out = torch.full((len(cache.hist), V), -math.inf)
