@@ -58,11 +58,24 @@ from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa:
 
 # -- (b) the no-cache baseline ---------------------------------------------------------------------
 class PrefixCache:
-    """Stands in for DecoderCache: keeps the generated prefix instead of keys/values."""
+    """Stands in for DecoderCache: keeps the generated prefix instead of keys/values (every row at
+    the same step: sentences join before the first step only)."""
 
-    def __init__(self, mem: torch.Tensor, mem_mask: torch.Tensor, max_len: int):
-        self.mem, self.mem_mask, self.max_len = mem, mem_mask, max_len
-        self.prefix = torch.empty(mem.shape[0], 0, dtype=torch.long, device=mem.device)  # (N, t)
+    def __init__(self, beams: int, device: torch.device):
+        self.beams, self.device = beams, device
+        self.mem = self.mem_mask = None
+        self.prefix = torch.empty(0, 0, dtype=torch.long, device=device)  # (N, t)
+
+    def reserve(self, sentences: int) -> None:
+        pass
+
+    def join(self, cross: torch.Tensor, mem_mask: torch.Tensor, max_len: int) -> None:
+        if self.prefix.shape[1]:
+            raise NotImplementedError("the no-cache baseline takes its sentences before the first step")
+        mem, mask = cross.repeat_interleave(self.beams, 0), mem_mask.repeat_interleave(self.beams, 0)
+        self.mem = mem if self.mem is None else torch.cat([self.mem, mem])
+        self.mem_mask = mask if self.mem_mask is None else torch.cat([self.mem_mask, mask])
+        self.prefix = torch.empty(len(self.mem), 0, dtype=torch.long, device=self.device)
 
     def reorder(self, beam_idx: torch.Tensor) -> None:
         self.prefix = self.prefix.index_select(0, beam_idx)
@@ -70,26 +83,30 @@ class PrefixCache:
     def select(self, rows: torch.Tensor) -> None:
         self.prefix, self.mem, self.mem_mask = (x.index_select(0, rows) for x in (self.prefix, self.mem, self.mem_mask))
 
-    def expand(self, beams: int) -> None:
-        self.select(torch.arange(len(self.prefix), device=self.prefix.device).repeat_interleave(beams))
+    @property
+    def batch_size(self) -> int:
+        return len(self.prefix)
 
     def nbytes(self) -> int:
         return 0
 
 
 class NoCacheModel:
-    """``generate``-compatible wrapper: every step recomputes the decoder over the whole prefix."""
+    """A search back end (``model.translation.search``): every step recomputes the decoder over the
+    whole prefix."""
 
     def __init__(self, model: Transformer):
         self.model, self.cfg = model, model.cfg
+        self.device = model.embed.weight.device
 
     def encode(self, src: torch.Tensor):
         return self.model.encode(src)
 
-    def init_cache(self, mem, mem_mask, max_len, beams=1):
-        if beams > 1:
-            mem, mem_mask = mem.repeat_interleave(beams, 0), mem_mask.repeat_interleave(beams, 0)
-        return PrefixCache(mem, mem_mask, max_len)
+    def cross_states(self, mem: torch.Tensor) -> torch.Tensor:
+        return mem  # (the memory itself: the decoder runs whole)
+
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> PrefixCache:
+        return PrefixCache(beams, self.device)
 
     def decode_step(self, tokens: torch.Tensor, cache: PrefixCache) -> torch.Tensor:
         m = self.model
@@ -163,7 +180,7 @@ def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, .
     with torch.inference_mode():
         mem, mask = model.encode(src)
         mem, mask = mem.repeat_interleave(beam, 0), mask.repeat_interleave(beam, 0)
-        cache = model.init_cache(mem, mask, max(ts) + 1)
+        cache = model.init_cache(mem, mask, max(ts) + 1)  # (a DenseCache, every row at the same step)
         tok = torch.randint(10, model.cfg.vocab_size, (mem.shape[0],))
         for _ in range(max(ts) + 1):
             model.decode_step(tok, cache)
@@ -171,9 +188,7 @@ def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, .
         for t in ts:
             wall, cpu = [], []
             for _ in range(repeats):
-                cache.seq_len = t
-                for lc in cache.layers:
-                    lc.length = t
+                cache.steps.fill_(t)
                 t0, c0 = time.perf_counter(), time.process_time()
                 model.decode_step(tok, cache)
                 wall.append(time.perf_counter() - t0)
@@ -197,14 +212,16 @@ class _CacheLength:
     costs a few percent more in a longer cache (its rows lie further apart), and a difference of
     two whole searches would multiply that by (steps before the span) / (span length)."""
 
-    def __init__(self, model: Transformer, length: int = 0):
+    def __init__(self, model, length: int = 0):
         self.model, self.cfg, self.length = model, model.cfg, length
 
-    def encode(self, src):
-        return self.model.encode(src)
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)  # (encode, cross_states, device)
 
-    def init_cache(self, mem, mem_mask, max_len, beams=1, **kw):
-        return self.model.init_cache(mem, mem_mask, max(max_len, self.length), beams, **kw)
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None):
+        cache = self.model.new_cache(beams, kv_dtype)
+        cache.WIDEN = max(cache.WIDEN, self.length)  # (its first join allocates at least ``length`` positions)
+        return cache
 
     def decode_step(self, tokens, cache):
         return self.model.decode_step(tokens, cache)
@@ -290,7 +307,8 @@ def nocache_step_cost(
         for t in ts:
             wall, cpu = [], []
             for _ in range(repeats):
-                cache = nc.init_cache(mem, mask, t + 1)
+                cache = nc.new_cache(1)
+                cache.join(mem, mask, t + 1)
                 cache.prefix = torch.randint(10, model.cfg.vocab_size, (mem.shape[0], t))
                 t0, c0 = time.perf_counter(), time.process_time()
                 nc.decode_step(cache.prefix[:, -1], cache)

@@ -151,7 +151,7 @@ def measure_step_ms(
     the memory bus: a step costs more when every core runs one)."""
     import torch
 
-    from model.translation.continuous import ContinuousBeamSearch
+    from model.translation.search import BeamSearch
 
     tr, opts = _translator()
     pool = mixed_pool()
@@ -161,7 +161,7 @@ def measure_step_ms(
         torch.set_num_threads(1)  # (per thread)
         for size in sizes:
             for rnd in range(2):  # (the first round warms up)
-                search = ContinuousBeamSearch(tr.backend, opts(), capacity=max(sizes))
+                search = BeamSearch(tr.backend, opts(), capacity=max(sizes))
                 for i, ids in enumerate(tr.preprocess(rng.sample(pool, size), "fr")):
                     search.add(i, ids)
                 search.step()  # (the encoder pass and the first step)

@@ -1,7 +1,7 @@
 """CPU kernels for Shaw et al.'s relative self-attention at inference (CPU, float32, no gradients).
 
 ``rel_step_attention``: one decoding step over a by-reference KV cache.  A row's past keys and
-values are not copied when beam search reorders rows or sentences finish (``model.translation.cache.RowHistory``):
+values are not copied when beam search reorders rows or sentences finish (``model.translation.cache.ReferenceCache``):
 row r's key at position j lives in storage row ``src[r, j]``, and the kernel reads it there.  Per
 (row, head), after storing the step's own key and value in the row's storage row:
 

@@ -235,8 +235,8 @@ class FusedTransformer:
         return mem, mask[:, None, None, :]
 
     def decode_step(self, tokens: Tensor, cache: Any) -> Tensor:
-        """``Transformer.decode_step`` for a by-reference cache (``ReferenceCache``, or a
-        ``ReferencePool`` whose rows are each at their own step), in one C call: logits (N, V).
+        """``Transformer.decode_step`` for a by-reference cache (``ReferenceCache``, whose rows are
+        each at their own step), in one C call: logits (N, V).
         Call ``refresh()`` when a search starts."""
         so = kernel()
         assert so is not None and self._decoder is not None, "check usable() and refresh() first"
@@ -245,13 +245,9 @@ class FusedTransformer:
         tokens = _checked_ids(tokens, cfg.vocab_size)
         if tokens.shape != (cache.batch_size,):
             raise ValueError(f"expected {cache.batch_size} tokens (one per cache row), got shape {tuple(tokens.shape)}")
-        t, steps = cache.begin_step()  # (records every row's storage row for its position; steps: per row, or None)
+        t, steps = cache.begin_step()  # (records every row's storage row for its position; t: the largest step)
         N, D, V, F = tokens.shape[0], cfg.d_model, cfg.vocab_size, cfg.d_ff
-        if hasattr(cache, "cross_tables"):  # a ReferencePool: cross K/V in slots, each sentence's real length
-            cross, bias, cross_rows, cross_lens = cache.cross_tables()  # [(G, H, S, Dh) x 2], (G, S), (B,), (G,)
-        else:
-            cross = [(lc.cross_k, lc.cross_v) for lc in cache.layers]  # (B, H, S, Dh)
-            bias, cross_rows, cross_lens = cache.memory_bias(torch.float32), None, None  # (B, 1, 1, S)
+        cross, bias, cross_rows, cross_lens = cache.cross_tables()  # cross K/V slots [(G, H, S, Dh) x 2], (G, S), (B,), (G,)
         S = bias.shape[-1]
         caches = (native.LayerCache * len(cache.layers))(
             *(native.LayerCache(ck.data_ptr(), cv.data_ptr(), lc.self_k.data_ptr(), lc.self_v.data_ptr())
@@ -260,9 +256,9 @@ class FusedTransformer:
         src = cache.src
         x, h = torch.empty(N, D), torch.empty(N, D)
         qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
-        pos = None  # the sinusoidal row of step t, or the whole table (rows picked by steps)
+        pos = None  # the sinusoidal table (rows picked by steps)
         if model.positions is not None:
-            pos = (model.positions[t] if steps is None else model.positions).contiguous()
+            pos = model.positions.contiguous()
         args = native.DecoderStepArgs(
             weights=ctypes.pointer(self._decoder[1].struct), cache=caches, tokens=tokens.data_ptr(), src=src.data_ptr(),
             src_stride=src.stride(0), steps=native.ptr(steps), cross_rows=native.ptr(cross_rows),

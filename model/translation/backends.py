@@ -1,7 +1,7 @@
 """How a ``Transformer`` runs at inference: one back-end object per model, chosen once at load.
 
 A back end has the interface beam search drives (``model.translation.search``): ``cfg``,
-``encode(src)``, ``init_cache(mem, mem_mask, max_len, beams, kv_dtype)`` and
+``device``, ``encode(src)``, ``cross_states(mem)``, ``new_cache(beams, kv_dtype)`` and
 ``decode_step(tokens, cache)``.  All compute the same functions (the tests compare them):
 
 * ``TorchBackend`` ("torch"): the reference model itself, ``Transformer`` as written, with a
@@ -27,7 +27,6 @@ from torch import Tensor
 from model.kernels import attention as attention_kernels
 from model.kernels.fused_cpu import FusedTransformer
 from model.translation.cache import DecoderCache, DenseCache, ReferenceCache
-from model.translation.cache_pool import CachePool, DensePool, ReferencePool
 from model.translation.transformer import Transformer, TransformerConfig
 
 
@@ -36,7 +35,6 @@ class TorchBackend:
 
     name = "torch"
     cache_type: type[DecoderCache] = DenseCache
-    pool_type: type[CachePool] = DensePool
 
     def __init__(self, model: Transformer):
         self.model = model
@@ -59,11 +57,6 @@ class TorchBackend:
         self._check_placement()
         return self.model.encode(src)
 
-    def init_cache(
-        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
-    ) -> DecoderCache:
-        return self.model.init_cache(mem, mem_mask, max_len, beams, kv_dtype, cache_type=self.cache_type)
-
     def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
         return self.model.cross_states(mem)
 
@@ -71,11 +64,19 @@ class TorchBackend:
     def device(self) -> torch.device:
         return self._placed[0]
 
-    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
-        """An empty cache pool for a continuous search (``model.translation.continuous``)."""
-        return self.pool_type.for_model(self.model, beams, kv_dtype)
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
+        """An empty cache for a search (``model.translation.search``) with ``beams`` rows per sentence."""
+        return self.cache_type.for_model(self.model, beams, kv_dtype)
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache | CachePool) -> Tensor:
+    def init_cache(
+        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
+    ) -> DecoderCache:
+        """A cache holding these encoded sentences (``beams`` rows each, at step 0)."""
+        cache = self.new_cache(beams, kv_dtype)
+        cache.join(self.cross_states(mem), mem_mask, max_len)
+        return cache
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         return self.model.decode_step(tokens, cache)
 
     def __repr__(self) -> str:
@@ -86,25 +87,17 @@ class _CPUBackend(TorchBackend):
     """CPU float32 inference with the native kernels: keys and values kept by reference."""
 
     cache_type = ReferenceCache
-    pool_type = ReferencePool
 
     def _check_placement(self) -> None:
         super()._check_placement()
         if self.model.training:
             raise RuntimeError(f"the {self.name} back end serves inference only (the model is in training mode)")
 
-    def init_cache(
-        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
-    ) -> DecoderCache:
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
         # The step kernel stores float32 or float16 K/V; other storage (bfloat16) is kept dense and
         # stepped by the reference.
         by_reference = kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES
-        cache_type = self.cache_type if by_reference else DenseCache
-        return self.model.init_cache(mem, mem_mask, max_len, beams, kv_dtype, cache_type=cache_type)
-
-    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
-        by_reference = kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES
-        return (self.pool_type if by_reference else DensePool).for_model(self.model, beams, kv_dtype)
+        return (self.cache_type if by_reference else DenseCache).for_model(self.model, beams, kv_dtype)
 
 
 class AttentionKernelBackend(_CPUBackend):
@@ -154,18 +147,12 @@ class FusedCPUBackend(_CPUBackend):
         self._check_placement()
         return self.fused.encode(src)
 
-    def init_cache(
-        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
-    ) -> DecoderCache:
-        self.fused.refresh()  # (the steps of this search read the weights as they are now)
-        return super().init_cache(mem, mem_mask, max_len, beams, kv_dtype)
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
+        self.fused.refresh()  # (the cache's steps read the weights as they are now)
+        return super().new_cache(beams, kv_dtype)
 
-    def new_pool(self, beams: int, kv_dtype: torch.dtype | None = None) -> CachePool:
-        self.fused.refresh()  # (the pool's steps read the weights as they are now)
-        return super().new_pool(beams, kv_dtype)
-
-    def decode_step(self, tokens: Tensor, cache: DecoderCache | CachePool) -> Tensor:
-        if isinstance(cache, (ReferenceCache, ReferencePool)):
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        if isinstance(cache, ReferenceCache):
             return self.fused.decode_step(tokens, cache)
         return self.model.decode_step(tokens, cache)  # (a dense cache: bfloat16 K/V storage)
 

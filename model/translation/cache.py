@@ -1,40 +1,43 @@
-"""Typed KV cache for incremental decoding with relative position representations.
+"""Typed KV cache for incremental decoding with relative position representations, which
+sentences join and leave between decoding steps (continuous batching).
 
-Per decoder layer: self-attention K/V preallocated for the maximum length and filled step by
-step, plus cross-attention K/V computed once from the encoder output.  The relative position
-index for the query at step t is clip(j - t, k) + k for j <= t; it is one precomputed row,
-sliced per step, so the relative part of a step costs O(k * d) (q @ w^K^T and buckets @ w^V)
-plus an O(t) gather, never building a table per step.
+Rows are sentences x ``beams`` (the beams of a sentence adjacent).  ``BeamSearch``
+(``model.translation.search``) adds newly arrived sentences at the next step (``join``) and drops
+finished or cancelled ones at once (``select``), so each sentence is at its own step.  With relative
+positions only the distance j - t matters, so a sentence's rows keep their own positions 0, 1, ... t
+and the attention of a step takes each row's own t (``steps``, one per row); a sentence's result is
+the same whichever sentences share its steps.  ``reorder(beam_idx)`` follows beam search (beams move
+within their sentence).
 
-Rows are sentences x beams (N = B * beams, the beams of a sentence adjacent).  The
-cross-attention K/V are kept once per *sentence* (B rows), not per beam: a decoding step attends
-with the sentence's beams as the query rows of one product, so the encoder states are read once
-per sentence and never copied per beam.  ``reorder(beam_idx)`` follows beam search (beams move
-within their sentence, so the cross-attention K/V do not move); ``select(rows)`` shrinks the
-batch when sentences finish (whole sentences: rows come in groups of ``beams``).
+Cross-attention keys and values are computed once per sentence and kept once per sentence, not per
+beam: a decoding step attends with the sentence's beams as the query rows of one product.
+Self-attention storage grows to the longest output any sentence in the cache may reach.
 
-Two storage strategies, one class each behind the interface of ``DecoderCache`` /
-``LayerCache`` (``self_attention``, ``reorder``, ``select``, ``expand``, ``nbytes``):
+One class per storage strategy, behind the interface of ``DecoderCache`` (``join``, ``select``,
+``reorder``, ``advance``, ``positions``, ``nbytes``; transformers' ``cache_utils`` has the same shape):
 
-* ``DenseCache`` (any device, the torch reference): row r's past is in storage row r;
-  ``reorder`` and ``select`` copy the filled part of the rows that move;
-* ``ReferenceCache`` (``RowHistory``; CPU float32 inference with the C kernel of
-  ``model.kernels.attention``): every live row writes its new K/V into its own storage row
-  (``slots``), and ``src[r, j]`` names the storage row that holds row r's position j.  Beam
-  search then moves rows by permuting that (N, max_len) index table: no K/V is ever copied, and a
-  finished sentence's storage is simply no longer referenced.  Every ``COMPACT_EVERY`` steps,
-  ``compact`` copies the past that all beams of a sentence share (most of it, soon) into the
-  sentence's first storage row, once per position, so that the step kernel reads it as one
-  contiguous run, and once for all beams.
+* ``DenseCache`` (any device, the torch reference; ``Transformer.decode_step``): row r's past in
+  storage row r; a step attends over every position up to the largest step, masked per row, with
+  each row's own relative index; the cross K/V as one (B, H, S, Dh) tensor padded to the longest
+  source (a joiner is appended, ``select`` gathers and trims);
+* ``ReferenceCache`` (CPU float32/float16 storage, the C kernels of ``model.kernels``): storage rows
+  come in groups of ``beams``, and ``src[r, j]`` names the storage row holding row r's position j:
+  beam search moves rows by permuting that (N, max_len) index table (no K/V is copied), a finished
+  sentence's group goes back to the free list, and every ``COMPACT_EVERY`` reorders the past that
+  all beams of a sentence share is copied into the group's first storage row, so that the step
+  kernel reads it as one contiguous run, once for all beams.  The cross K/V sit in per-sentence
+  slots (row g of (groups, H, S, Dh), g the sentence's storage group), which the fused step kernel
+  reads through ``cross_rows`` over each sentence's real tokens only (``cross_lens``): joins and
+  leaves move nobody else's.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from model.kernels import attention as attention_kernels
@@ -50,350 +53,454 @@ class MultiHeadAttention(Protocol):
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, rel_idx: Tensor | None) -> Tensor: ...
 
+
 COMPACT_EVERY = 8  # by-reference beam search: steps between compactions of the shared past
 
 
-@dataclass
-class RowHistory:
-    """By-reference K/V (shared by all layers): where each live row writes, and where its past is."""
 
-    slots: Tensor  # (N,) int64: storage row each live row writes its K/V to (distinct)
-    src: Tensor  # (N, max_len) int64: src[r, j] = storage row holding row r's position j
-    compacted: int = 0  # positions below this are in their sentence's first storage row (compact)
-    beams: int = 1  # rows per sentence (adjacent)
+def _pad_cat(old: Tensor | None, new: Tensor, dim: int, fill: float | bool = 0) -> Tensor:
+    """old and new padded with ``fill`` to the same size along ``dim``, then concatenated along 0."""
+    if old is None or old.shape[0] == 0:
+        return new.contiguous()
+    width = max(old.shape[dim], new.shape[dim])
 
-    @classmethod
-    def start(cls, n: int, max_len: int, device: torch.device, beams: int = 1) -> RowHistory:
-        return cls(torch.arange(n, device=device), torch.empty(n, max_len, dtype=torch.long, device=device), beams=beams)
+    def pad(x: Tensor) -> Tensor:
+        missing = width - x.shape[dim]
+        if not missing:
+            return x
+        spec = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, missing]
+        return F.pad(x, spec, value=fill)
+
+    return torch.cat([pad(old), pad(new)], 0)
 
 
-# -- one decoder layer --------------------------------------------------------------------------------
-@dataclass
-class LayerCache(ABC):
-    """One decoder layer's keys and values: the self-attention's, filled step by step, and the
-    cross-attention's, computed once per sentence."""
+class LayerCache:
+    """One decoder layer's keys and values: what ``DecoderLayer.step`` uses (``qkv``, ``cross_k``,
+    ``cross_v``, ``self_attention``) and the self-attention storage."""
 
-    self_k: Tensor  # (N, H, max_len, Dh); by reference: (storage rows, H, max_len, Dh)
-    self_v: Tensor  # (N, H, max_len, Dh)
-    cross_k: Tensor  # (B, H, S, Dh), one row per sentence
-    cross_v: Tensor  # (B, H, S, Dh)
-    qkv: tuple[Tensor, Tensor] | None = None  # the layer's fused Q/K/V weight (3D, D) and bias, for the steps
-    length: int = 0
+    def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor], index: int = 0):
+        self.cache = cache
+        self.qkv = qkv  # the layer's fused Q/K/V weight (3D, D) and bias, for the steps
+        self.index = index  # (the layer's place in the decoder)
+        self.self_k: Tensor | None = None  # DenseCache: (N, H, T, Dh); ReferenceCache: (storage rows, H, T, Dh)
+        self.self_v: Tensor | None = None
 
-    @classmethod
-    def allocate(
-        cls,
-        n: int,
-        heads: int,
-        max_len: int,
-        head_dim: int,
-        cross_k: Tensor,
-        cross_v: Tensor,
-        qkv: tuple[Tensor, Tensor] | None = None,
-        kv_dtype: torch.dtype | None = None,
-    ) -> LayerCache:
-        """Self-attention K/V storage of ``kv_dtype`` (default: the cross-attention's, i.e. the
-        model's); a narrower one (float16) halves the memory a step reads and is read back
-        converted to the computing dtype."""
-        shape = (n, heads, max_len, head_dim)
-        dtype = kv_dtype or cross_k.dtype
-        return cls(cross_k.new_empty(shape, dtype=dtype), cross_k.new_empty(shape, dtype=dtype), cross_k, cross_v, qkv)
-
-    @abstractmethod
     def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention, rel_idx: Tensor | None) -> Tensor:
-        """Store this step's k, v (N, H, 1, Dh) and attend q (N, H, 1, Dh) over the past: (N, H, 1, Dh)."""
-
-    @abstractmethod
-    def select(self, rows: Tensor, sentences: Tensor) -> None:
-        """Keep these rows (in this order) and these sentences' cross K/V."""
-
-    @abstractmethod
-    def expand(self, beams: int) -> None:
-        """Every row becomes ``beams`` adjacent rows with its past."""
-
-    def _select_cross(self, sentences: Tensor) -> None:
-        self.cross_k = self.cross_k.index_select(0, sentences)
-        self.cross_v = self.cross_v.index_select(0, sentences)
-
-    def _expanded(self, beams: int, fill) -> None:
-        """New self-attention storage with ``beams`` rows per old row; ``fill(new, old, t)`` copies the past."""
-        t = self.length
-        for name in ("self_k", "self_v"):
-            old = getattr(self, name)
-            new = old.new_empty((len(old) * beams, *old.shape[1:]))
-            if t:
-                fill(new, old, t)
-            setattr(self, name, new)
+        """Store this step's k, v (N, H, 1, Dh) at each row's own step and attend q over its past."""
+        return self.cache.attend(self, q, k, v, attn)
 
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v, self.cross_k, self.cross_v))
+        return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v) if t is not None)
 
 
-@dataclass
-class DenseLayerCache(LayerCache):
-    """Row r's past in storage row r (any device)."""
+class DenseLayer(LayerCache):
+    """A ``DenseCache`` layer: the live sentences' cross-attention K/V (B, H, S, Dh)."""
 
-    def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Append k, v (N, H, 1, Dh); return all keys and values so far (N, H, t+1, Dh)."""
-        t = self.length
-        self.self_k[:, :, t : t + 1] = k
-        self.self_v[:, :, t : t + 1] = v
-        self.length = t + 1
-        return self.self_k[:, :, : t + 1].to(k.dtype), self.self_v[:, :, : t + 1].to(v.dtype)
+    def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor], index: int = 0):
+        super().__init__(cache, qkv, index)
+        self.cross_k: Tensor | None = None
+        self.cross_v: Tensor | None = None
 
-    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention, rel_idx: Tensor | None) -> Tensor:
-        k_all, v_all = self.update(k, v)  # (N, H, t+1, Dh)
-        return attn.attend(q, k_all, v_all, None, rel_idx)
-
-    def reorder(self, rows: Tensor, sources: Tensor) -> None:
-        """Row rows[i] takes the past of row sources[i]; every other row keeps its own.  Only the
-        moved rows' filled part is read and written (beam search moves under half the rows a
-        step), and the gather completes before the scatter, so a row that is both a source and
-        overwritten is read first."""
-        t = self.length
-        for buf in (self.self_k, self.self_v):
-            part = buf[:, :, :t]  # (N, H, t, Dh) view of the filled part
-            part.index_copy_(0, rows, part.index_select(0, sources))
-
-    def select(self, rows: Tensor, sentences: Tensor) -> None:
-        """Only the filled part of the self-attention K/V is copied."""
-        t = self.length
-        for name in ("self_k", "self_v"):
-            old = getattr(self, name)
-            new = old.new_empty((len(rows), *old.shape[1:]))
-            if t:
-                torch.index_select(old[:, :, :t], 0, rows, out=new[:, :, :t])
-            setattr(self, name, new)
-        self._select_cross(sentences)
-
-    def expand(self, beams: int) -> None:
-        """Only the filled part is copied."""
-
-        def fill(new: Tensor, old: Tensor, t: int) -> None:
-            new[:, :, :t] = old[:, :, :t].repeat_interleave(beams, 0)
-
-        self._expanded(beams, fill)
+    def nbytes(self) -> int:
+        cross = sum(t.numel() * t.element_size() for t in (self.cross_k, self.cross_v) if t is not None)
+        return super().nbytes() + cross
 
 
-@dataclass
-class ReferenceLayerCache(LayerCache):
-    """Row r's position j in storage row ``history.src[r, j]`` (see the module docstring)."""
+class ReferenceLayer(LayerCache):
+    """A ``ReferenceCache`` layer: its cross-attention K/V live in the cache's slots; ``cross_k`` /
+    ``cross_v`` gather the live sentences' (for the torch step; the fused step reads the slots)."""
 
-    history: RowHistory | None = None  # shared by the layers of a ReferenceCache
+    @property
+    def cross_k(self) -> Tensor:
+        return self.cache.gathered_cross(self.index)[0]
 
-    def next_position(self) -> int:
-        """Take the next position t, recording each row's storage row for it; the step's K/V are
-        stored there by the kernel of ``model.kernels.attention``."""
-        h = self.history
-        t = self.length
-        h.src[:, t] = h.slots  # (the same for every layer)
-        self.length = t + 1
-        return t
-
-    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention, rel_idx: Tensor | None) -> Tensor:
-        """The C kernel stores k, v and reads each row's past where it lies."""
-        t = self.next_position()
-        rk = attn.rel_k if attn.k is not None else None
-        rv = attn.rel_v if attn.k is not None else None
-        h = self.history
-        return attention_kernels.rel_step_attention(
-            q, k, v, self.self_k, self.self_v, h.src, t, rk, rv, attn.k or 0, attn.head_dim**-0.5, h.beams
-        )  # (N, H, 1, Dh)
-
-    def select(self, rows: Tensor, sentences: Tensor) -> None:
-        """Nothing moves but the cross K/V (``ReferenceCache.select`` moves the history)."""
-        self._select_cross(sentences)
-
-    def expand(self, beams: int) -> None:
-        """Storage row s moves to row s * beams; the other new rows start empty."""
-
-        def fill(new: Tensor, old: Tensor, t: int) -> None:
-            new.view(len(old), beams, *old.shape[1:])[:, 0, :, :t] = old[:, :, :t]
-
-        self._expanded(beams, fill)
+    @property
+    def cross_v(self) -> Tensor:
+        return self.cache.gathered_cross(self.index)[1]
 
 
-# -- the whole decoder ----------------------------------------------------------------------------------
 class DecoderCache(ABC):
-    """The decoder's cache for rows = sentences x beams: one ``layer_type`` per layer, the memory
-    mask, the step counter and the relative-position row.  ``reorder`` / ``select`` / ``expand``
-    follow beam search; how the K/V move is the subclass's storage strategy."""
+    """Rows = sentences x ``beams`` (beams adjacent), each sentence at its own step ``steps``."""
 
-    layer_type: ClassVar[type[LayerCache]]
+    layer_type: type[LayerCache]
 
-    def __init__(self, layers: list[LayerCache], mem_mask: Tensor, max_len: int, k: int | None, beams: int = 1):
-        self.layers = layers
-        self.mem_mask = mem_mask  # (B, 1, 1, S), one row per sentence
-        self._mem_bias: Tensor | None = None
-        self.beams = beams  # rows per sentence
-        self.max_len = max_len
-        self.seq_len = 0
-        self.k = k
-        if k is not None:
-            # clip(d, k) + k for d = -(max_len-1) .. 0; step t uses the last t+1 entries.
-            d = torch.arange(-(max_len - 1), 1, device=mem_mask.device)
-            self._rel_row = (d.clamp(-k, k) + k).unsqueeze(0)  # (1, max_len)
+    WIDEN = 64  # storage positions grow in steps of this many
 
-    @classmethod
-    def allocate(
-        cls,
-        cross: list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]],
-        mem_mask: Tensor,
+    def __init__(
+        self,
+        qkv: list[tuple[Tensor, Tensor]],
         heads: int,
-        max_len: int,
         head_dim: int,
         k: int | None,
-        beams: int = 1,
-        kv_dtype: torch.dtype | None = None,
-    ) -> DecoderCache:
-        """A cache with per layer (cross K, cross V, fused Q/K/V weights) from ``cross``."""
-        n = mem_mask.shape[0] * beams
-        layers = [cls.layer_type.allocate(n, heads, max_len, head_dim, ck, cv, qkv, kv_dtype) for ck, cv, qkv in cross]
-        return cls(layers, mem_mask, max_len, k, beams)
+        beams: int,
+        kv_dtype: torch.dtype,
+        device: torch.device,
+    ):
+        self.layers = [self.layer_type(self, w, i) for i, w in enumerate(qkv)]
+        self.heads, self.head_dim, self.k, self.beams = heads, head_dim, k, beams
+        self.kv_dtype = kv_dtype
+        self.device = device
+        self._mem_bias: Tensor | None = None
+        self.steps = torch.zeros(0, dtype=torch.long, device=device)  # (N,) each row's step
+        self.max_len = 0  # storage positions per row
 
-    def positions(self) -> int:
-        """The step every row is at (the position of this step's token); refuses a full cache."""
-        if self.seq_len >= self.max_len:
-            raise RuntimeError(f"cache is full ({self.max_len} steps)")
-        return self.seq_len
+    @classmethod
+    def for_model(cls, model, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
+        """An empty cache for ``model`` (a ``Transformer``), storing self-attention K/V as ``kv_dtype``
+        (default: the model's dtype)."""
+        cfg = model.cfg
+        w = model.embed.weight
+        qkv = [layer.self_attn.fused_qkv() for layer in model.decoder_layers]
+        k = cfg.max_relative_position if cfg.relative_positions else None
+        return cls(qkv, cfg.n_heads, cfg.head_dim, k, beams, kv_dtype or w.dtype, w.device)
 
-    def step_relative_index(self) -> Tensor | None:
-        if self.k is None:
-            return None
-        return self._rel_row[:, self.max_len - 1 - self.seq_len :]  # (1, t+1)
+    # -- sentences join and leave ---------------------------------------------------------------------
+    def join(self, cross: list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]], mem_mask: Tensor, max_len: int) -> None:
+        """Add b sentences (``beams`` rows each, at step 0) after the present ones: ``cross`` per
+        layer their cross-attention K/V (b, H, S', Dh) (``Transformer.cross_states``), mem_mask
+        (b, 1, 1, S'), max_len the most steps any of them may take."""
+        n = mem_mask.shape[0] * self.beams
+        for layer, (_, _, qkv) in zip(self.layers, cross):
+            layer.qkv = qkv
+        self._mem_bias = None
+        self.steps = torch.cat([self.steps, self.steps.new_zeros(n)])
+        if max_len > self.max_len:  # (in steps of WIDEN positions: storage is copied when it widens)
+            self._widen(-(-max_len // self.WIDEN) * self.WIDEN)
+        self._add_rows(n)
+        self._join_cross([(ck, cv) for ck, cv, _ in cross], mem_mask)
 
-    def advance(self) -> None:
-        self.seq_len += 1
+    @abstractmethod
+    def _join_cross(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor) -> None:
+        """Keep the cross-attention K/V of the sentences that join (after ``_add_rows``)."""
+
+    def select(self, rows: Tensor) -> None:
+        """Keep only these rows, in whole sentences (groups of ``beams`` rows of one sentence, in
+        any order within the group)."""
+        sentences = rows.view(-1, self.beams)[:, 0] // self.beams
+        self._mem_bias = None
+        self._select_cross(sentences)
+        self._select_rows(rows, sentences)
+        self.steps = self.steps.index_select(0, rows)
+
+    @abstractmethod
+    def _select_cross(self, sentences: Tensor) -> None:
+        """Keep only these sentences' cross-attention K/V."""
+
+    def reserve(self, sentences: int) -> None:  # noqa: B027 (a hint; most storage ignores it)
+        """A hint: this many sentences may run at once (storage that grows by copying reserves it)."""
 
     @abstractmethod
     def reorder(self, beam_idx: Tensor) -> None:
         """Beam search: row i takes the past of row beam_idx[i] (same sentence)."""
 
-    def expand(self, beams: int) -> None:
-        """One row per sentence becomes ``beams`` adjacent rows sharing its past (beam search
-        runs its first step once per sentence, then expands)."""
-        assert self.beams == 1, "expand a cache with one row per sentence"
-        for layer in self.layers:
-            layer.expand(beams)
-        self.beams = beams
+    @abstractmethod
+    def attend(self, layer: LayerCache, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
+        """A layer's step self-attention (N, H, 1, Dh), each row at its own step."""
 
-    def select(self, rows: Tensor) -> None:
-        """Keep only these rows (finished sentences drop out).  With beams > 1, rows come in
-        whole sentences: groups of ``beams`` rows of one sentence (in any order within a group)."""
-        sentences = self._sentences(rows)
-        for layer in self.layers:
-            layer.select(rows, sentences)
-        self.mem_mask = self.mem_mask.index_select(0, sentences)
-        self._mem_bias = None
+    @abstractmethod
+    def _widen(self, max_len: int) -> None:
+        """Storage for ``max_len`` positions per row (the filled part kept)."""
 
-    def _sentences(self, rows: Tensor) -> Tensor:
-        return rows if self.beams == 1 else rows.view(-1, self.beams)[:, 0] // self.beams
+    @abstractmethod
+    def _add_rows(self, n: int) -> None:
+        """Storage for n new rows at the end."""
+
+    @abstractmethod
+    def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
+        """The storage part of ``select`` (``self.steps`` still the old rows')."""
+
+    # -- a step ------------------------------------------------------------------------------------
+    def positions(self) -> Tensor:
+        """(N,) each row's step (the position of its token this step); refuses a full row."""
+        if len(self.steps) and int(self.steps.max()) >= self.max_len:
+            raise RuntimeError(f"a row of the cache is full ({self.max_len} steps)")
+        return self.steps
+
+    def step_relative_index(self) -> None:
+        return None  # (one per row: ``attend`` builds it)
+
+    def advance(self) -> None:
+        self.steps += 1
 
     def memory_bias(self, dtype: torch.dtype) -> Tensor:
-        """(B, 1, 1, S) additive cross-attention bias: 0 for source tokens, the dtype's most
-        negative number for padding; built once per batch of sentences, not per step."""
+        """(B, 1, 1, S) additive cross-attention bias (0, or the dtype's most negative number)."""
         if self._mem_bias is None or self._mem_bias.dtype != dtype:
-            bias = torch.zeros(self.mem_mask.shape, dtype=dtype, device=self.mem_mask.device)
+            bias = torch.zeros(self.mem_mask.shape, dtype=dtype, device=self.device)
             self._mem_bias = bias.masked_fill_(~self.mem_mask, torch.finfo(dtype).min)
         return self._mem_bias
 
     @property
     def batch_size(self) -> int:
         """Rows (sentences x beams)."""
-        return self.mem_mask.shape[0] * self.beams
+        return len(self.steps)
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)
 
+    def _storage(self, rows: int, max_len: int) -> Tensor:
+        return torch.zeros(rows, self.heads, max_len, self.head_dim, dtype=self.kv_dtype, device=self.device)
+
 
 class DenseCache(DecoderCache):
-    """Row r's past in storage row r: rows that move are copied (any device)."""
+    """Row r's past in storage row r (any device): the torch reference."""
 
-    layer_type = DenseLayerCache
+    layer_type = DenseLayer
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.mem_mask = torch.zeros(0, 1, 1, 0, dtype=torch.bool, device=self.device)  # (B, 1, 1, S)
+
+    def _join_cross(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor) -> None:
+        """Cross-attention K/V of the sentences that join (after ``_add_rows``): appended, the
+        cache's padded to the longest source."""
+        for layer, (ck, cv) in zip(self.layers, cross):
+            layer.cross_k = _pad_cat(layer.cross_k, ck, 2)
+            layer.cross_v = _pad_cat(layer.cross_v, cv, 2)
+        self.mem_mask = _pad_cat(self.mem_mask, mem_mask, 3, False)
+
+    def _select_cross(self, sentences: Tensor) -> None:
+        """The kept sentences' cross-attention K/V, trimmed to the longest kept source."""
+        mask = self.mem_mask.index_select(0, sentences)
+        used = int(mask.flatten(1).any(0).nonzero().max()) + 1 if mask.numel() and mask.any() else 0
+        self.mem_mask = mask[..., :used].contiguous()
+        for layer in self.layers:
+            layer.cross_k = layer.cross_k[:, :, :used].index_select(0, sentences)
+            layer.cross_v = layer.cross_v[:, :, :used].index_select(0, sentences)
+
+    def _widen(self, max_len: int) -> None:
+        for layer in self.layers:
+            for name in ("self_k", "self_v"):
+                old = getattr(layer, name)
+                new = self._storage(0 if old is None else len(old), max_len)
+                if old is not None:
+                    new[:, :, : old.shape[2]] = old
+                setattr(layer, name, new)
+        self.max_len = max_len
+
+    def _add_rows(self, n: int) -> None:
+        for layer in self.layers:
+            layer.self_k = torch.cat([layer.self_k, self._storage(n, self.max_len)])
+            layer.self_v = torch.cat([layer.self_v, self._storage(n, self.max_len)])
+
+    def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
+        for layer in self.layers:
+            layer.self_k = layer.self_k.index_select(0, rows)
+            layer.self_v = layer.self_v.index_select(0, rows)
 
     def reorder(self, beam_idx: Tensor) -> None:
+        """Only the moved rows' filled part is copied (gathered before it is scattered)."""
         moved = (beam_idx != torch.arange(len(beam_idx), device=beam_idx.device)).nonzero().flatten()
         if moved.numel() == 0:
             return
         sources = beam_idx.index_select(0, moved)
+        t = int(self.steps.max())
         for layer in self.layers:
-            layer.reorder(moved, sources)
+            for buf in (layer.self_k, layer.self_v):
+                part = buf[:, :, :t]
+                part.index_copy_(0, moved, part.index_select(0, sources))
+
+    def attend(self, layer: LayerCache, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
+        """Every row over positions 0 .. max step, masked beyond its own step; relative index
+        clip(j - t_r, k) + k per row.  Storage is zero-initialised, so masked positions hold finite
+        numbers that get weight 0."""
+        steps = self.steps
+        rows = torch.arange(len(steps), device=steps.device)
+        layer.self_k[rows, :, steps] = k[:, :, 0].to(layer.self_k.dtype)
+        layer.self_v[rows, :, steps] = v[:, :, 0].to(layer.self_v.dtype)
+        T = int(steps.max()) + 1
+        j = torch.arange(T, device=steps.device)
+        d = j.unsqueeze(0) - steps.unsqueeze(1)  # (N, T): j - t_r
+        mask = (d <= 0)[:, None, None, :]  # (N, 1, 1, T)
+        rel = (d.clamp(-attn.k, attn.k) + attn.k)[:, None, None, :] if attn.k is not None else None
+        k_all, v_all = layer.self_k[:, :, :T].to(q.dtype), layer.self_v[:, :, :T].to(q.dtype)
+        return attn.attend(q, k_all, v_all, mask, rel)  # (N, H, 1, Dh)
 
 
 class ReferenceCache(DecoderCache):
-    """By reference (CPU float32 inference with the C step kernel): rows move by their index table."""
+    """Storage rows in groups of ``beams``, read by reference (the C step kernels)."""
 
-    layer_type = ReferenceLayerCache
+    layer_type = ReferenceLayer
 
-    def __init__(self, layers: list[LayerCache], mem_mask: Tensor, max_len: int, k: int | None, beams: int = 1):
-        super().__init__(layers, mem_mask, max_len, k, beams)
-        self.history = RowHistory.start(self.batch_size, max_len, mem_mask.device, beams)
-        for layer in layers:
-            layer.history = self.history
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.slots = torch.zeros(0, dtype=torch.long)  # (N,) the storage row each row writes to
+        self.src = torch.zeros(0, 0, dtype=torch.long)  # (N, max_len): storage row of row r's position j
+        self.compacted = torch.zeros(0, dtype=torch.long)  # (B,) positions below: in the group's first row
+        self.free: list[int] = []  # free storage groups (storage rows g*beams .. g*beams + beams - 1)
+        self.groups = 0  # storage groups allocated
+        self._reorders = 0
+        self._reserved = 16
+        # Cross-attention K/V in slots: a sentence's in row g of (groups, H, S, Dh), g its storage group,
+        # so that sentences join and leave without moving anyone else's; the step kernel reads them
+        # through ``cross_rows`` and only the first ``cross_lens[g]`` (real) source positions.
+        self.cross_store: list[tuple[Tensor, Tensor]] = []
+        self.cross_mask = torch.zeros(0, 0, dtype=torch.bool)  # (groups, S)
+        self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
+        self._store_bias: Tensor | None = None
 
     @property
-    def src(self) -> Tensor:
-        """(N, max_len) the storage row of each row's position j."""
-        return self.history.src
+    def storage_rows(self) -> int:
+        return self.groups * self.beams
 
-    def begin_step(self) -> tuple[int, None]:
-        """Record each row's storage row for position t in every layer (the fused step kernel
-        stores the K/V there); (t, None: every row is at step t)."""
-        t = self.positions()
+    def reserve(self, sentences: int) -> None:
+        """Storage for this many sentences at once (allocated at the first join), so the cache
+        does not grow step by step as a search fills up."""
+        self._reserved = max(self._reserved, sentences)
+
+    def _resize(self, groups: int, max_len: int) -> None:
         for layer in self.layers:
-            layer.next_position()
-        return t, None
+            for name in ("self_k", "self_v"):
+                old = getattr(layer, name)
+                new = torch.empty(groups * self.beams, self.heads, max_len, self.head_dim, dtype=self.kv_dtype)
+                if old is not None and len(old):
+                    new[: len(old), :, : old.shape[2]] = old
+                setattr(layer, name, new)
+
+    def _widen(self, max_len: int) -> None:
+        self._resize(self.groups, max_len)
+        src = torch.zeros(len(self.src), max_len, dtype=torch.long)
+        src[:, : self.src.shape[1]] = self.src
+        self.src = src
+        self.max_len = max_len
+
+    def _add_rows(self, n: int) -> None:
+        need = n // self.beams
+        if len(self.free) < need:  # grow the storage: at least double it (at first: what was reserved)
+            more = max(need - len(self.free), self.groups, self._reserved - self.groups)
+            self._resize(self.groups + more, self.max_len)
+            self.free.extend(range(self.groups, self.groups + more))
+            self.groups += more
+        self.free.sort(reverse=True)  # (lowest groups first: storage stays dense)
+        groups = torch.tensor([self.free.pop() for _ in range(need)], dtype=torch.long)
+        slots = (groups.unsqueeze(1) * self.beams + torch.arange(self.beams)).view(-1)
+        self.slots = torch.cat([self.slots, slots])
+        self.src = torch.cat([self.src, torch.zeros(n, self.max_len, dtype=torch.long)])
+        self.compacted = torch.cat([self.compacted, torch.zeros(need, dtype=torch.long)])
+
+    def sentence_groups(self) -> Tensor:
+        """(B,) the storage group (and cross-attention slot) of each live sentence, in cache order."""
+        return self.slots.view(-1, self.beams)[:, 0] // self.beams
+
+    def _join_cross(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor) -> None:
+        b, S = mem_mask.shape[0], mem_mask.shape[-1]
+        G, width = self.groups, self.cross_mask.shape[1]
+        if G > len(self.cross_mask) or S > width:  # grow the slots (sources in steps of 32 positions)
+            width = max(width, -(-S // 32) * 32)
+            mask = torch.zeros(G, width, dtype=torch.bool)
+            mask[: len(self.cross_mask), : self.cross_mask.shape[1]] = self.cross_mask
+            lens = torch.zeros(G, dtype=torch.long)
+            lens[: len(self.cross_lens)] = self.cross_lens
+            self.cross_mask, self.cross_lens = mask, lens
+            store = []
+            for i, (ck, _) in enumerate(cross):
+                pair = []
+                for j in (0, 1):
+                    new = ck.new_zeros(G, self.heads, width, self.head_dim)
+                    if self.cross_store:
+                        old = self.cross_store[i][j]
+                        new[: len(old), :, : old.shape[2]] = old
+                    pair.append(new)
+                store.append(tuple(pair))
+            self.cross_store = store
+        g = self.sentence_groups()[-b:]
+        for (xk, xv), (ck, cv) in zip(self.cross_store, cross):
+            xk[g, :, :S] = ck
+            xv[g, :, :S] = cv
+        real = mem_mask.view(b, S)
+        self.cross_mask[g] = False
+        self.cross_mask[g, :S] = real
+        self.cross_lens[g] = real.sum(1)  # (sources are right-padded: the real tokens come first)
+        self._store_bias = None
+
+    def _select_cross(self, sentences: Tensor) -> None:
+        pass  # (a sentence's slot is its storage group, kept or freed with it)
+
+    def cross_tables(self) -> tuple[list[tuple[Tensor, Tensor]], Tensor, Tensor, Tensor]:
+        """For the fused step kernel: per layer the cross K/V slots (groups, H, S, Dh), the additive
+        bias (groups, S), each live sentence's slot (B,), and each slot's real source length."""
+        if self._store_bias is None:
+            self._store_bias = torch.zeros(self.cross_mask.shape).masked_fill_(~self.cross_mask, torch.finfo(torch.float32).min)
+        return self.cross_store, self._store_bias, self.sentence_groups(), self.cross_lens
+
+    @property
+    def mem_mask(self) -> Tensor:
+        """(B, 1, 1, S) the live sentences' source masks (gathered from the slots, for the torch step)."""
+        groups = self.sentence_groups()
+        used = int(self.cross_lens[groups].max()) if len(groups) else 0
+        return self.cross_mask[groups, :used].view(len(groups), 1, 1, used)
+
+    def gathered_cross(self, layer: int) -> tuple[Tensor, Tensor]:
+        """The live sentences' cross K/V (B, H, S, Dh), gathered from the slots (for the torch step)."""
+        groups = self.sentence_groups()
+        used = int(self.cross_lens[groups].max()) if len(groups) else 0
+        xk, xv = self.cross_store[layer]
+        return xk[groups, :, :used], xv[groups, :, :used]
+
+    def nbytes(self) -> int:
+        slots = sum(t.numel() * t.element_size() for pair in self.cross_store for t in pair)
+        return super().nbytes() + slots
+
+    def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
+        kept = set(sentences.tolist())
+        base = self.slots.view(-1, self.beams)[:, 0] // self.beams  # (B,) each sentence's storage group
+        self.free.extend(int(g) for s, g in enumerate(base.tolist()) if s not in kept)
+        self.slots = self.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
+        self.src = self.src.index_select(0, rows)
+        self.compacted = self.compacted.index_select(0, sentences)
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Only the index table moves."""
-        self.history.src = self.history.src.index_select(0, beam_idx)
-        if self.seq_len % COMPACT_EVERY == 0:
+        self.src = self.src.index_select(0, beam_idx)
+        self._reorders += 1
+        if self._reorders % COMPACT_EVERY == 0:
             self.compact()
+
+    def begin_step(self) -> tuple[int, Tensor]:
+        """Record each row's storage row for its position this step; (largest step, steps)."""
+        steps = self.positions()
+        self.src.scatter_(1, steps.unsqueeze(1), self.slots.unsqueeze(1))
+        return int(steps.max()) if len(steps) else 0, steps
+
+    def attend(self, layer: LayerCache, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
+        """The C kernel stores k, v and reads each row's past where it lies, at the row's own step."""
+        t, steps = self.begin_step()  # (the same for every layer)
+        rk = attn.rel_k if attn.k is not None else None
+        rv = attn.rel_v if attn.k is not None else None
+        return attention_kernels.rel_step_attention(
+            q, k, v, layer.self_k, layer.self_v, self.src, t, rk, rv, attn.k or 0, attn.head_dim**-0.5, self.beams, steps
+        )  # (N, H, 1, Dh)
 
     def compact(self) -> None:
         """beams > 1: move each sentence's shared past into one storage row.
 
         The beams of a sentence soon share most of their past (position j's key and value are the
         same node for all of them), but that node sits in whichever storage row the beams'
-        ancestor at step j wrote to, so a row's past hops between its sentence's storage rows
-        from one position to the next.  Sharing is prefix-closed (beams that share their ancestor
-        at step j share everything before it), so each sentence has a frontier f: its beams
-        share positions j < f.  Those positions' K/V are copied into the sentence group's first
-        storage row, and every beam's ``src`` points there: the shared past becomes one
-        contiguous run per head, read once from memory for all beams.  Overwriting that storage
-        row's own entry at such a position loses nothing, since no live row references any
-        other node there.  Positions move once: the scan starts at the smallest frontier so far."""
-        h, n = self.history, self.beams
-        t = self.layers[0].length if self.layers else 0
-        if n == 1 or t <= h.compacted:
+        ancestor at step j wrote to, so a row's past hops between its sentence's storage rows.
+        Sharing is prefix-closed, so each sentence has a frontier f: its beams share positions
+        j < f.  Those positions' K/V are copied into the sentence group's first storage row, and
+        every beam's ``src`` points there: the shared past becomes one contiguous run per head,
+        read once from memory for all beams.  Positions move once per sentence (``compacted``)."""
+        n = self.beams
+        N = len(self.steps)
+        if n == 1 or N == 0:
             return
-        lo = h.compacted
-        src = h.src[:, lo:t].view(-1, n, t - lo)  # (B, beams, w)
-        lead = src[:, 0]  # (B, w)
-        shared = (src == lead.unsqueeze(1)).all(1).cumprod(1).bool()  # (B, w): j < f
-        base = (h.slots.view(-1, n)[:, 0] // n * n).unsqueeze(1)  # (B, 1): the group's first row
+        G = N // n
+        filled = self.steps.view(G, n)[:, 0]  # (G,) positions written so far
+        lo, hi = int(self.compacted.min()), int(filled.max())
+        if hi <= lo:
+            return
+        w = hi - lo
+        src = self.src[:, lo:hi].view(G, n, w)
+        lead = src[:, 0]  # (G, w)
+        valid = torch.arange(lo, hi).unsqueeze(0) < filled.unsqueeze(1)
+        shared = ((src == lead.unsqueeze(1)).all(1) & valid).cumprod(1).bool()  # (G, w): j < frontier
+        base = self.slots.view(G, n)[:, :1]  # (G, 1): the group's first storage row
         move = shared & (lead != base)
         if move.any():
-            b, j = move.nonzero(as_tuple=True)
-            to, frm, pos = base[b, 0], lead[b, j], j + lo
+            g, j = move.nonzero(as_tuple=True)
+            to, frm, pos = base[g, 0], lead[g, j], j + lo
             for layer in self.layers:
                 for buf in (layer.self_k, layer.self_v):
                     buf[to, :, pos] = buf[frm, :, pos]  # (moves, H, Dh)
-            h.src[:, lo:t] = torch.where(shared.unsqueeze(1), base.unsqueeze(-1), src).view(-1, t - lo)
-        h.compacted = lo + int(shared.sum(1).min())
-
-    def expand(self, beams: int) -> None:
-        super().expand(beams)
-        h = self.history
-        h.src = (h.src * beams).repeat_interleave(beams, 0)
-        h.slots = (h.slots.unsqueeze(1) * beams + torch.arange(beams, device=h.slots.device)).view(-1)
-        h.beams = beams
-
-    def select(self, rows: Tensor) -> None:
-        # Row i takes the past of rows[i]; it writes on into a storage row of its own sentence
-        # group (distinct, and never written beyond the current position by anyone).
-        sentences = self._sentences(rows)
-        h = self.history
-        h.src = h.src.index_select(0, rows)
-        h.slots = h.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
-        super().select(rows)
+            self.src[:, lo:hi] = torch.where(shared.unsqueeze(1), base.unsqueeze(-1), src).view(N, w)
+        self.compacted = torch.maximum(self.compacted, lo + shared.sum(1))

@@ -48,7 +48,7 @@ import torch
 from torch import Tensor
 
 from model.tokenizer import EOS_ID, UNK_ID, Tokenizer
-from model.translation.search import Hypothesis, SearchOptions, _max_lengths
+from model.translation.search import Hypothesis, SearchOptions, max_lengths
 from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator, source_ids
 from model.weights import ModelLoadError, load_weights
@@ -229,7 +229,7 @@ class CT2Engine:
         if not sources:
             return []
         lens = torch.tensor([len(s) for s in sources])
-        max_len = int(_max_lengths(lens, opts).max())
+        max_len = int(max_lengths(lens, opts).max())
         budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
         per_batch = max(1, budget // opts.beam_size)  # source tokens per ct2 batch
         per_batch = 0 if per_batch >= int(lens.sum()) else per_batch  # 0: one batch (ct2 allocates by it)

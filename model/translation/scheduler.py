@@ -8,7 +8,7 @@ queue with a fair share per request.
     sched.run(sources, opts)                                     # submit and wait
     sched.close()
 
-Each worker owns one ``ContinuousBeamSearch`` per set of search options and steps them in turn.
+Each worker owns one ``BeamSearch`` (``model.translation.search``) per set of search options and steps them in turn.
 Between two steps it admits waiting sentences while it runs fewer than ``max_sentences`` and their
 source tokens x beam size stay within ``max_tokens`` (a worker with nothing running takes one
 sentence whatever its size); a full worker is refilled once ``max_sentences / 8`` places are free,
@@ -18,9 +18,7 @@ for a heavy request's whole batch.  A sentence's result is answered the step it 
 
 ``workers`` x ``threads`` is CTranslate2's inter_threads x intra_threads: with one core per worker,
 two single-threaded workers keep both cores busy where one two-threaded worker leaves them idle
-in its serial parts (``benchmarks/bench_engine.py`` measures both).  Options the continuous search
-does not run (greedy, sampling, logits processors, a target prefix; ``ContinuousBeamSearch.supports``)
-are searched by ``generate`` as one job, in length-sorted batches, between steps.
+in its serial parts (``benchmarks/bench_engine.py`` measures both).
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ from typing import Protocol
 
 import torch
 
-from model.translation.continuous import ContinuousBeamSearch, PoolSeq2Seq
-from model.translation.search import Hypothesis, SearchOptions, generate_sorted
+from model.translation.search import BeamSearch, Hypothesis, SearchOptions, Seq2Seq
 
 log = logging.getLogger("rendition.scheduler")
 
@@ -46,6 +43,11 @@ _NOT_KEYS = {"stats", "should_stop"}
 def options_key(opts: SearchOptions) -> tuple:
     """What makes two sentences' searches compatible: every option but the per-call ones."""
     return tuple(getattr(opts, f.name) for f in fields(opts) if f.name not in _NOT_KEYS)
+
+
+def _rows(opts: SearchOptions) -> int:
+    """Cache rows a sentence takes: its beams, or its draws when sampling n hypotheses."""
+    return opts.num_hypotheses if opts.sampling else opts.beam_size
 
 
 def worker_layout(workers: int = 0, threads: int = 0, cores: int = 0, device: str = "cpu") -> tuple[int, int]:
@@ -99,11 +101,9 @@ class Ticket:
 class _Worker:
     def __init__(self, index: int):
         self.index = index
-        self.searches: dict[tuple, ContinuousBeamSearch] = {}
-        self.owned: dict[tuple[Ticket, int], ContinuousBeamSearch] = {}  # sentence -> its search
+        self.searches: dict[tuple, BeamSearch] = {}
+        self.owned: dict[tuple[Ticket, int], BeamSearch] = {}  # sentence -> its search
         self.cost = 0  # source tokens x beams of the sentences in its searches
-        self.whole: list[Ticket] = []  # tickets to search with ``generate`` (unsupported options)
-        self.in_whole = False  # running them
         self.thread: threading.Thread | None = None
         self.steps = 0
 
@@ -111,7 +111,7 @@ class _Worker:
 class TranslationScheduler:
     def __init__(
         self,
-        model: PoolSeq2Seq,
+        model: Seq2Seq,
         workers: int = 1,
         threads: int = 0,
         max_sentences: int = 128,
@@ -207,11 +207,10 @@ class TranslationScheduler:
         return best
 
     def _share(self) -> int:
-        """Under the lock: the sentences each worker free to take some may run, the running and
-        waiting ones spread evenly over them (a worker running a request whole is not free)."""
-        free = [o for o in self._workers if not o.in_whole]
-        total = sum(len(o.owned) for o in free) + sum(t.waiting for t in self._waiting)
-        return max(1, -(-total // max(1, len(free))))
+        """Under the lock: the sentences each worker may run, the running and waiting ones spread
+        evenly over the workers."""
+        total = sum(len(o.owned) for o in self._workers) + sum(t.waiting for t in self._waiting)
+        return max(1, -(-total // len(self._workers)))
 
     def _admit(self, w: _Worker) -> int:
         """Under the lock: move waiting sentences into w's searches while it has room and runs no
@@ -221,17 +220,8 @@ class TranslationScheduler:
         share = self._share()
         while self._waiting:
             ticket = self._pick()
-            if not ContinuousBeamSearch.supports(ticket.opts):
-                if w.owned or w.whole:
-                    return n  # (taken whole by an idle worker)
-                self._waiting.remove(ticket)
-                ticket.admitted = len(ticket.sources)
-                ticket.running = len(ticket.sources)
-                w.whole.append(ticket)
-                w.in_whole = True
-                return n + len(ticket.sources)
             i = ticket.admitted
-            cost = len(ticket.sources[i]) * ticket.opts.beam_size
+            cost = len(ticket.sources[i]) * _rows(ticket.opts)
             if w.owned and (len(w.owned) >= min(self.max_sentences, share) or w.cost + cost > self.max_tokens):
                 return n
             if n == 0 and self.max_sentences - len(w.owned) < self.refill:
@@ -243,7 +233,7 @@ class TranslationScheduler:
             key = options_key(ticket.opts)
             search = w.searches.get(key)
             if search is None:
-                search = w.searches[key] = ContinuousBeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
+                search = w.searches[key] = BeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search
             w.cost += cost
@@ -264,7 +254,7 @@ class TranslationScheduler:
     def _release(self, w: _Worker, sentence: tuple[Ticket, int]) -> None:
         ticket, i = sentence
         del w.owned[sentence]
-        w.cost -= len(ticket.sources[i]) * ticket.opts.beam_size
+        w.cost -= len(ticket.sources[i]) * _rows(ticket.opts)
         ticket.running -= 1
 
     def _work(self, w: _Worker) -> None:
@@ -279,27 +269,19 @@ class TranslationScheduler:
             with self._cond:
                 self._drop_cancelled(w)
                 joined = self._admit(w)
-                while not w.owned and not w.whole:
+                while not w.owned:
                     if self._closing and not self._waiting:
                         return
                     self._cond.wait()
                     self._drop_cancelled(w)
                     joined += self._admit(w)
-                whole, w.whole = w.whole, []
             if joined and self.join_delay_s:
                 time.sleep(self.join_delay_s)
-            if whole:  # (in_whole was set when they were taken)
-                try:
-                    for ticket in whole:
-                        self._run_whole(ticket)
-                finally:
-                    with self._cond:
-                        w.in_whole = False
             for search in list(w.searches.values()):
                 if not search.idle:
                     self._step(w, search)
 
-    def _step(self, w: _Worker, search: ContinuousBeamSearch) -> None:
+    def _step(self, w: _Worker, search: BeamSearch) -> None:
         start = time.perf_counter()
         try:
             done = search.step()
@@ -327,7 +309,7 @@ class TranslationScheduler:
         now = time.perf_counter()
         w.steps += 1
         if self.observer:
-            self.observer.stepped(w.index, search.live, search.pool.batch_size, search.pool.nbytes(), now - start)
+            self.observer.stepped(w.index, search.live, search.cache.batch_size, search.cache.nbytes(), now - start)
         complete = []
         with self._cond:
             for (ticket, i), hyps in done:
@@ -345,27 +327,3 @@ class TranslationScheduler:
         for ticket in complete:
             if not ticket.future.done():
                 ticket.future.set_result(ticket.results)
-
-    def _run_whole(self, ticket: Ticket) -> None:
-        opts = ticket.opts
-        opts.should_stop = lambda: ticket.cancelled
-        start = time.perf_counter()
-        try:
-            out = generate_sorted(self.model, ticket.sources, opts, self.max_tokens)
-        except Exception as e:
-            log.exception("a search failed")
-            out, err = None, e
-        else:
-            err = None
-        with self._cond:
-            ticket.running = 0
-            ticket.remaining = 0
-        if self.observer and out is not None:
-            for hyps in out:
-                self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, time.perf_counter() - start)
-        if ticket.future.done():
-            return
-        if err is not None:
-            ticket.future.set_exception(err)
-        elif not ticket.cancelled:
-            ticket.future.set_result(out)

@@ -1,21 +1,34 @@
-"""Batched beam search and greedy decoding over ``Transformer.encode`` / ``decode_step``.
+"""Beam search and greedy search over a changing set of sentences (continuous batching).
 
-``beam_step`` is the pure core (fairseq's ``search.py`` shape); ``generate`` runs batch x beam
-as one tensor program, with GNMT length penalty lp(L) = ((5 + L) / 6) ** alpha, absolute and
-source-relative max length, min length, n-best output, and finished sentences dropping out of
-the batch (and the KV cache) as soon as they are done.
+One search serves every caller: the service's scheduler adds sentences as requests arrive and steps
+it without end; a batch translation (``generate_ids``) adds every sentence and steps until the search
+is idle.  Sentences join at the next decoding step and leave as soon as they are done:
 
-A sentence is done when its n-th best finished hypothesis scores at least the best score any
-live beam could still reach: scores only fall as hypotheses grow, and lp grows with length, so
-that bound is live_score / lp(max_len).  This makes the search exact with respect to its beam
-(it never stops early on a hypothesis that a live beam could still beat).
+    search = BeamSearch(backend, SearchOptions(beam_size=4))
+    search.add("a", ids_a)            # waits for the next step
+    done = search.step()              # one decoding step: [(key, hypotheses)] of the sentences done now
+    search.add("b", ids_b)            # encoded and joined at the next step, next to "a"'s beams
+    search.cancel("a")                # its beams leave at the next step
+
+Each sentence is a group of ``beam_size`` rows of a ``DecoderCache`` (``model.translation.cache``)
+at its own step: it starts with one live beam (the others at -inf, so the first step expands it),
+and its result does not depend on which sentences share its steps.  ``beam_step`` is the pure core
+(fairseq's ``search.py`` shape).  The rules: GNMT length penalty lp(L) = ((5 + L) / 6) ** alpha,
+absolute and source-relative max length, min length, n-best output, CTranslate2's logits processors
+(repetition penalty, no repeated n-gram), a target prefix, and with beam size 1 argmax or random
+sampling (top-k, temperature; n draws per sentence).
+
+A sentence is done when its n-th best finished hypothesis scores at least the best score any live
+beam could still reach: scores only fall as hypotheses grow, and lp grows with length, so that
+bound is live_score / lp(max_len).  This makes the search exact with respect to its beam (it never
+stops early on a hypothesis that a live beam could still beat).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -31,14 +44,16 @@ NEG_INF = float("-inf")
 
 
 class Seq2Seq(Protocol):
-    """What the search drives: a ``Transformer`` (the torch reference) or one of its back ends
-    (``model.translation.backends``)."""
+    """What the search drives: a back end (``model.translation.backends``)."""
 
     cfg: TransformerConfig
+    device: torch.device
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]: ...
 
-    def init_cache(self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None) -> DecoderCache: ...
+    def cross_states(self, mem: Tensor) -> list: ...
+
+    def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache: ...
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor: ...
 
@@ -93,6 +108,7 @@ class SearchOptions:
             raise ValueError("sampling (sampling_topk != 1) needs beam_size 1")
         if len(self.target_prefix) >= self.max_length:
             raise ValueError("target_prefix must be shorter than max_length")
+
 
 
 def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -176,287 +192,431 @@ def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
     return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
 
 
-def _lse_forbidding(logits: Tensor, C: int, forbid: int | None) -> tuple[Tensor, Tensor]:
+
+
+def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``lse_chunk_max`` of logits (N, V); with ``forbid`` (a token id: EOS before min_length) that
-    token's logit is then set to -inf in place and its chunk's maxima recomputed, which is what
-    log_softmax followed by forbidding the token gives (the normaliser still counts it)."""
+    token's logit is then set to -inf in place, in the ``rows`` (N,) bool given (default: all), and
+    its chunk's maxima recomputed: what log_softmax followed by forbidding the token gives (the
+    normaliser still counts it)."""
     lse, cmax = lse_chunk_max(logits, C)
     if forbid is not None:
-        logits[:, forbid] = NEG_INF
         c = forbid // C
-        cmax[:, c] = logits[:, c * C : (c + 1) * C].amax(-1)
+        if rows is None:
+            logits[:, forbid] = NEG_INF
+            cmax[:, c] = logits[:, c * C : (c + 1) * C].amax(-1)
+        else:
+            logits[rows, forbid] = NEG_INF
+            cmax[rows, c] = logits[rows, c * C : (c + 1) * C].amax(-1)
     return lse, cmax
 
 
-def _log_probs(logits: Tensor, eos: int, forbid_eos: bool, ending: Tensor | None) -> Tensor:
-    """log_softmax of logits (N, V) with EOS forbidden when ``forbid_eos`` (before min_length), and
-    the rows where ``ending`` (N,) holds (a sentence at its max length) EOS only, with its own
-    log-probability: a sentence at its max length ends, min_length or not."""
-    lprobs = torch.log_softmax(logits, dim=-1)
-    if ending is not None:
-        eos_only = torch.full_like(lprobs, NEG_INF)
-        eos_only[:, eos] = lprobs[:, eos]
-    if forbid_eos:
-        lprobs[:, eos] = NEG_INF
-    if ending is not None:
-        lprobs = torch.where(ending.view(-1, 1), eos_only, lprobs)
-    return lprobs
-
-
-def _process_logits(logits: Tensor, prev: Tensor, opts: SearchOptions) -> Tensor:
-    """CTranslate2's logits processors on logits (N, V) given each row's tokens so far (N, t):
-    the repetition penalty on the tokens already generated, then no repeated n-gram (a token that
-    would complete an n-gram the row holds already is disabled)."""
-    if opts.repetition_penalty != 1.0 and prev.shape[1]:
-        seen = logits.gather(1, prev)
+def _process_logits(logits: Tensor, prev: Tensor, lengths: Tensor, opts: SearchOptions) -> Tensor:
+    """CTranslate2's logits processors on logits (N, V) given each row's tokens so far: the first
+    ``lengths[r]`` (N,) of ``prev[r]`` (N, W).  The repetition penalty on the tokens already
+    generated, then no repeated n-gram (a token that would complete an n-gram the row holds already
+    is disabled)."""
+    N, W = prev.shape
+    V = logits.shape[1]
+    pos = torch.arange(W, device=prev.device)
+    if opts.repetition_penalty != 1.0 and W:
+        seen = torch.zeros(N, V + 1, dtype=torch.bool, device=logits.device)
+        seen.scatter_(1, prev.masked_fill(pos >= lengths.unsqueeze(1), V), True)  # (column V: no token)
         p = opts.repetition_penalty
-        logits = logits.scatter(1, prev, torch.where(seen < 0, seen * p, seen / p))
+        logits = torch.where(seen[:, :V], torch.where(logits < 0, logits * p, logits / p), logits)
     n = opts.no_repeat_ngram_size
-    if n and prev.shape[1] >= n:
-        grams = prev.unfold(1, n, 1)  # (N, t - n + 1, n): every n-gram so far
-        match = (grams[:, :, : n - 1] == prev[:, prev.shape[1] - (n - 1) :].unsqueeze(1)).all(-1)
+    if n and W >= n:
+        grams = prev.unfold(1, n, 1)  # (N, W - n + 1, n): every n-gram of the row's storage
+        tail = prev.gather(1, (lengths.unsqueeze(1) - (n - 1) + pos[: n - 1]).clamp(min=0))  # (N, n - 1) its last tokens
+        match = (grams[:, :, : n - 1] == tail.unsqueeze(1)).all(-1)
+        match &= pos[: W - n + 1] + n <= lengths.unsqueeze(1)  # n-grams of generated tokens only
         rows, cols = match.nonzero(as_tuple=True)
         logits = logits.clone()
         logits[rows, grams[rows, cols, n - 1]] = NEG_INF
     return logits
 
 
-def _force(logits: Tensor, token: int) -> Tensor:
-    """Only ``token`` stays possible: a target prefix step (as in CTranslate2, the forced token's
-    log-probability is then 0, so a hypothesis' score is that of what follows the prefix)."""
-    forced = torch.full_like(logits, NEG_INF)
-    forced[:, token] = logits[:, token]
-    return forced
+def _force_prefix(logits: Tensor, lengths: Tensor, prefix: Tensor) -> Tensor:
+    """Rows still in the target prefix (``lengths`` (N,) < its length) keep only its next token
+    possible: as in CTranslate2, the forced token's log-probability is then 0, so a hypothesis'
+    score is that of what follows the prefix."""
+    inside = lengths < len(prefix)
+    if not bool(inside.any()):
+        return logits
+    tok = prefix[lengths.clamp(max=len(prefix) - 1)].unsqueeze(1)  # (N, 1)
+    forced = torch.full_like(logits, NEG_INF).scatter_(1, tok, logits.gather(1, tok))
+    return torch.where(inside.unsqueeze(1), forced, logits)
 
 
-def _step_log_probs(
-    logits: Tensor, prev: Tensor, t: int, eos: int, ending: Tensor | None, opts: SearchOptions
-) -> Tensor:
-    """The unfused step: processors, log_softmax, min length, max length, target prefix."""
-    if opts.processed:
-        logits = _process_logits(logits, prev, opts)
-    if t < len(opts.target_prefix):
-        logits = _force(logits, opts.target_prefix[t])
-    return _log_probs(logits, eos, t < opts.min_length, ending)
-
-
-def _sample(lprobs: Tensor, opts: SearchOptions, gen: torch.Generator | None) -> tuple[Tensor, Tensor]:
-    """One token per row of log-probabilities (N, V) from the top-k at the temperature; returns
-    (their log-probabilities, the tokens)."""
+def _sample(lprobs: Tensor, opts: SearchOptions, gens: list[torch.Generator] | None) -> tuple[Tensor, Tensor]:
+    """One token per row of log-probabilities (N, V) from the top-k at the temperature, each row
+    drawn with its own generator when given (a seeded sentence draws the same whatever runs beside
+    it); returns (their log-probabilities, the tokens)."""
     scaled = lprobs / opts.sampling_temperature
     if opts.sampling_topk > 0 and opts.sampling_topk < scaled.shape[1]:
         kth = scaled.topk(opts.sampling_topk, dim=-1).values[:, -1:]
         scaled = scaled.masked_fill(scaled < kth, NEG_INF)
-    tokens = torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen).squeeze(1)
+    probs = torch.softmax(scaled, -1)
+    if gens is None:
+        tokens = torch.multinomial(probs, 1).squeeze(1)
+    else:
+        tokens = torch.cat([torch.multinomial(probs[r], 1, generator=g) for r, g in enumerate(gens)])
     return lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens
 
 
-def _ending(max_lens: Tensor, t: int, end_steps: set[int]) -> Tensor | None:
-    """(N,) bool: the sentences whose max length ends at step t; None when there are none."""
-    if t not in end_steps:
-        return None
-    ending = max_lens - 1 == t
-    return ending if bool(ending.any()) else None
-
-
-def _kv(opts: SearchOptions) -> dict:
-    return {} if opts.kv_cache_dtype is None else {"kv_dtype": opts.kv_cache_dtype}
-
-
-def _max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
+def max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
+    """Per source length (tokens with the target tag and </s>), the most tokens a search may
+    generate, EOS included: min(max_length, a * source_len + b), at least 1."""
     rel = (src_lens.float() * opts.max_length_a + opts.max_length_b).long()
     return rel.clamp(max=opts.max_length).clamp(min=1)
 
 
 def max_output_lengths(src_lens: list[int], opts: SearchOptions) -> list[int]:
-    """Per source length (tokens with the target tag and </s>), the most tokens a search may
-    generate, EOS included; a hypothesis this long was ended by the limit, not by the model.
-
-    ``_max_lengths``' float32 arithmetic in numpy, not torch: the service calls this on its event
-    loop, where every torch op releases the GIL and then waits to get it back from the workers."""
+    """``max_lengths``' float32 arithmetic in numpy, not torch: the service calls this on its event
+    loop, where every torch op releases the GIL and then waits to get it back from the workers.  A
+    hypothesis this long was ended by the limit, not by the model."""
     rel = (np.asarray(src_lens, dtype=np.float32) * np.float32(opts.max_length_a) + np.float32(opts.max_length_b)).astype(np.int64)
     return np.clip(rel, 1, max(1, opts.max_length)).tolist()
 
 
-@torch.inference_mode()
-def generate(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
-    """src (B, S) padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
-    opts.validate()
-    if opts.beam_size == 1 and opts.num_hypotheses > 1:  # sampling: n independent draws per sentence
-        n = opts.num_hypotheses
-        draws = greedy(model, src.repeat_interleave(n, 0), opts)
-        return [sorted(draws[i * n : (i + 1) * n], key=lambda h: -h.score) for i in range(src.shape[0])]
-    if opts.beam_size == 1:
-        return [[h] for h in greedy(model, src, opts)]
-    cfg = model.cfg
-    device = src.device
-    B, K = src.shape[0], opts.beam_size
-    src_lens = (src != cfg.pad_id).sum(1)
-    max_lens = _max_lengths(src_lens, opts)  # (B,)
-    T = int(max_lens.max())
+def encoder_buckets(lengths: list[int], slack: float = 1.25) -> list[list[int]]:
+    """Indices grouped for batched encoder passes: sorted by length, a group grows while its
+    padded size (longest x count) stays within ``slack`` x its real tokens (plus a few), so
+    sentences of very different lengths do not pad each other."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    groups: list[list[int]] = []
+    real = 0
+    for i in order:
+        if groups and (len(groups[-1]) + 1) * lengths[i] <= slack * (real + lengths[i]) + 8:
+            groups[-1].append(i)
+            real += lengths[i]
+        else:
+            groups.append([i])
+            real = lengths[i]
+    return groups
 
-    mem, mem_mask = model.encode(src)
-    # The first step runs one row per sentence (every beam would start from the same BOS); the
-    # cache then expands to K rows per sentence (beams of a sentence adjacent) sharing that step.
-    cache = model.init_cache(mem, mem_mask, T, **_kv(opts))
-    del mem
 
-    alive = torch.arange(B, device=device)  # original sentence index of each live row group
-    scores = torch.zeros(B, 1, device=device)  # (sentences, live beams): one at the first step
-    history = torch.empty(B, K, 0, dtype=torch.long, device=device)
-    tokens = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
-    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
-    lp_max = length_penalty(max_lens.float(), opts.length_penalty)  # (B,)
-    max_len_list, n_best = max_lens.tolist(), opts.num_hypotheses
-    end_steps = {n - 1 for n in max_len_list}  # steps at which some sentence must end
-    kv_bytes = 0
+@dataclass(eq=False)
+class _Sentence:
+    key: Hashable
+    source_len: int
+    max_len: int  # most tokens it may generate, EOS included
+    lp_max: float  # length penalty at max_len: bounds what a live beam can still reach
+    finished: list[Hypothesis] = field(default_factory=list)
+    gen: torch.Generator | None = None  # seeded sampling: this sentence's draws
 
-    for t in range(T):
-        logits = model.decode_step(tokens, cache).float()  # (Nb * live beams, V)
-        Nb, V = len(alive), logits.shape[-1]
-        if t == 0 and V < 2 * K:  # too few tokens for 2K candidates from one beam: K rows now
-            cache.expand(K)
-            logits = logits.repeat_interleave(K, 0)
-            scores = torch.cat([scores, torch.full((B, K - 1), NEG_INF, device=device)], 1)
-        if t <= 1:  # the cache is largest once expanded (it only shrinks afterwards)
-            kv_bytes = max(kv_bytes, cache.nbytes())
-        kl = scores.shape[1]  # live beams per sentence
-        ending = _ending(max_lens[alive], t, end_steps)  # (Nb,) sentences that must end now, or None
+
+@dataclass(frozen=True)
+class _Draw:
+    """Sampling n hypotheses: draw j of the sentence ``key`` (each runs as a sentence of its own)."""
+
+    key: Hashable
+    j: int
+
+
+class BeamSearch:
+    """A beam search over a changing set of sentences, one decoding step per ``step()`` call
+    (one thread drives it; see ``model.translation.scheduler`` for the workers that do).
+    ``beam_size`` 1 is greedy search (the argmax token, or a sampled one; done at EOS)."""
+
+    def __init__(self, model: Seq2Seq, opts: SearchOptions, capacity: int = 16):
+        """``capacity``: how many sentences may run at once (the cache reserves their storage)."""
+        opts.validate()
+        self.model, self.opts = model, opts
+        self.K = opts.beam_size
+        self.draws = opts.num_hypotheses if opts.sampling else 1  # independent draws per sentence
+        self.cache = model.new_cache(self.K, opts.kv_cache_dtype)
+        self.cache.reserve(capacity)
+        self.device = dev = model.device
+        self.sentences: list[_Sentence] = []  # live, in cache order
+        self.scores = torch.zeros(0, self.K, device=dev)  # (B, K) running log-probabilities
+        self.history = torch.zeros(0, self.K, 0, dtype=torch.long, device=dev)  # (B, K, width) tokens so far
+        self.t = torch.zeros(0, dtype=torch.long, device=dev)  # (B,) each sentence's step
+        self.max_lens = torch.zeros(0, dtype=torch.long, device=dev)  # (B,) each sentence's max_len
+        self.tokens = torch.zeros(0, dtype=torch.long, device=dev)  # (B * K,) the next step's input tokens
+        self.prefix = torch.tensor(opts.target_prefix, dtype=torch.long, device=dev)
+        self.pending: dict[Hashable, list[int]] = {}  # added, joining at the next step
+        self.cancelled: set[Hashable] = set()
+        self.failed: list[tuple[Hashable, Exception]] = []  # sentences whose encoder pass raised (they never joined)
+        self.drawn: dict[Hashable, list[Hypothesis]] = {}  # sampling n: the draws done so far per sentence
+        self.decode_steps = 0
+
+    # -- the caller's side ------------------------------------------------------------------------
+    def add(self, key: Hashable, source: list[int]) -> None:
+        """Queue a sentence (token ids with the target tag and </s>) to join at the next step."""
+        if key in self.pending or key in self.drawn or any(s.key == key for s in self.sentences):
+            raise ValueError(f"sentence {key!r} is already in the search")
+        if self.draws == 1:
+            self.pending[key] = source
+            return
+        self.drawn[key] = []
+        for j in range(self.draws):
+            self.pending[_Draw(key, j)] = source
+
+    def cancel(self, key: Hashable) -> None:
+        """Drop a sentence: at once if it has not joined yet, else its beams leave at the next step."""
+        keys = [key] if self.draws == 1 else [_Draw(key, j) for j in range(self.draws)]
+        self.drawn.pop(key, None)
+        for k in keys:
+            if self.pending.pop(k, None) is None:
+                self.cancelled.add(k)
+
+    @property
+    def live(self) -> int:
+        """Sentences in the search (joined, not done)."""
+        return len(self.sentences)
+
+    @property
+    def idle(self) -> bool:
+        return not self.sentences and not self.pending
+
+    def reserved_positions(self) -> int:
+        """Cache positions the live sentences may fill (beams x max length each)."""
+        return self.K * sum(s.max_len for s in self.sentences)
+
+    # -- one step ---------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
+        """Drop cancelled sentences, join the pending ones, run one decoding step for every live
+        sentence; returns the sentences done at this step with their n-best hypotheses.  Sentences
+        whose encoder pass raised are in ``failed`` (the caller takes them); an exception of the
+        decoding step itself leaves the search unusable (the caller drops it)."""
+        self._leave_cancelled()
+        self._join_pending()
+        if not self.sentences:
+            return []
+        done = self._step()
+        return done if self.draws == 1 else self._gather_draws(done)
+
+    def _step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
+        K, opts, eos = self.K, self.opts, self.model.cfg.eos_id
+        Nb = len(self.sentences)
+        logits = self.model.decode_step(self.tokens, self.cache).float()  # (Nb * K, V)
+        self.decode_steps += 1
+        V = logits.shape[-1]
+        t = self.t
+        ending = self.max_lens - 1 == t  # (Nb,) sentences at their max length: EOS only
+        forbid = t < opts.min_length if opts.min_length else None  # (Nb,) EOS forbidden
         C = _chunk_size(V, 2 * K)
-        if C is None or ending is not None or opts.processed:
-            rows = ending.repeat_interleave(kl) if ending is not None else None
-            prev = history[:, :kl].reshape(Nb * kl, t)
-            lprobs = _step_log_probs(logits, prev, t, cfg.eos_id, rows, opts).view(Nb, kl, V)
-            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K)  # (Nb, 2K)
+        lse = cmax = None
+        if C is None or opts.processed or opts.sampling or bool(ending.any()):
+            lprobs = self._log_probs(logits, ending, forbid).view(Nb, K, V)
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
-            lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
-            cand_scores, cand_tokens, cand_beams = beam_step(
-                logits.view(Nb, kl, V), scores - lse.view(Nb, kl), 2 * K, cmax.view(Nb, kl, -1)
-            )
+            rows = None if forbid is None else forbid.repeat_interleave(K)
+            lse, cmax = _lse_forbidding(logits, C, None if rows is None or not bool(rows.any()) else eos, rows)
+            lprobs = logits.view(Nb, K, V)
+        if K == 1:
+            return self._greedy(lprobs.view(Nb, V), lse, cmax)
+        if lse is None:
+            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores, 2 * K)
+        else:
+            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores - lse.view(Nb, K), 2 * K, cmax.view(Nb, K, -1))
 
         # Finish EOS candidates that rank within the top K.
-        is_eos = (cand_tokens == cfg.eos_id) & torch.isfinite(cand_scores)
+        is_eos = (cand_tokens == eos) & torch.isfinite(cand_scores)
         eos_top = is_eos[:, :K]
+        t_list = t.tolist()
         if bool(eos_top.any()):
-            lp = float(length_penalty(t + 1, opts.length_penalty))
-            alive_l = alive.tolist()
             for r, c in eos_top.nonzero().tolist():
-                b = alive_l[r]
-                prefix = history[r, int(cand_beams[r, c])].tolist()
-                finished[b].append(Hypothesis(prefix, float(cand_scores[r, c]) / lp))
-                finished[b].sort(key=lambda h: -h.score)
+                s = self.sentences[r]
+                prefix = self.history[r, int(cand_beams[r, c]), : t_list[r]].tolist()
+                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                s.finished.append(Hypothesis(prefix, float(cand_scores[r, c]) / lp))
+                s.finished.sort(key=lambda h: -h.score)
 
         # Continue with the K best non-EOS candidates.
-        rank = torch.arange(2 * K, device=device).expand_as(cand_scores) + is_eos.long() * (2 * K)
+        rank = torch.arange(2 * K, device=self.device).expand_as(cand_scores) + is_eos.long() * (2 * K)
         keep = rank.topk(K, dim=-1, largest=False).indices  # (Nb, K)
-        scores = cand_scores.gather(1, keep)
+        self.scores = cand_scores.gather(1, keep)
         next_tokens = cand_tokens.gather(1, keep)
         beams = cand_beams.gather(1, keep)
-        history = torch.cat([history.gather(1, beams.unsqueeze(-1).expand_as(history)), next_tokens.unsqueeze(-1)], -1)
-        if kl < K:  # after the first step: K rows per sentence, same past
-            cache.expand(K)
-            beams = torch.arange(K, device=device).expand(Nb, K)  # each row keeps its own copy
+        self._grow_history(t)
+        self.history = self.history.gather(1, beams.unsqueeze(-1).expand_as(self.history))
+        self.history[torch.arange(Nb, device=self.device), :, t] = next_tokens
 
         # Which sentences are done?  (-inf live scores: nothing left to extend)
+        n_best = opts.num_hypotheses
+        best_live = self.scores[:, 0].tolist()
         done = []
-        best_live = (scores[:, 0] / lp_max[alive]).tolist()
-        for r, b in enumerate(alive.tolist()):
-            hyps = finished[b]
-            if len(hyps) >= n_best:
-                if hyps[n_best - 1].score >= best_live[r]:
+        for r, s in enumerate(self.sentences):
+            if len(s.finished) >= n_best:
+                if s.finished[n_best - 1].score >= best_live[r] / s.lp_max:
                     done.append(r)
-            elif max_len_list[b] - 1 <= t:
+            elif s.max_len - 1 <= t_list[r]:
                 done.append(r)
-        row_beams = (beams + torch.arange(len(alive), device=device).unsqueeze(1) * K).view(-1)
-        if done:
-            keep_rows = torch.tensor(sorted(set(range(len(alive))) - set(done)), dtype=torch.long, device=device)
-            if keep_rows.numel() == 0:
-                break
-            alive, scores, history = alive[keep_rows], scores[keep_rows], history[keep_rows]
-            next_tokens = next_tokens[keep_rows]
-            # One gather both follows the beams and drops finished sentences.
-            cache.select(row_beams.view(-1, K)[keep_rows].view(-1))
+        row_beams = (beams + torch.arange(Nb, device=self.device).unsqueeze(1) * K).view(-1)
+        self.tokens = next_tokens.reshape(-1)
+        self.t = t + 1
+        out = [(self.sentences[r].key, self.sentences[r].finished[:n_best]) for r in done]
+        if done:  # one gather both follows the beams and drops finished sentences
+            self._keep([r for r in range(Nb) if r not in set(done)], row_beams)
         else:
-            cache.reorder(row_beams)
-        tokens = next_tokens.reshape(-1)
-        if opts.should_stop is not None and opts.should_stop():
-            break
-    opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
-    opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
-    return [h[:n_best] for h in finished]
+            self.cache.reorder(row_beams)
+        return out
 
+    def _log_probs(self, logits: Tensor, ending: Tensor, forbid: Tensor | None) -> Tensor:
+        """The unfused step on logits (N, V), rows = sentences x K: the logits processors and the
+        target prefix, log_softmax, EOS forbidden where ``forbid`` (before min_length), only EOS,
+        with its own log-probability, where ``ending`` (at max length, min_length or not)."""
+        eos, K, opts = self.model.cfg.eos_id, self.K, self.opts
+        if opts.processed:
+            lengths = self.t.repeat_interleave(K)
+            if opts.repetition_penalty != 1.0 or opts.no_repeat_ngram_size:
+                logits = _process_logits(logits, self.history.view(len(logits), -1), lengths, opts)
+            if len(self.prefix):
+                logits = _force_prefix(logits, lengths, self.prefix)
+        lprobs = torch.log_softmax(logits, dim=-1)
+        eos_lp = lprobs[:, eos].clone()
+        rows_end = ending.repeat_interleave(K)
+        if forbid is not None:
+            lprobs[:, eos] = eos_lp.masked_fill(forbid.repeat_interleave(K), NEG_INF)
+        if bool(rows_end.any()):
+            lprobs.masked_fill_(rows_end.unsqueeze(1), NEG_INF)
+            lprobs[:, eos] = torch.where(rows_end, eos_lp, lprobs[:, eos])
+        return lprobs
 
-@torch.inference_mode()
-def greedy(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[Hypothesis]:
-    """beam_size=1 fast path: argmax per step, finished sentences drop out of the batch."""
-    cfg = model.cfg
-    device = src.device
-    B = src.shape[0]
-    max_lens = _max_lengths((src != cfg.pad_id).sum(1), opts)
-    T = int(max_lens.max())
-    mem, mem_mask = model.encode(src)
-    cache = model.init_cache(mem, mem_mask, T, **_kv(opts))
-    alive = torch.arange(B, device=device)
-    tokens = torch.full((B,), cfg.bos_id, dtype=torch.long, device=device)
-    scores = torch.zeros(B, device=device)
-    out: list[list[int]] = [[] for _ in range(B)]
-    final: list[float] = [0.0] * B
-    end_steps = {n - 1 for n in max_lens.tolist()}  # steps at which some sentence must end
-    kv_bytes = cache.nbytes()  # (it only shrinks)
-    gen = None
-    if opts.sampling and opts.sampling_seed is not None:
-        gen = torch.Generator(device=device).manual_seed(opts.sampling_seed)
-    for t in range(T):
-        logits = model.decode_step(tokens, cache).float()
-        ending = _ending(max_lens[alive], t, end_steps)
-        C = _chunk_size(logits.shape[1], 1)
-        if opts.processed or opts.sampling:
-            prev = torch.tensor([out[b] for b in alive.tolist()], dtype=torch.long, device=device).view(len(alive), t)
-            lprobs = _step_log_probs(logits, prev, t, cfg.eos_id, ending, opts)
-            best, tokens = _sample(lprobs, opts, gen) if opts.sampling else row_max(lprobs)
-        elif C is None or ending is not None:
-            best, tokens = row_max(_log_probs(logits, cfg.eos_id, t < opts.min_length, ending))
-        else:  # max of log_softmax(logits) = max(logits) - lse, without the normalised table
-            lse, cmax = _lse_forbidding(logits, C, cfg.eos_id if t < opts.min_length else None)
-            best, tokens = row_max(logits, cmax)
+    def _greedy(self, lprobs: Tensor, lse: Tensor | None, cmax: Tensor | None) -> list:
+        """beam_size 1: the argmax (or a sampled) token of each sentence: lprobs (Nb, V)
+        log-probabilities, or the raw logits with their ``lse`` and chunk maxima."""
+        eos, opts = self.model.cfg.eos_id, self.opts
+        if opts.sampling:
+            gens = None if opts.sampling_seed is None else [s.gen for s in self.sentences]
+            best, tokens = _sample(lprobs, opts, gens)
+        elif lse is None:
+            best, tokens = row_max(lprobs)
+        else:
+            best, tokens = row_max(lprobs, cmax)
             best = best - lse
-        scores = scores + best
-        ended = tokens == cfg.eos_id
-        for b, tok, end in zip(alive.tolist(), tokens.tolist(), ended.tolist()):
-            if not end:
-                out[b].append(tok)
-        if bool(ended.any()):
-            lp = float(length_penalty(t + 1, opts.length_penalty))
-            for r in ended.nonzero().flatten().tolist():
-                final[int(alive[r])] = float(scores[r]) / lp
-            keep = (~ended).nonzero().flatten()
-            if keep.numel() == 0:
-                break
-            alive, tokens, scores = alive[keep], tokens[keep], scores[keep]
-            cache.select(keep)
+        Nb = len(self.sentences)
+        self.scores = self.scores + best.unsqueeze(1)
+        t = self.t
+        self._grow_history(t)
+        self.history[torch.arange(Nb, device=self.device), 0, t] = tokens
+        t_list, done, out = t.tolist(), [], []
+        scores = self.scores[:, 0].tolist()
+        for r, end in enumerate((tokens == eos).tolist()):
+            if end or self.sentences[r].max_len - 1 <= t_list[r]:
+                n = t_list[r] if end else t_list[r] + 1  # tokens without EOS
+                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                out.append((self.sentences[r].key, [Hypothesis(self.history[r, 0, :n].tolist(), scores[r] / lp)]))
+                done.append(r)
+        self.tokens = tokens
+        self.t = t + 1
+        if done:
+            self._keep([r for r in range(Nb) if r not in set(done)])
+        return out
+
+    def _grow_history(self, t: Tensor) -> None:
+        width = int(t.max()) + 1
+        if width > self.history.shape[2]:
+            B, K, w = self.history.shape
+            self.history = torch.cat([self.history, self.history.new_zeros(B, K, max(width, 2 * w) - w)], 2)
+
+    def _gather_draws(self, done: list[tuple[Hashable, list[Hypothesis]]]) -> list[tuple[Hashable, list[Hypothesis]]]:
+        """Sampling n: a sentence is done when its n draws are, with them best first."""
+        out = []
+        for draw, hyps in done:
+            got = self.drawn.get(draw.key)
+            if got is None:  # (cancelled)
+                continue
+            got.extend(hyps)
+            if len(got) == self.draws:
+                del self.drawn[draw.key]
+                out.append((draw.key, sorted(got, key=lambda h: -h.score)))
+        return out
+
+    # -- joining and leaving ----------------------------------------------------------------------
+    def _keep(self, kept: list[int], row_beams: Tensor | None = None) -> None:
+        """Keep these sentences (cache order); ``row_beams`` (B * K,): the rows' sources this step
+        (one gather both follows the beams and drops the others)."""
+        K = self.K
+        idx = torch.tensor(kept, dtype=torch.long, device=self.device)
+        rows = row_beams if row_beams is not None else torch.arange(len(self.sentences) * K, device=self.device)
+        self.cache.select(rows.view(-1, K).index_select(0, idx).view(-1))
+        self.sentences = [self.sentences[r] for r in kept]
+        self.scores, self.history, self.t = self.scores[idx], self.history[idx], self.t[idx]
+        self.max_lens = self.max_lens[idx]
+        self.tokens = self.tokens.view(-1, K).index_select(0, idx).view(-1)
+
+    def _leave_cancelled(self) -> None:
+        if not self.cancelled:
+            return
+        gone = self.cancelled
+        self.cancelled = set()
+        kept = [r for r, s in enumerate(self.sentences) if s.key not in gone]
+        if len(kept) < len(self.sentences):
+            self._keep(kept)
+
+    def _join_pending(self) -> None:
+        if not self.pending:
+            return
+        items = list(self.pending.items())
+        self.pending = {}
+        cfg, K, opts, dev = self.model.cfg, self.K, self.opts, self.device
+        for group in encoder_buckets([len(src) for _, src in items]):
+            batch = [items[i] for i in group]
+            width = max(len(src) for _, src in batch)
+            src = torch.full((len(batch), width), cfg.pad_id, dtype=torch.long)
+            for r, (_, ids) in enumerate(batch):
+                src[r, : len(ids)] = torch.tensor(ids)
+            src = src.to(dev)
+            lens = max_lengths(torch.tensor([len(ids) for _, ids in batch]), opts)
+            try:
+                mem, mem_mask = self.model.encode(src)
+                cross = self.model.cross_states(mem)
+            except Exception as e:  # only these sentences fail; the running ones go on
+                self.failed.extend((key, e) for key, _ in batch)
+                continue
+            m_list = lens.tolist()
+            self.cache.join(cross, mem_mask, max(m_list))
+            b = len(batch)
+            for (key, ids), m in zip(batch, m_list):
+                s = _Sentence(key, len(ids), m, float(length_penalty(m, opts.length_penalty)))
+                if opts.sampling and opts.sampling_seed is not None:  # draw j of a sentence: seed + j
+                    s.gen = torch.Generator(device=dev).manual_seed(opts.sampling_seed + (key.j if isinstance(key, _Draw) else 0))
+                self.sentences.append(s)
+            first = torch.full((b, K), NEG_INF, device=dev)
+            first[:, 0] = 0.0  # one live beam: the first step expands it (the others' rows are copies)
+            self.scores = torch.cat([self.scores, first])
+            self.history = torch.cat([self.history, self.history.new_zeros(b, K, self.history.shape[2])])
+            self.t = torch.cat([self.t, self.t.new_zeros(b)])
+            self.max_lens = torch.cat([self.max_lens, lens.to(dev)])
+            self.tokens = torch.cat([self.tokens, torch.full((b * K,), cfg.bos_id, dtype=torch.long, device=dev)])
+
+
+def generate_ids(
+    model: Seq2Seq, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int = 16384
+) -> list[list[Hypothesis]]:
+    """Every sentence (token ids, unpadded) through one search, stepped until it is idle: sentences
+    join, shortest first, while the running ones hold at most ``max_batch_tokens`` source tokens x
+    beams (at least one at a time).  n-best per source, in input order.  ``opts.should_stop`` is
+    polled once per step (True: what finished so far, [] for the others); ``opts.stats`` gets
+    decode_steps and kv_cache_bytes (the cache's largest size)."""
+    opts.validate()
+    search = BeamSearch(model, opts, capacity=min(len(sources), 128) or 1)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)  # (popped from the end)
+    cost = [len(s) * opts.beam_size * search.draws for s in sources]
+    running, kv_bytes = 0, 0
+    while order or not search.idle:
+        while order and (running == 0 or running + cost[order[-1]] <= max_batch_tokens):
+            i = order.pop()
+            search.add(i, sources[i])
+            running += cost[i]
+        for i, hyps in search.step():
+            results[i] = hyps
+            running -= cost[i]
+        if search.failed:
+            raise search.failed[0][1]
+        kv_bytes = max(kv_bytes, search.cache.nbytes())
         if opts.should_stop is not None and opts.should_stop():
             break
-    opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + t + 1
+    opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + search.decode_steps
     opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
-    return [Hypothesis(toks, sc) for toks, sc in zip(out, final)]
-
-
-def generate_sorted(model: Seq2Seq, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int) -> list[list[Hypothesis]]:
-    """``generate`` over token-id lists (unpadded) in batches sorted by length under a budget of
-    source tokens x beam size (at least one sentence a batch); n-best per source, in input order."""
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    results: list[list[Hypothesis]] = [[] for _ in sources]
-    pad = model.cfg.pad_id
-    start = 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and len(sources[order[end]]) * (end + 1 - start) * opts.beam_size <= max_batch_tokens:
-            end += 1
-        idx = order[start:end]
-        src = torch.full((len(idx), max(len(sources[i]) for i in idx)), pad, dtype=torch.long)
-        for r, i in enumerate(idx):
-            src[r, : len(sources[i])] = torch.tensor(sources[i])
-        for i, hyps in zip(idx, generate(model, src.to(model.device), opts)):
-            results[i] = hyps
-        start = end
     return results
+
+
+def generate(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
+    """src (B, S) right-padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
+    pad = model.cfg.pad_id
+    return generate_ids(model, [[t for t in row if t != pad] for row in src.tolist()], opts, max_batch_tokens=1 << 62)

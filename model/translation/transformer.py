@@ -310,13 +310,13 @@ class Transformer(nn.Module):
         kv_dtype: torch.dtype | None = None,
         cache_type: type[DecoderCache] = DenseCache,
     ) -> DecoderCache:
-        """Cross-attention K/V computed once per sentence; self-attention K/V preallocated for
-        max_len steps and ``beams`` consecutive rows per sentence, kept as ``cache_type`` (the
-        storage strategy; the CPU back ends keep them by reference), stored as ``kv_dtype``
-        (default: the model's dtype; float16 halves what a step reads)."""
-        cfg = self.cfg
-        k = cfg.max_relative_position if cfg.relative_positions else None
-        return cache_type.allocate(self.cross_states(mem), mem_mask, cfg.n_heads, max_len, cfg.head_dim, k, beams, kv_dtype)
+        """A cache holding these sentences at step 0: cross-attention K/V computed once per sentence,
+        self-attention K/V for max_len steps and ``beams`` consecutive rows per sentence, kept as
+        ``cache_type`` (the storage strategy; the CPU back ends keep them by reference), stored as
+        ``kv_dtype`` (default: the model's dtype; float16 halves what a step reads)."""
+        cache = cache_type.for_model(self, beams, kv_dtype)
+        cache.join(self.cross_states(mem), mem_mask, max_len)
+        return cache
 
     def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
         """Per decoder layer: the cross-attention keys and values of memory (B, S, D), each
@@ -331,15 +331,14 @@ class Transformer(nn.Module):
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (N,) at step cache.positions() -> logits (N, V); advances the cache by one.  The
-        step is one t for every row, or one per row (a ``model.translation.cache_pool`` cache,
-        whose sentences joined at different times)."""
-        pos = cache.positions()  # t, or (N,) steps
+        step is one per row (sentences join a ``model.translation.cache`` cache at different times)."""
+        pos = cache.positions()  # (N,) steps
         x = F.embedding(tokens[:, None], self.embed.weight, self.cfg.pad_id) * self.emb_scale  # (N, 1, D)
         if self.positions is not None:
             x = x + self.positions[pos].to(x.dtype).view(-1, 1, x.shape[-1])
         if self.training:
             x = self.dropout(x)
-        rel = cache.step_relative_index()  # (1, t+1), or None (no relative term, or the cache's own per row)
+        rel = cache.step_relative_index()  # None: the cache builds each row's own
         mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)
         for layer, lc in zip(self.decoder_layers, cache.layers):
             x = layer.step(x, lc, mem_bias, rel)

@@ -16,7 +16,7 @@ from model.segment import InputTooLong
 from model.tokenizer import EOS_ID, Tokenizer
 from model.translation.backends import TorchBackend, select_backend
 from model.translation.scheduler import TranslationScheduler, worker_layout
-from model.translation.search import Hypothesis, SearchOptions, generate_sorted
+from model.translation.search import Hypothesis, SearchOptions, generate_ids
 from model.translation.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained
 
@@ -113,15 +113,15 @@ class Translator:
     def core(
         self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
     ) -> list[list[Hypothesis]]:
-        """Searches over batches sorted by length under a token budget (``max_batch_tokens``, default
-        ``self.max_batch_tokens``; a caller that formed the batch itself, as the service's batcher
-        does, passes ``NO_SPLIT``); n-best hypotheses per source, in input order."""
+        """One search over every source, the running ones under a token budget (``max_batch_tokens``,
+        default ``self.max_batch_tokens``; a caller that formed the batch itself, as the service's
+        batcher does, passes ``NO_SPLIT``); n-best hypotheses per source, in input order."""
         if opts.kv_cache_dtype is None and self.kv_cache_dtype is not None:
             opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)  # (same stats dict)
         budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
         if self.scheduler is not None and max_batch_tokens is None:
             return self.scheduler.run(sources, opts)
-        return generate_sorted(self.backend, sources, opts, budget)
+        return generate_ids(self.backend, sources, opts, budget)
 
     def start_workers(self, workers: int = 0, threads: int = 0, cores: int = 0) -> tuple[int, int]:
         """From now on ``core`` / ``translate`` run on the step-level scheduler

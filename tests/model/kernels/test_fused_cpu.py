@@ -1,6 +1,6 @@
 """The encoder and the decoding step in one C call each (``model.kernels.fused_cpu``) against the torch
 paths, for every supported head size and relative-position variant: the encoder with padding of
-every kind, the step on the same by-reference cache through beam expand, reorder and finished
+every kind, the step on the same by-reference cache through beam reorder and finished
 sentences; and the shipped translator's hypotheses with them on and off."""
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def random_model(head_dim: int, rel: str, encoder_layers: int = 1) -> Transforme
 
 
 def run_steps(m: Transformer, kv_dtype: torch.dtype | None = None, backend: type[TorchBackend] = FusedCPUBackend) -> list[torch.Tensor]:
-    """Two steps on one row per sentence, expand to 3 beams, reorder, one sentence finishes (on the
-    given back end: by default the fused step)."""
+    """Two steps with the 3 beams of each sentence on the same tokens, two on their own, a reorder
+    within sentences, one sentence finishes (on the given back end: by default the fused step)."""
     be = backend(m)
     g = torch.Generator().manual_seed(1)
     B, K, T = 3, 3, 9
@@ -58,11 +58,10 @@ def run_steps(m: Transformer, kv_dtype: torch.dtype | None = None, backend: type
     out = []
     with torch.no_grad():
         mem, mask = be.encode(src)
-        cache = be.init_cache(mem, mask, T, kv_dtype=kv_dtype)
+        cache = be.init_cache(mem, mask, T, beams=K, kv_dtype=kv_dtype)
         assert isinstance(cache, ReferenceCache) == (backend is not TorchBackend)
         for t in range(2):
-            out.append(be.decode_step(tokens[t, :B], cache))
-        cache.expand(K)
+            out.append(be.decode_step(tokens[t, :B].repeat_interleave(K), cache))
         for t in range(2, 4):
             out.append(be.decode_step(tokens[t], cache))
         cache.reorder(torch.tensor([2, 0, 0, 3, 5, 4, 8, 6, 7]))
@@ -141,7 +140,7 @@ def test_out_of_range_token_ids_raise_like_torch() -> None:
             be.decode_step(torch.tensor([50]), cache)
         with pytest.raises(ValueError, match="one per cache row"):
             be.decode_step(torch.tensor([7, 8]), cache)
-        assert cache.seq_len == 0  # nothing happened
+        assert cache.positions().tolist() == [0]  # nothing happened
         assert be.decode_step(torch.tensor([7]), cache).shape == (1, 50)
 
 
@@ -179,9 +178,8 @@ def test_products_split_across_threads_equal_torch() -> None:
         be = backend(m)
         with torch.no_grad():
             mem, mask = be.encode(src)
-            cache = be.init_cache(mem, mask, 4)
-            out = [mem, be.decode_step(tokens[0, :16], cache)]
-            cache.expand(4)
+            cache = be.init_cache(mem, mask, 4, beams=4)
+            out = [mem, be.decode_step(tokens[0, :16].repeat_interleave(4), cache)]
             out += [be.decode_step(tokens[t], cache) for t in (1, 2)]
         return out
 

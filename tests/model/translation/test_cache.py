@@ -1,18 +1,19 @@
 """The KV caches, each storage strategy behind the one interface: a scripted search (steps, beam
-reorders, expansion to beams, sentences finishing) must attend, row by row, over exactly the
-keys and values that row's own history holds (kept here by hand); the dense cache's reorder
-equals a full gather; the by-reference cache moves no key or value when rows move."""
+reorders, sentences joining at other steps, sentences finishing) must attend, row by row, over
+exactly the keys and values that row's own history holds (kept here by hand); the dense cache's
+reorder equals a full gather; the by-reference cache moves no key or value when rows move."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from model.translation.cache import DecoderCache, DenseCache, DenseLayerCache, ReferenceCache
+from model.translation.cache import DecoderCache, DenseCache, ReferenceCache
 from model.translation.transformer import MultiHeadAttention, TransformerConfig
 
 H, DH, K_REL = 2, 16, 3
 CACHES = [DenseCache, ReferenceCache]
+QKV = (torch.zeros(3 * H * DH, H * DH), torch.zeros(3 * H * DH))
 
 
 @pytest.fixture(params=CACHES, ids=lambda c: c.__name__)
@@ -30,39 +31,44 @@ def attention() -> MultiHeadAttention:
     return attn
 
 
-def new_cache(cache_type: type[DecoderCache], sentences: int, max_len: int, beams: int = 1) -> DecoderCache:
-    cross = torch.randn(sentences, H, 4, DH)
-    layer = (cross, cross.clone(), (torch.zeros(3 * H * DH, H * DH), torch.zeros(3 * H * DH)))
-    return cache_type.allocate([layer, layer], torch.ones(sentences, 1, 1, 4, dtype=torch.bool), H, 12, DH, K_REL, beams)
+def new_cache(cache_type: type[DecoderCache], beams: int = 1, kv_dtype: torch.dtype = torch.float32) -> DecoderCache:
+    return cache_type([QKV, QKV], H, DH, K_REL, beams, kv_dtype, torch.device("cpu"))
+
+
+def join(cache: DecoderCache, sentences: int, max_len: int = 12, src_len: int = 4) -> None:
+    cross = torch.randn(sentences, H, src_len, DH)
+    cache.join([(cross, cross.clone(), QKV)] * 2, torch.ones(sentences, 1, 1, src_len, dtype=torch.bool), max_len)
 
 
 def test_both_strategies_share_the_interface() -> None:
     for cls in CACHES:
         assert issubclass(cls, DecoderCache)
-        for name in ("reorder", "select", "expand", "nbytes", "memory_bias", "step_relative_index"):
+        for name in ("join", "reorder", "select", "attend", "nbytes", "memory_bias", "positions", "advance"):
             assert callable(getattr(cls, name))
-        for name in ("self_attention", "select", "expand", "nbytes"):
+        for name in ("self_attention", "nbytes"):
             assert callable(getattr(cls.layer_type, name))
 
 
 @torch.no_grad()
 def test_a_scripted_search_attends_over_each_rows_own_history(cache_type: type[DecoderCache]) -> None:
     attn, g = attention(), torch.Generator().manual_seed(1)
-    B, K = 3, 2
-    cache = new_cache(cache_type, B, 12)
-    past: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(B)]  # per row: (k, v) per position
+    K = 2
+    cache = new_cache(cache_type, beams=K)
+    join(cache, 3)
+    past: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(3 * K)]  # per row: (k, v) per position
 
     def step() -> None:
         n = cache.batch_size
+        steps = cache.positions().tolist()
         q, k, v = (torch.randn(n, H, 1, DH, generator=g) for _ in range(3))
         for layer in cache.layers:
             got = layer.self_attention(q, k, v, attn, cache.step_relative_index())
         cache.advance()
         for r in range(n):
             past[r].append((k[r], v[r]))
-        t = cache.seq_len
-        rel = (torch.arange(t) - (t - 1)).clamp(-K_REL, K_REL).unsqueeze(0) + K_REL  # (1, t)
-        for r in range(n):
+            t = steps[r] + 1
+            assert len(past[r]) == t
+            rel = (torch.arange(t) - (t - 1)).clamp(-K_REL, K_REL).unsqueeze(0) + K_REL  # (1, t)
             ks = torch.cat([p[0] for p in past[r]], 1)  # (H, t, Dh)
             vs = torch.cat([p[1] for p in past[r]], 1)
             want = attn.attend(q[r : r + 1], ks[None], vs[None], None, rel)
@@ -70,19 +76,20 @@ def test_a_scripted_search_attends_over_each_rows_own_history(cache_type: type[D
 
     step()
     step()
-    cache.expand(K)  # every row becomes K beams with its past
-    past = [list(p) for p in past for _ in range(K)]
-    step()
     beam_idx = torch.tensor([1, 1, 2, 3, 5, 4])  # beams take each other's past within their sentence
     cache.reorder(beam_idx)
     past = [list(past[i]) for i in beam_idx.tolist()]
     step()
+    join(cache, 1, src_len=6)  # a sentence joins at step 0 beside the others at step 3 (a longer source)
+    past += [[] for _ in range(K)]
     step()
-    keep = torch.tensor([1, 0, 4, 5])  # sentence 1 finishes; the others' beams follow (reordered)
+    step()
+    keep = torch.tensor([1, 0, 4, 5, 6, 7])  # sentence 1 finishes; the others' beams follow (reordered)
     cache.select(keep)
     past = [list(past[i]) for i in keep.tolist()]
     step()
-    assert cache.seq_len == 6 and cache.batch_size == 4 and cache.layers[0].cross_k.shape[0] == 2
+    assert cache.positions().tolist() == [6, 6, 6, 6, 3, 3] and cache.batch_size == 6
+    assert cache.layers[0].cross_k.shape[0] == 3
 
 
 @pytest.mark.parametrize("beam_idx", [[0, 0, 2, 1], [1, 0, 3, 2], [0, 1, 2, 3], [3, 3, 3, 3], [1, 2, 3, 0]])
@@ -90,16 +97,15 @@ def test_dense_reorder_equals_a_full_gather(beam_idx: list[int]) -> None:
     """reorder() copies only the rows that move; the result must equal gathering every row,
     including rows that are both a source and overwritten (chains and cycles)."""
     torch.manual_seed(5)
-    cross = torch.randn(4, 2, 3, 8)
-    layers = [DenseLayerCache.allocate(4, 2, 7, 8, cross, cross) for _ in range(2)]
-    for lc in layers:
+    cache = new_cache(DenseCache, beams=4)
+    join(cache, 1, max_len=7)
+    for lc in cache.layers:
         lc.self_k.normal_(), lc.self_v.normal_()
-        lc.length = 5
-    cache = DenseCache(layers, torch.ones(4, 1, 1, 3, dtype=torch.bool), 7, k=2)
+    cache.steps.fill_(5)
     idx = torch.tensor(beam_idx)
-    want = [(lc.self_k[:, :, :5][idx].clone(), lc.self_v[:, :, :5][idx].clone()) for lc in layers]
+    want = [(lc.self_k[:, :, :5][idx].clone(), lc.self_v[:, :, :5][idx].clone()) for lc in cache.layers]
     cache.reorder(idx)
-    for lc, (k, v) in zip(layers, want):
+    for lc, (k, v) in zip(cache.layers, want):
         assert torch.equal(lc.self_k[:, :, :5], k) and torch.equal(lc.self_v[:, :, :5], v)
 
 
@@ -107,26 +113,26 @@ def test_dense_reorder_equals_a_full_gather(beam_idx: list[int]) -> None:
 def test_by_reference_rows_move_without_copying_keys_or_values(need_kernel) -> None:
     need_kernel("RENDITION_ATTENTION_KERNEL")
     attn = attention()
-    cache = new_cache(ReferenceCache, 2, 12, beams=2)
+    cache = new_cache(ReferenceCache, beams=2)
+    join(cache, 2)
     for _ in range(3):
         q = torch.randn(4, H, 1, DH)
         for layer in cache.layers:
             layer.self_attention(q, q, q, attn, cache.step_relative_index())
         cache.advance()
     stores = [(lc.self_k[:, :, :3].clone(), lc.self_v[:, :, :3].clone()) for lc in cache.layers]  # (the filled part;
-    cache.reorder(torch.tensor([1, 1, 3, 2]))  # seq_len 3: no compaction step)                   the rest is not initialised)
+    cache.reorder(torch.tensor([1, 1, 3, 2]))  # one reorder: no compaction yet)                   the rest is not initialised)
     cache.select(torch.tensor([2, 3]))
     for lc, (k, v) in zip(cache.layers, stores):
         assert torch.equal(lc.self_k[:, :, :3], k) and torch.equal(lc.self_v[:, :, :3], v)  # only the index table moved
-    assert cache.history.src[:, :3].tolist() == [[3, 3, 3], [2, 2, 2]]
+    assert cache.src[:, :3].tolist() == [[3, 3, 3], [2, 2, 2]]
 
 
 def test_nbytes_counts_self_and_cross_storage() -> None:
-    cache = new_cache(DenseCache, 2, 12)
-    per_layer = 2 * (2 * H * 12 * DH) * 4 + 2 * (2 * H * 4 * DH) * 4
+    cache = new_cache(DenseCache)
+    join(cache, 2, max_len=64)  # (self-attention storage grows in steps of 64 positions)
+    per_layer = 2 * (2 * H * 64 * DH) * 4 + 2 * (2 * H * 4 * DH) * 4
     assert cache.nbytes() == 2 * per_layer
-    half = DenseCache.allocate(
-        [(torch.zeros(2, H, 4, DH), torch.zeros(2, H, 4, DH), None)], torch.ones(2, 1, 1, 4, dtype=torch.bool), H, 12, DH,
-        K_REL, kv_dtype=torch.float16,
-    )  # fmt: skip
-    assert half.nbytes() == 2 * (2 * H * 12 * DH) * 2 + 2 * (2 * H * 4 * DH) * 4
+    half = new_cache(DenseCache, kv_dtype=torch.float16)
+    join(half, 2, max_len=64)
+    assert half.nbytes() == 2 * (2 * (2 * H * 64 * DH) * 2 + 2 * (2 * H * 4 * DH) * 4)

@@ -1,4 +1,4 @@
-"""Continuous batching (``model.translation.continuous``, ``cache_pool``): a sentence that joins a
+"""Continuous batching (``model.translation.search``, ``cache``): a sentence that joins a
 running search mid-flight gets the result it gets alone, on every back end; cancelled sentences
 leave at the next step; storage is reused."""
 
@@ -11,9 +11,8 @@ import torch
 
 from model.kernels import native
 from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
-from model.translation.cache_pool import DensePool, ReferencePool
-from model.translation.continuous import ContinuousBeamSearch, encoder_buckets
-from model.translation.search import SearchOptions, generate
+from model.translation.cache import DenseCache, ReferenceCache
+from model.translation.search import BeamSearch, SearchOptions, encoder_buckets, generate
 from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import Translator
 
@@ -48,7 +47,7 @@ def alone(backend, src: list[int], opts: SearchOptions):
     return generate(backend, torch.tensor([src]), opts)[0]
 
 
-def run_staggered(search: ContinuousBeamSearch, sources: list[list[int]], seed: int = 0) -> dict[int, list]:
+def run_staggered(search: BeamSearch, sources: list[list[int]], seed: int = 0) -> dict[int, list]:
     """Sentences join 0-3 at a time between steps, so each joins a search already running."""
     rng = random.Random(seed)
     queue, out = list(range(len(sources))), {}
@@ -89,12 +88,12 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: s
     backend = backend_cls(random_model(rel))
     sources = random_sources(24, 96)
     opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
-    search = ContinuousBeamSearch(backend, opts)
+    search = BeamSearch(backend, opts)
     out = run_staggered(search, sources)
     assert sorted(out) == list(range(len(sources)))
     for i, src in enumerate(sources):
         assert_same(out[i], alone(backend, src, opts))
-    assert search.pool.batch_size == 0
+    assert search.cache.batch_size == 0
 
 
 @pytest.mark.parametrize(
@@ -112,7 +111,7 @@ def test_joined_searches_keep_every_rule_of_generate(opts: SearchOptions) -> Non
     need(FusedCPUBackend)
     backend = FusedCPUBackend(random_model("kv", seed=3))
     sources = random_sources(16, 96, seed=4)
-    out = run_staggered(ContinuousBeamSearch(backend, opts), sources, seed=2)
+    out = run_staggered(BeamSearch(backend, opts), sources, seed=2)
     for i, src in enumerate(sources):
         assert_same(out[i], alone(backend, src, opts))
 
@@ -124,7 +123,7 @@ def test_the_shipped_translator_joined_mid_flight_equals_alone(shipped_translato
              "Click the button to save the document.", "Yes", "I see a rose."]  # fmt: skip
     sources = tr.preprocess(texts, "fr")
     opts = SearchOptions(beam_size=4)
-    out = run_staggered(ContinuousBeamSearch(tr.backend, opts), sources, seed=5)
+    out = run_staggered(BeamSearch(tr.backend, opts), sources, seed=5)
     for i, src in enumerate(sources):
         assert_same(out[i], alone(tr.backend, src, opts))
 
@@ -135,17 +134,17 @@ def test_a_cancelled_sentence_leaves_at_the_next_step_and_the_others_are_unchang
     backend = backend_cls(random_model("kv", seed=5))
     opts = SearchOptions(beam_size=4, max_length=40, max_length_a=3.0)
     sources = random_sources(3, 96, seed=9)
-    search = ContinuousBeamSearch(backend, opts)
+    search = BeamSearch(backend, opts)
     for i, src in enumerate(sources):
         search.add(i, src)
     out = dict(search.step())
-    assert search.pool.batch_size == 4 * search.live
+    assert search.cache.batch_size == 4 * search.live
     live = search.live
     assert 1 in [s.key for s in search.sentences], "the sentence to cancel ended at the first step"
     search.cancel(1)
     out.update(search.step())
     assert 1 not in [s.key for s in search.sentences]
-    assert search.live <= live - 1 and search.pool.batch_size == 4 * search.live
+    assert search.live <= live - 1 and search.cache.batch_size == 4 * search.live
     while not search.idle:
         out.update(search.step())
     assert 1 not in out
@@ -155,17 +154,17 @@ def test_a_cancelled_sentence_leaves_at_the_next_step_and_the_others_are_unchang
 
 def test_a_cancelled_sentence_that_has_not_joined_never_runs() -> None:
     backend = TorchBackend(random_model())
-    search = ContinuousBeamSearch(backend, SearchOptions(beam_size=2))
+    search = BeamSearch(backend, SearchOptions(beam_size=2))
     search.add("a", [5, 6, 3])
     search.cancel("a")
     assert search.idle and search.step() == []
 
 
-def test_the_reference_pool_reuses_the_storage_of_finished_sentences() -> None:
+def test_the_reference_cache_reuses_the_storage_of_finished_sentences() -> None:
     need(FusedCPUBackend)
     backend = FusedCPUBackend(random_model("kv", seed=7))
-    search = ContinuousBeamSearch(backend, SearchOptions(beam_size=4))
-    assert isinstance(search.pool, ReferencePool)
+    search = BeamSearch(backend, SearchOptions(beam_size=4))
+    assert isinstance(search.cache, ReferenceCache)
     sources = random_sources(200, 96, seed=11)
     queue, out, most = list(range(len(sources))), {}, 0
     while queue or not search.idle:
@@ -173,26 +172,44 @@ def test_the_reference_pool_reuses_the_storage_of_finished_sentences() -> None:
             i = queue.pop(0)
             search.add(i, sources[i])
         out.update(search.step())
-        most = max(most, search.pool.groups)
+        most = max(most, search.cache.groups)
     assert len(out) == len(sources)
     assert most <= 32  # 200 sentences ran in storage for at most 32 (it grows by doubling from 16)
-    assert len(search.pool.free) == search.pool.groups  # everything returned
+    assert len(search.cache.free) == search.cache.groups  # everything returned
 
 
-def test_the_torch_back_end_keeps_a_dense_pool_and_bfloat16_storage_stays_dense() -> None:
+def test_the_torch_back_end_keeps_a_dense_cache_and_bfloat16_storage_stays_dense() -> None:
     m = random_model()
-    assert isinstance(TorchBackend(m).new_pool(4), DensePool)
+    assert isinstance(TorchBackend(m).new_cache(4), DenseCache)
     need(FusedCPUBackend)
-    assert isinstance(FusedCPUBackend(m).new_pool(4), ReferencePool)
-    assert isinstance(FusedCPUBackend(m).new_pool(4, torch.bfloat16), DensePool)
+    assert isinstance(FusedCPUBackend(m).new_cache(4), ReferenceCache)
+    assert isinstance(FusedCPUBackend(m).new_cache(4, torch.bfloat16), DenseCache)
 
 
-def test_options_the_continuous_search_does_not_run_are_refused() -> None:
-    backend = TorchBackend(random_model())
-    for opts in (SearchOptions(beam_size=1, sampling_topk=5), SearchOptions(repetition_penalty=1.2), SearchOptions(target_prefix=(5,))):
-        assert not ContinuousBeamSearch.supports(opts)
-        with pytest.raises(ValueError):
-            ContinuousBeamSearch(backend, opts)
+@pytest.mark.parametrize(
+    "opts",
+    [
+        SearchOptions(beam_size=1, sampling_topk=5, sampling_seed=3),
+        SearchOptions(beam_size=1, sampling_topk=0, sampling_temperature=1.5, sampling_seed=4, num_hypotheses=3),
+        SearchOptions(beam_size=3, repetition_penalty=1.5, no_repeat_ngram_size=2),
+        SearchOptions(beam_size=1, no_repeat_ngram_size=1),
+        SearchOptions(beam_size=2, target_prefix=(5, 7)),
+    ],
+    ids=["sample", "sample-n", "processors", "greedy-no-repeat", "prefix"],
+)
+def test_sampling_processors_and_prefix_run_joined_mid_flight(opts: SearchOptions) -> None:
+    """The options that change the logits, and seeded sampling (each sentence draws with its own
+    generator), give a sentence joining a running search the result it gets alone."""
+    backend = TorchBackend(random_model("kv", seed=6))
+    sources = random_sources(12, 96, seed=8)
+    out = run_staggered(BeamSearch(backend, opts), sources, seed=3)
+    for i, src in enumerate(sources):
+        assert_same(out[i], alone(backend, src, opts))
+        assert len(out[i]) == opts.num_hypotheses
+        if opts.target_prefix:
+            assert all(h.tokens[:2] == [5, 7] for h in out[i])
+        if opts.no_repeat_ngram_size == 1:
+            assert len(set(out[i][0].tokens)) == len(out[i][0].tokens)
 
 
 def test_encoder_buckets_group_sentences_of_similar_length() -> None:

@@ -40,7 +40,7 @@ def test_results_equal_searches_alone(backend, workers: int) -> None:
         assert_same(hyps, alone(backend, src, opts))
 
 
-def test_options_the_continuous_search_does_not_run_go_through_generate(backend) -> None:
+def test_sampling_and_logits_processors_run_in_the_continuous_search(backend) -> None:
     sources = random_sources(6, 96, seed=4)
     sched = TranslationScheduler(backend, workers=1, threads=1)
     try:

@@ -27,8 +27,17 @@ class _Cfg:
 
 
 class _ScriptCache:
-    def __init__(self, n: int):
-        self.hist: list[list[int]] = [[] for _ in range(n)]
+    """A cache (the interface ``BeamSearch`` drives) that keeps each row's tokens."""
+
+    def __init__(self, beams: int):
+        self.beams = beams
+        self.hist: list[list[int]] = []
+
+    def reserve(self, sentences: int) -> None:
+        pass
+
+    def join(self, cross, mem_mask, max_len: int) -> None:
+        self.hist += [[] for _ in range(mem_mask.shape[0] * self.beams)]
 
     def reorder(self, idx: torch.Tensor) -> None:
         self.hist = [list(self.hist[i]) for i in idx.tolist()]
@@ -36,8 +45,9 @@ class _ScriptCache:
     def select(self, rows: torch.Tensor) -> None:
         self.reorder(rows)
 
-    def expand(self, beams: int) -> None:
-        self.reorder(torch.arange(len(self.hist)).repeat_interleave(beams))
+    @property
+    def batch_size(self) -> int:
+        return len(self.hist)
 
     def nbytes(self) -> int:
         return 0
@@ -47,6 +57,7 @@ class ScriptedModel:
     """Next-token distribution is a function of the generated prefix only (BOS excluded)."""
 
     cfg = _Cfg()
+    device = torch.device("cpu")
 
     def __init__(self, table):
         self.table = table  # prefix tuple -> {token: prob}
@@ -54,8 +65,11 @@ class ScriptedModel:
     def encode(self, src):
         return torch.zeros(src.shape[0], src.shape[1], 1), (src != PAD)[:, None, None, :]
 
-    def init_cache(self, mem, mask, max_len, beams=1):
-        return _ScriptCache(mem.shape[0] * beams)
+    def cross_states(self, mem):
+        return []
+
+    def new_cache(self, beams, kv_dtype=None):
+        return _ScriptCache(beams)
 
     def decode_step(self, tokens, cache):
         out = torch.full((len(cache.hist), V), -math.inf)
@@ -326,9 +340,9 @@ def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
 
 
 def test_max_output_lengths_equal_the_search_caps() -> None:
-    """``max_output_lengths`` (numpy, for the service's event loop) gives ``_max_lengths``' caps (torch,
+    """``max_output_lengths`` (numpy, for the service's event loop) gives ``max_lengths``' caps (torch,
     what ``generate`` stops at) for any lengths and length options, float32 rounding included."""
-    from model.translation.search import _max_lengths, max_output_lengths
+    from model.translation.search import max_lengths, max_output_lengths
 
     rng = random.Random(5)
     for _ in range(300):
@@ -338,4 +352,4 @@ def test_max_output_lengths_equal_the_search_caps() -> None:
             max_length_a=rng.choice([0.0, 0.3, 1.1, 1.2, 1.5, 2.0, 1 / 3, rng.uniform(0, 3)]),
             max_length_b=rng.choice([0, 1, 5, 10, rng.randint(0, 50)]),
         )
-        assert max_output_lengths(lens, opts) == _max_lengths(torch.tensor(lens), opts).tolist()
+        assert max_output_lengths(lens, opts) == max_lengths(torch.tensor(lens), opts).tolist()

@@ -152,7 +152,7 @@ def test_cached_decoding_equals_full_decoding(kw: dict, cache_mode: str) -> None
         cache = be.init_cache(mem, mask, T + 5)
         assert isinstance(cache, ReferenceCache) == (cache_mode != "dense")
         steps = torch.stack([be.decode_step(tgt[:, t], cache) for t in range(T)], 1)
-    assert cache.seq_len == T
+    assert cache.positions().tolist() == [T] * B
     torch.testing.assert_close(steps, full, atol=1e-5, rtol=1e-4)
 
 
@@ -169,29 +169,14 @@ def test_cache_reorder_and_select_follow_rows(cache_mode: str) -> None:
         cache = be.init_cache(mem, mask, 10)
         for t in range(3):
             be.decode_step(tgt[:, t], cache)
-        # Rows swap places (as beams would), then row 1 is dropped (a finished sentence).
+        # Rows swap places and row 1 is dropped (a finished sentence): select follows the rows
+        # (self-attention past and cross-attention states; reorder within sentences is below).
         perm = torch.tensor([2, 1, 0])
-        cache.reorder(perm)
-        # reorder moves only self-attention state; make cross state consistent for this check
-        for lc in cache.layers:
-            lc.cross_k, lc.cross_v = lc.cross_k[perm], lc.cross_v[perm]
-        cache.mem_mask = cache.mem_mask[perm]
         keep = torch.tensor([0, 2])
-        cache.select(keep)
         rows = perm[keep]
+        cache.select(rows)
         out = torch.stack([be.decode_step(tgt[rows, t], cache) for t in range(3, 6)], 1)
     torch.testing.assert_close(out, full[rows, 3:6], atol=1e-5, rtol=1e-4)
-
-
-def test_step_relative_index_is_a_slice_of_one_row() -> None:
-    cfg = small_cfg(max_relative_position=2)
-    m = Transformer(cfg).eval()
-    mem, mask = m.encode(torch.randint(4, 40, (1, 3)))
-    cache = m.init_cache(mem, mask, 8)
-    expected = [[2], [1, 2], [0, 1, 2], [0, 0, 1, 2], [0, 0, 0, 1, 2]]
-    for row in expected:
-        assert cache.step_relative_index().tolist() == [row]
-        m.decode_step(torch.tensor([5]), cache)
 
 
 def test_config_round_trip_and_unknown_keys(tmp_path) -> None:
@@ -265,7 +250,7 @@ def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> Non
         full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
         cache = be.init_cache(mem, mask, T, beams=K)
         assert cache.layers[0].cross_k.shape[0] == B and cache.batch_size == B * K
-        assert not isinstance(cache, ReferenceCache) or cache.history.beams == K  # (the step kernel reads beams in groups)
+        assert cache.beams == K  # (the step kernel reads beams in groups)
         steps = [be.decode_step(tgt[:, t], cache) for t in range(3)]
         torch.testing.assert_close(torch.stack(steps, 1), full[:, :3], atol=1e-5, rtol=1e-4)
         # beams swap within each sentence, then sentence 1 finishes and drops out
@@ -282,43 +267,11 @@ def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> Non
     torch.testing.assert_close(out, ref[:, 3:], atol=1e-5, rtol=1e-4)
 
 
-def test_expanded_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
-    """expand(K) after two steps on one row per sentence (as beam search does after its first
-    step): each of the K rows then decodes as the full decoder does on the shared prefix followed
-    by that row's own tokens, through a reorder and a finished sentence; by-reference and dense."""
-    B, K, T = 3, 3, 8
-    cfg, m, src = small_model_and_sources(6, B, pad_from=3)
-    be = backend(cache_mode, m)
-    shared = torch.randint(4, cfg.vocab_size, (B, 2))
-    own = torch.randint(4, cfg.vocab_size, (B * K, T - 2))
-    tgt = torch.cat([shared.repeat_interleave(K, 0), own], 1)  # (B*K, T)
-    with torch.no_grad():
-        mem, mask = be.encode(src)
-        cache = be.init_cache(mem, mask, T)
-        assert isinstance(cache, ReferenceCache) == (cache_mode != "dense")
-        first = torch.stack([be.decode_step(shared[:, t], cache) for t in range(2)], 1)  # (B, 2, V)
-        cache.expand(K)
-        assert cache.batch_size == B * K and cache.beams == K
-        steps = [be.decode_step(tgt[:, t], cache) for t in range(2, 4)]
-        perm = torch.tensor([2, 0, 1, 3, 3, 4, 8, 6, 7])  # beams move within their sentence
-        cache.reorder(perm)
-        keep = torch.tensor([0, 1, 2, 6, 7, 8])  # sentence 1 finishes
-        cache.select(keep)
-        rows = perm[keep]
-        later = torch.stack([be.decode_step(tgt[keep, t], cache) for t in range(4, T)], 1)
-        full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
-        ref_tgt = torch.cat([tgt[rows, :4], tgt[keep, 4:]], 1)
-        ref = m.decode(ref_tgt, mem.repeat_interleave(K, 0)[keep], mask.repeat_interleave(K, 0)[keep])
-    torch.testing.assert_close(first, full[::K, :2], atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(torch.stack(steps, 1), full[:, 2:4], atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(later, ref[:, 4:], atol=1e-5, rtol=1e-4)
-
-
 @pytest.mark.parametrize("every", [1, 8])
 def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: str, every: int, monkeypatch) -> None:
     """Beam search moves rows every step (parents drawn at random within each sentence, with
     steps where all beams of a sentence take the same parent, so their pasts merge), and a
-    sentence finishes on the way; by reference, ``DecoderCache.compact`` then copies the shared
+    sentence finishes on the way; by reference, ``ReferenceCache.compact`` then copies the shared
     past into each sentence's first storage row.  Every row at every step must still decode as
     the full decoder does on that row's own history, and the shared positions must end up in the
     first storage row of the sentence's group."""
@@ -335,7 +288,7 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
         sents = torch.arange(B)  # the live sentences (their original index)
         hist = torch.empty(B * K, 0, dtype=torch.long)
         anc = torch.empty(B * K, 0, dtype=torch.long)  # anc[r, j]: which row wrote r's position j
-        moved, frontier = False, 0
+        moved, frontier, reorders = False, 0, 0
         for t in range(T):
             if t:
                 b = len(sents)
@@ -347,14 +300,14 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
                     beam_idx = beam_idx.view(b, K)[1:].reshape(-1)
                     sents = sents[1:]
                     cache.select(beam_idx)
-                elif isinstance(cache, ReferenceCache) and t % every == 0:
-                    before = cache.history.src[:, :t].index_select(0, beam_idx)
+                else:  # (every ``every``-th reorder compacts)
+                    reorders += 1
+                    before = cache.src[:, :t].index_select(0, beam_idx) if isinstance(cache, ReferenceCache) else None
                     cache.reorder(beam_idx)
-                    moved |= bool((before != cache.history.src[:, :t]).any())
-                else:
-                    cache.reorder(beam_idx)
+                    if before is not None and reorders % every == 0:
+                        moved |= bool((before != cache.src[:, :t]).any())
                 hist, anc = hist[beam_idx], anc[beam_idx]
-                if isinstance(cache, ReferenceCache) and t % every == 0 and t != 9:
+                if isinstance(cache, ReferenceCache) and reorders % every == 0 and t != 9:
                     same = (anc.view(len(sents), K, t) == anc.view(len(sents), K, t)[:, :1]).all(1)
                     frontier = int(same.cumprod(1).sum(1).min())  # every live sentence's beams share j < frontier
             anc = torch.cat([anc, torch.arange(len(hist)).unsqueeze(1) + t * B * K], 1)
@@ -366,8 +319,8 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
             torch.testing.assert_close(step, want, atol=1e-5, rtol=1e-4, msg=f"step {t}")
     if not isinstance(cache, ReferenceCache):
         return
-    h = cache.history
     assert moved, "the scripted merges must make compact() move some of the shared past"
-    assert h.compacted == frontier >= 6  # (sentence 2 shares positions < 6 at least)
+    compacted = int(cache.compacted.min())
+    assert compacted == frontier >= 6  # (sentence 2 shares positions < 6 at least)
     base = sents.repeat_interleave(K).unsqueeze(1) * K  # the first storage row of each sentence's group
-    assert torch.equal(h.src[:, : h.compacted], base.expand(-1, h.compacted))
+    assert torch.equal(cache.src[:, :compacted], base.expand(-1, compacted))
