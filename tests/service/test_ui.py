@@ -182,7 +182,7 @@ def test_translate_swap_copy_and_compare_in_a_browser(browser, shipped_server, t
     page = Page(browser, shipped_server.url + "/")  # the browser's Accept header gets the page at /
     assert browser.title == "Rendition"
     assert page.text("status") == "Ready: translation and embeddings."
-    assert page.shown("key-section") and not page.shown("file-section")  # keys configured; no file translation
+    assert page.shown("key-section") and page.shown("file-section")  # keys configured; file translation offered
     assert [o.get_attribute("value") for o in page.el("source").find_elements(page.by.TAG_NAME, "option")] == ["auto", "en", "fr"]
     assert page.value("source") == "auto" and page.value("target") == "fr"
 
