@@ -217,8 +217,8 @@ def closed_loop(scheduler, requests: list[list[list[int]]], opts, in_flight: int
 def http_efficiency(
     url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int], rounds: int = 3
 ) -> dict:
-    """Both sides are the fastest of ``rounds`` runs (on this shared 2-core VM a single run of either
-    swings by up to 30%)."""
+    """Both sides are the fastest of ``rounds`` runs (on a shared 2-core machine a single run of
+    either can swing by a third)."""
     asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
                          max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
     local = in_process_seconds(texts, *reference, rounds=rounds)

@@ -163,8 +163,7 @@ def test_1_a_one_sentence_request_is_not_stalled_by_heavy_requests(start_server)
     print(f"\none sentence alone {alone * 1000:.0f} ms; under two 192-sentence requests {[round(x * 1000) for x in loaded]} ms; "
           f"the heavy requests took {heavy * 1000:.0f} ms")  # fmt: skip
     # The light sentence decodes up to 1.5 x its 9 tokens + 10 steps, a heavy one up to 64: at the same
-    # step pace about 0.3 of the heavy time (measured on a 2.5x slower VM: medians 290 and 232 ms,
-    # heavy 1,148 and 1,027 ms; on a fast one 54-76 ms with 8 ms alone).  Queued behind the heavy
+    # step pace about 0.3 of the heavy time (figures in docs/reliability.md).  Queued behind the heavy
     # requests it would take about all of it.
     assert median <= heavy / 2
 
