@@ -82,7 +82,7 @@ def _french_typography(text: str) -> str:
     text = re.sub(r"\s*([?!:;])$", r" \1", text)
     text = re.sub(r"\bpas (des|un|une) (?=[^aeiouyhàâéèêœ])", "pas de ", text)
     text = re.sub(r"\bpas (des|un|une) ", "pas d'", text)
-    return re.sub(r"\b([sS])oeur|\b([oO])euf|\b([cC])oeur|\b([bB])oeuf", lambda m: m.group(0).replace("oe", "œ"), text)
+    return re.sub(r"\b([sS])oeur|\b([oO])euf|\b([cC])oeur|\b([bB])oeuf|\b([oO])eil|\b([nN])oeud|\b([vV])oeu|\b([oO])euvre", lambda m: m.group(0).replace("oe", "œ").replace("Oe", "Œ"), text)
 
 
 def _n(lang: str, noun: Noun, number: str = "s"):

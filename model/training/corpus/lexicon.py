@@ -13,11 +13,11 @@ from what Debian bookworm and PyPI ship:
 - **Apertium** (``apertium-eng-spa`` + ``apertium-fr-es``, ``apertium-eng-cat`` +
   ``apertium-fra-cat``, ``apertium-eo-en`` + ``apertium-eo-fr``): English -> French through three
   pivot languages (``apertium.triangulate``); a French noun two pivots give, or one pivot and
-  FreeDict, is confirmed too, and the number of pivots ranks the candidates ("plate":
-  "assiette", not "plaque"); they add the nouns FreeDict lacks (supermarket, fridge, wedding);
-- **wordfreq** (PyPI): word frequencies, which pick the most common of the confirmed French
-  translations ("desk": "bureau" rather than "pupitre") and rank the English nouns from common to
-  rare.
+  FreeDict, is confirmed too, and the number of sources ranks the candidates ("plate":
+  "assiette", not "plaque"; "table": "table", not "liste"; "car": "voiture", not "auto"); they add
+  the nouns FreeDict lacks (supermarket, fridge, bedroom);
+- **wordfreq** (PyPI): word frequencies, which break the remaining ties between confirmed French
+  translations (the most common wins) and rank the English nouns from common to rare.
 
 ``build_lexicon(root)`` reads the unpacked packages under ``root`` (``debian.fetch`` + ``extract``
 of ``LEXICON_PACKAGES``).
