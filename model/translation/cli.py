@@ -34,7 +34,10 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
         raise ModelLoadError(f"model directory not found: {args.model_dir}")
     if args.engine == "torch":
         dtype = None if args.dtype == "float32" else args.dtype
-        return Translator.from_pretrained(args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype)
+        compute_type = None if args.compute_type == "default" else args.compute_type
+        return Translator.from_pretrained(
+            args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type
+        )
     from model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
     ct2_dir = args.model_dir
@@ -111,7 +114,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         choices=["auto", *KV_CACHE_DTYPES],
         help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
     )
-    p.add_argument("--compute-type", default="default", help="ctranslate2 engine: default, int8, float16, ...")
+    p.add_argument(
+        "--compute-type", default="default",
+        help="auto, int8, float32, float16 or bfloat16 (torch engine: auto is int8 on a CPU with VNNI or AVX2; "
+        "ctranslate2: also its other types); default: the torch engine's --dtype, the ctranslate2 model's own type",
+    )  # fmt: skip
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.beam_size < 1 or args.batch_size < 1 or args.max_length < 1:
