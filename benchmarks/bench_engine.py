@@ -2,6 +2,7 @@
 
     python benchmarks/bench_engine.py [--n 1000] [--rounds 2] [--only ct2-2x1 sched-2x1 ...]
     python benchmarks/bench_engine.py --quick          # smoke run: 100 sentences, 1 round
+    python benchmarks/bench_engine.py --int8           # the int8 rows (and float32 references) only
 
 Workload: the first ``--n`` English sentences of the DDTP test split (``data/splits/test.en-fr.tsv``,
 unseen in training) translated to French with beam 4, length penalty 0 (both engines then stop on
@@ -18,11 +19,17 @@ Configurations (``--only`` takes their keys):
 * ``ct2mkl-IxJ``: the same with ``CT2_USE_MKL=1`` (CTranslate2's documented switch): on a CPU that is
   not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm may be faster there (on
   Intel CPUs MKL is its default, so the two rows are the same engine);
+* ``ct2i8-IxJ``: CTranslate2 with ``compute_type="int8"`` (its recommended CPU mode), batches in
+  tokens as above; ``ct2i8ex-IxJ``: the same with batches in examples (``batch_type="examples"``,
+  ``max_batch_size`` 32 sentences, CTranslate2's command-line default, cut smaller when needed so
+  that every worker gets at least two batches);
 * ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads, the batch path
   the service used before the step-level scheduler (sorted by length, batches under the same budget, each run to
   completion);
 * ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
-  continuous-batching scheduler the service uses, at 1x2 and 2x1.
+  continuous-batching scheduler the service uses, at 1x2 and 2x1;
+* ``core8``, ``sched8-WxT``: the same with our int8 compute type
+  (``Translator.from_pretrained(compute_type="int8")``).
 
 Each configuration lives in a process of its own (``bench_translate.EngineProcess``), asked for one
 measurement at a time, so engines never run at once and never share a thread pool.  The
@@ -30,7 +37,8 @@ configurations take turns for ``--rounds`` rounds; each row is the configuration
 Output tokens are counted the same way for both engines: the best hypothesis's tokens plus one
 ``</s>`` per sentence (emitted, or forced by ours at the length cap).  Each row also says how many
 best hypotheses are token for token those of ``core`` (the scheduler should match all; CTranslate2
-differs in float rounding only).  One table, then one JSON line.
+differs in float rounding only), and the corpus BLEU (sacrebleu) of its outputs against the
+split's French references.  One table, then one JSON line.
 """
 
 from __future__ import annotations
@@ -60,16 +68,32 @@ SPLITS = ROOT / "data" / "splits"
 BEAM = 4
 BATCH_TOKENS = 16384  # padded tokens x beam per batch: Translator's and the service's default budget (CTranslate2 measured the same at 8,192-32,768)
 CT2_LAYOUTS = ["1x1", "1x2", "2x1", "2x2"]
-CONFIGS = [f"ct2-{x}" for x in CT2_LAYOUTS] + [f"ct2mkl-{x}" for x in CT2_LAYOUTS] + ["core", "sched-1x2", "sched-2x1"]
+EXAMPLES_PER_BATCH = 32  # ct2i8ex: sentences per batch (CTranslate2's command-line default)
+CT2_KINDS = {"ct2": ("float32", "tokens"), "ct2mkl": ("float32", "tokens"), "ct2i8": ("int8", "tokens"), "ct2i8ex": ("int8", "examples")}
+INT8_CONFIGS = [f"ct2i8-{x}" for x in CT2_LAYOUTS] + [f"ct2i8ex-{x}" for x in CT2_LAYOUTS] + ["core8", "sched8-1x2", "sched8-2x1"]
+CONFIGS = (
+    [f"ct2-{x}" for x in CT2_LAYOUTS] + [f"ct2mkl-{x}" for x in CT2_LAYOUTS] + ["core", "sched-1x2", "sched-2x1"] + INT8_CONFIGS
+)  # fmt: skip
 
 
-def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[str]:
-    """The first ``n`` English sides of a committed split (all of them for None)."""
+def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None, side: int = 0) -> list[str]:
+    """The first ``n`` English sides (``side=1``: French) of a committed split (all of them for None)."""
     with open(SPLITS / split, newline="") as f:
-        rows = [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
+        rows = [row[side] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
     if n is not None and len(rows) < n:
         raise SystemExit(f"{split} has {len(rows)} sentences, fewer than {n}")
     return rows[:n]
+
+
+class _ExampleBatches:
+    """A ``ctranslate2.Translator`` whose ``translate_batch`` cuts batches of ``size`` sentences
+    (``batch_type="examples"``) instead of the token budget ``CT2Engine.core`` asks for."""
+
+    def __init__(self, translator, size: int):
+        self.translator, self.size = translator, size
+
+    def translate_batch(self, *args, **kwargs):
+        return self.translator.translate_batch(*args, **{**kwargs, "batch_type": "examples", "max_batch_size": self.size})
 
 
 def layout(key: str) -> tuple[str, int, int]:
@@ -84,24 +108,31 @@ class ConfigBench:
 
     def __init__(self, key: str, n: int, ct2_dir: Path):
         self.kind, self.workers, self.threads = layout(key)
-        if self.kind == "sched":  # loaded on one thread; the workers set their own (scheduler.worker_layout)
+        if self.kind in ("sched", "sched8"):  # loaded on one thread; the workers set their own (scheduler.worker_layout)
             torch.set_num_threads(1)
-        self.translator = Translator.from_pretrained(DEFAULT_TRANSLATOR, device="cpu")
+        int8 = self.kind in ("core8", "sched8")
+        self.translator = Translator.from_pretrained(DEFAULT_TRANSLATOR, device="cpu", compute_type="int8" if int8 else "float32")
+        if int8 and self.translator.compute_type != "int8":
+            raise SystemExit(f"{key}: the int8 compute type cannot run here")
         self.sources = self.translator.preprocess(test_sentences(n=n), "fr")
-        if self.kind in ("ct2", "ct2mkl"):
+        if self.kind in CT2_KINDS:
             if self.kind == "ct2mkl":  # read once, when CTranslate2 first multiplies: set before it loads a model
                 os.environ["CT2_USE_MKL"] = "1"
             else:  # CTranslate2's own choice (MKL on Intel CPUs, oneDNN on others)
                 os.environ.pop("CT2_USE_MKL", None)
             total = sum(map(len, self.sources))
             per_batch = max(1, min(BATCH_TOKENS // BEAM, total // (2 * self.workers)))  # source tokens per batch
+            compute_type, batch_type = CT2_KINDS[self.kind]
             self.ct2 = CT2Engine(
-                ct2_dir, self.translator.tokenizer.pieces(), device="cpu", compute_type="float32",
+                ct2_dir, self.translator.tokenizer.pieces(), device="cpu", compute_type=compute_type,
                 threads=self.threads, inter_threads=self.workers, max_batch_tokens=per_batch * BEAM,
             )  # fmt: skip
+            if batch_type == "examples":
+                size = max(1, min(EXAMPLES_PER_BATCH, len(self.sources) // (2 * self.workers)))
+                self.ct2.translator = _ExampleBatches(self.ct2.translator, size)
         else:
             torch.set_num_threads(self.threads)
-        if self.kind == "sched":  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
+        if self.kind in ("sched", "sched8"):  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
             from model.translation.scheduler import TranslationScheduler
 
             self.sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
@@ -113,7 +144,10 @@ class ConfigBench:
         stays allocated between passes, as in the service); idle, they wait on a condition variable."""
         sources = self.sources if sources is None else sources
         opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
-        translate = {"ct2": lambda: self.ct2.core, "ct2mkl": lambda: self.ct2.core, "core": lambda: self.translator.core, "sched": lambda: self.sched.run}[self.kind]()
+        if self.kind in CT2_KINDS:
+            translate = self.ct2.core
+        else:
+            translate = self.translator.core if self.kind in ("core", "core8") else self.sched.run
         t0 = time.perf_counter()
         hyps = translate(sources, opts)
         seconds = time.perf_counter() - t0
@@ -122,11 +156,14 @@ class ConfigBench:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--n", type=int, default=1000, help="sentences from the DDTP test split")
+    p.add_argument("--n", "--sentences", type=int, default=1000, help="sentences from the DDTP test split")
     p.add_argument("--rounds", type=int, default=2, help="rounds, configurations in turns; best round reported")
     p.add_argument("--only", nargs="+", choices=CONFIGS, default=CONFIGS, help="configurations to run")
     p.add_argument("--quick", action="store_true", help="smoke run: 100 sentences, 1 round")
+    p.add_argument("--int8", action="store_true", help="the int8 configurations, with ct2-* and core/sched-* for reference")
     args = p.parse_args()
+    if args.int8:
+        args.only = [f"ct2-{x}" for x in CT2_LAYOUTS] + ["core", "sched-1x2", "sched-2x1"] + INT8_CONFIGS
     if args.quick:
         args.n, args.rounds = 100, 1
 
@@ -144,6 +181,12 @@ def main() -> None:
         proc.close()
 
     import ctranslate2
+    import sacrebleu
+
+    from model.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer(DEFAULT_TRANSLATOR / "sentencepiece.model")
+    refs = test_sentences(n=args.n, side=1)
 
     print(f"# bench_engine  {time.strftime('%Y-%m-%d %H:%M:%S')}")
     print(
@@ -161,21 +204,27 @@ def main() -> None:
         same = sum(a == b for a, b in zip(outputs[key], outputs["core"])) if "core" in outputs else None
         rows[key] = {"seconds": round(best, 3), "rounds_s": [round(t, 3) for t in times[key]], "tokens": tokens,
                      "tokens_per_s": round(tokens / best, 1), "sentences_per_s": round(args.n / best, 1),
-                     "same_as_core": same}  # fmt: skip
+                     "same_as_core": same,
+                     "bleu": round(sacrebleu.corpus_bleu(tokenizer.decode(outputs[key]), [refs]).score, 2)}  # fmt: skip
     ct2_best = max((r["tokens_per_s"] for k, r in rows.items() if k.startswith("ct2")), default=None)
+    ct2_int8_best = max((r["tokens_per_s"] for k, r in rows.items() if k.startswith("ct2i8")), default=None)
     print(
         f"{'configuration':<14}{'best s':>9}{'tokens':>8}{'tokens/s':>10}{'sent/s':>9}{'vs ct2 best':>13}{'same as core':>14}"
+        f"{'vs ct2 int8':>13}{'BLEU':>7}"
     )
     for key, r in rows.items():
         r["vs_ct2_best"] = round(r["tokens_per_s"] / ct2_best, 3) if ct2_best else None
         ratio = f"{r['vs_ct2_best']:.2f}" if ct2_best else "-"
+        r["vs_ct2_int8_best"] = round(r["tokens_per_s"] / ct2_int8_best, 3) if ct2_int8_best else None
+        ratio8 = f"{r['vs_ct2_int8_best']:.2f}" if ct2_int8_best else "-"
         same = f"{r['same_as_core']}/{args.n}" if r["same_as_core"] is not None else "-"
         print(
             f"{key:<14}{r['seconds']:>9.2f}{r['tokens']:>8}{r['tokens_per_s']:>10.1f}{r['sentences_per_s']:>9.1f}"
-            f"{ratio:>13}{same:>14}"
+            f"{ratio:>13}{same:>14}{ratio8:>13}{r['bleu']:>7.2f}"
         )
     print(json.dumps({"bench": "engine", "n": args.n, "rounds": args.rounds, "beam": BEAM, "load_avg_start": load0,
-                      "ct2_best_tokens_per_s": ct2_best, "configs": rows}))  # fmt: skip
+                      "ct2_best_tokens_per_s": ct2_best, "ct2_int8_best_tokens_per_s": ct2_int8_best,
+                      "configs": rows}))  # fmt: skip
 
 
 if __name__ == "__main__":
