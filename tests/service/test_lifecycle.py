@@ -119,7 +119,7 @@ def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dir
         assert ready.json()["status"] == "draining"
         results = [f.result() for f in futures]
     assert [r.status_code for r in results] == [200] * len(texts)
-    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu")
+    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", compute_type="auto")  # (RENDITION_COMPUTE_TYPE's default)
     assert [r.json()["results"][0]["text"] for r in results] == [
         ref.translate([t], "en", "fr", beam_size=2, max_length=8)[0].text for t in texts
     ]
@@ -147,7 +147,8 @@ def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
     models = OpenAI(base_url=srv.url + "/v1", api_key="key-one", timeout=60, max_retries=0).models.list()
     assert [m.id for m in models.data] == ["rendition-translator"]
     assert models.data[0].model_extra["kv_cache_dtype"] == "float16"  # RENDITION_KV_CACHE_DTYPE
-    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", kv_cache_dtype="float16")
+    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", kv_cache_dtype="float16", compute_type="auto")
+    assert models.data[0].model_extra["compute_type"] == ref.compute_type  # RENDITION_COMPUTE_TYPE (default auto)
     got = srv.http.post("/v1/translate", json=body | {"beam_size": 2, "max_length": 8}, headers={"Authorization": "Bearer key-one"})
     assert got.json()["results"][0]["text"] == ref.translate(["Hello"], "en", "fr", beam_size=2, max_length=8)[0].text
     with pytest.raises(openai.AuthenticationError):
