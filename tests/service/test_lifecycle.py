@@ -119,7 +119,7 @@ def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dir
         assert ready.json()["status"] == "draining"
         results = [f.result() for f in futures]
     assert [r.status_code for r in results] == [200] * len(texts)
-    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", compute_type="auto")  # (RENDITION_COMPUTE_TYPE's default)
+    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu")
     assert [r.json()["results"][0]["text"] for r in results] == [
         ref.translate([t], "en", "fr", beam_size=2, max_length=8)[0].text for t in texts
     ]
@@ -129,7 +129,7 @@ def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dir
 
 
 def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
-    srv = start_server(api_keys="key-one, key-two", models="translator", kv_cache_dtype="float16")
+    srv = start_server(api_keys="key-one, key-two", models="translator", kv_cache_dtype="float16", compute_type="auto")
     body = {"text": "Hello", "source": "en", "target": "fr"}
     assert srv.http.post("/v1/translate", json=body).status_code == 401
     wrong = srv.http.post("/v1/translate", json=body, headers={"Authorization": "Bearer key-three"})
