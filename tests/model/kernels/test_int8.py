@@ -122,9 +122,11 @@ def test_int8_linear_equals_integer_reference(variant: str, levels, shape, n_lev
         zero = out["x_zero"].numpy().astype(np.int64)
         want = out["x_scale"].numpy().astype(np.float64)[:, None] * qw.scale.numpy()[None, :] * (acc - zero[:, None] * wq.sum(1)[None, :])
         np.testing.assert_allclose(out["y"].numpy(), want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
-        # and it approximates the float32 product
-        exact = x.numpy().astype(np.float64) @ wn.T
-        assert np.abs(out["y"].numpy() - exact).max() <= 0.05 * np.abs(exact).max()
+        # and it approximates the float32 product (but on the row with one spike: its other entries
+        # round to a step of 1000 / levels)
+        rows = [m for m in range(M) if m != 4]
+        exact = x.numpy().astype(np.float64)[rows] @ wn.T
+        assert np.abs(out["y"].numpy()[rows] - exact).max() <= 0.05 * np.abs(exact).max()
 
 
 def test_every_variant_gives_the_same_int8_product(monkeypatch: pytest.MonkeyPatch) -> None:
