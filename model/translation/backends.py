@@ -170,7 +170,7 @@ BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBack
 
 def select_backend(model: Transformer, compute_type: str = "float32") -> TorchBackend:
     """The fastest back end that can run ``model`` as it is now (device, dtype, mode, kernels);
-    ``compute_type="int8"``: the fused CPU back end in int8 (``model.translation.compute_type``
+    ``compute_type="int8"``: the fused CPU back end in int8 (``model.kernels.compute_type``
     decides when it can run)."""
     if compute_type == "int8":
         return FusedCPUBackend(model, "int8")

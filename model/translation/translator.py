@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
+from model.kernels.compute_type import resolve_compute_type, weight_bytes
 from model.segment import InputTooLong
 from model.tokenizer import EOS_ID, Tokenizer
 from model.translation.backends import TorchBackend, select_backend
-from model.translation.compute_type import resolve_compute_type, weight_bytes
 from model.translation.scheduler import TranslationScheduler, worker_layout
 from model.translation.search import Hypothesis, SearchOptions, generate_ids
 from model.translation.transformer import Transformer, TransformerConfig
@@ -66,7 +66,7 @@ class Translator:
     ``backend``: how the model runs (``model.translation.backends``), chosen once here for the
     model as it is given (device, dtype): move the model before making its Translator.
 
-    ``compute_type``: "int8" runs the model's linear maps in int8 (``model.translation.compute_type``;
+    ``compute_type``: "int8" runs the model's linear maps in int8 (``model.kernels.compute_type``;
     the caller has checked it can run here); None, the model in its own dtype."""
 
     def __init__(
@@ -98,7 +98,7 @@ class Translator:
         kv_cache_dtype: str | torch.dtype | None = None,
         compute_type: str | None = None,
     ) -> Translator:
-        """``compute_type`` (``model.translation.compute_type``): auto, int8, float32, float16 or
+        """``compute_type`` (``model.kernels.compute_type``): auto, int8, float32, float16 or
         bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  In int8 the model's float32
         copies of the quantised weights are released once the int8 tables are built."""
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
@@ -112,7 +112,7 @@ class Translator:
 
     @property
     def weight_bytes(self) -> int:
-        """Bytes of the weights resident for inference (``model.translation.compute_type.weight_bytes``)."""
+        """Bytes of the weights resident for inference (``model.kernels.compute_type.weight_bytes``)."""
         return weight_bytes(self.model, self.backend)
 
     @property

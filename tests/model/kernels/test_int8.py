@@ -1,4 +1,4 @@
-"""The int8 compute type (``model.kernels.fused_cpu``, ``model.translation.compute_type``): the int8
+"""The int8 compute type (``model.kernels.fused_cpu``, ``model.kernels.compute_type``): the int8
 linear map against an independent integer reference (numpy, int64) on every instruction-set variant
 this CPU runs, in both activation ranges (8 bits with VNNI, 7 without); the fused encoder and step in
 int8 near the float32 ones; the shipped translator in int8 against float32 (hypotheses, BLEU),
@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from model.kernels import fused_cpu, native
+from model.kernels.compute_type import resolve_compute_type
 from model.translation.backends import FusedCPUBackend
-from model.translation.compute_type import resolve_compute_type
 from model.translation.search import SearchOptions, generate
 from model.translation.translator import Translator
 
@@ -186,7 +186,7 @@ def test_int8_refuses_a_bfloat16_kv_cache() -> None:
     with pytest.raises(ValueError, match="float32 or float16"):
         be.init_cache(mem, mask, 8, kv_dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="float32 or float16"):
-        be.new_pool(2, torch.bfloat16)
+        be.new_cache(2, torch.bfloat16)
 
 
 # -- the compute type ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Continuous batching and the step-level scheduler with the int8 compute type: a sentence that
+"""Continuous batching (``model.translation.search.BeamSearch``) and the step-level scheduler with the int8 compute type: a sentence that
 joins a running search, or shares a worker's search with others, gets the result it gets alone (each
 row's activations are quantised on their own, so a row's result does not depend on its neighbours)."""
 
@@ -10,9 +10,8 @@ from test_continuous import alone, assert_same, random_model, random_sources, ru
 
 from model.kernels import fused_cpu, native
 from model.translation.backends import FusedCPUBackend, select_backend
-from model.translation.continuous import ContinuousBeamSearch
 from model.translation.scheduler import TranslationScheduler
-from model.translation.search import SearchOptions
+from model.translation.search import BeamSearch, SearchOptions
 
 
 def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
@@ -31,12 +30,12 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone_in_int8(rel: str) -
     backend = int8_backend(rel)
     sources = random_sources(24, 96)
     opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
-    search = ContinuousBeamSearch(backend, opts)
+    search = BeamSearch(backend, opts)
     out = run_staggered(search, sources)
     assert sorted(out) == list(range(len(sources)))
     for i, src in enumerate(sources):
         assert_same(out[i], alone(backend, src, opts))
-    assert search.pool.batch_size == 0
+    assert search.cache.batch_size == 0
 
 
 @pytest.mark.parametrize("workers", [1, 2])

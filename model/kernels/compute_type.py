@@ -72,3 +72,4 @@ def weight_bytes(model: nn.Module, backend: object) -> int:
     buffers, the inference copies made of them, the int8 tables of a fused back end), each
     storage counted once."""
     return fused_cpu.resident_weight_bytes(model, getattr(backend, "fused", None))
+
