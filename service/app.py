@@ -87,7 +87,10 @@ def _load_models(state: AppState, translator: Translator | None, encoder: Senten
         state.encoder = _load_engine(
             state,
             "encoder",
-            lambda: encoder or load_encoder(s.encoder_path, s.device, s.dtype if s.encoder_dtype == "auto" else s.encoder_dtype),
+            lambda: encoder
+            or load_encoder(
+                s.encoder_path, s.device, s.dtype if s.encoder_dtype == "auto" else s.encoder_dtype, s.encoder_compute_type
+            ),
             lambda m: EmbeddingEngine(m, s.encoder_name, state.metrics),
         )
 

@@ -321,17 +321,20 @@ class EmbeddingEngine:
             "id": self.name,
             "task": self.task,
             "architecture": "disan",
-            "parameters": sum(x.numel() for x in model.parameters()),
+            "parameters": self.encoder.parameter_count,
             "languages": self.encoder.tokenizer.languages(),
             "embedding_size": self.dim,
             "max_length": self.encoder.max_length,
             "d_model": cfg.d_model,
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
+            "compute_type": self.encoder.compute_type,
             "backend": self.encoder.backend,
         }
 
 
-def load_encoder(path: Path | None, device: str, dtype: str) -> SentenceEncoder:
+def load_encoder(path: Path | None, device: str, dtype: str, compute_type: str = "auto") -> SentenceEncoder:
     dev = resolve_device(device)
-    return SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev))
+    return SentenceEncoder.from_pretrained(
+        path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev), compute_type=compute_type
+    )

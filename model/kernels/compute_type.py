@@ -73,3 +73,56 @@ def weight_bytes(model: nn.Module, backend: object) -> int:
     storage counted once."""
     return fused_cpu.resident_weight_bytes(model, getattr(backend, "fused", None))
 
+
+# ------------------------------------------------------------------------------------------------
+# the sentence encoder
+# ------------------------------------------------------------------------------------------------
+ENCODER_COMPUTE_TYPES = ("auto", "int8", "bfloat16", "float32", "float16")
+
+
+def bfloat16_unavailable() -> str | None:
+    """Why bfloat16 products would be emulated (slow) here: no AVX-512 BF16 or AMX; or None."""
+    if {"avx512_bf16", "amx_bf16"} & fused_cpu.cpu_flags():
+        return None
+    return "the CPU has neither AVX-512 BF16 nor AMX"
+
+
+def resolve_encoder_compute_type(
+    compute_type: str, device: str | torch.device, dtype: str | torch.dtype | None = None
+) -> tuple[str, torch.dtype | None]:
+    """The sentence encoder's compute type: (the type that runs, the dtype to load the model in).
+
+    * ``bfloat16``, ``float32``, ``float16``: the model in that dtype (on CPU the token2token
+      attention computes in float32 either way);
+    * ``int8`` (CPU): every linear map in int8 (``model.kernels.linear``), the rest float32; it needs
+      the native int8 kernel (VNNI or AVX2), else float32 runs, with one log line.  Opt-in only:
+      it is slower than bfloat16 and its embeddings are further from float32's
+      (docs/benchmarks.md, "Encoder compute types");
+    * ``auto``: on a CPU, bfloat16 where it has AVX-512 BF16 or AMX, else float32 (one log line);
+      a non-float32 ``dtype`` asked for is kept; on a GPU the dtype asked for, else float16.
+    """
+    name = str(compute_type).strip().lower()
+    if name not in ENCODER_COMPUTE_TYPES:
+        raise ValueError(f"compute_type must be one of {ENCODER_COMPUTE_TYPES}, not {compute_type!r}")
+    dev = torch.device(device)
+    asked = _dtype_name(dtype)
+    if asked is not None and asked not in FLOAT_TYPES:
+        raise ValueError(f"dtype must be one of {FLOAT_TYPES}, not {dtype!r}")
+    if name in FLOAT_TYPES:
+        return name, getattr(torch, name)
+    if dev.type != "cpu":
+        fallback = asked or "float16"
+        if name == "int8":
+            log.warning("encoder compute_type int8 runs on CPU only; using %s on %s", fallback, dev)
+        return fallback, getattr(torch, fallback)
+    if name == "int8":
+        if (reason := fused_cpu.int8_unavailable()) is not None:
+            log.warning("encoder compute_type int8 cannot run here (%s); using float32", reason)
+            return "float32", torch.float32
+        return "int8", torch.float32
+    if asked not in (None, "float32"):
+        return asked, getattr(torch, asked)  # (auto, a float type asked for on CPU: kept)
+    if (reason := bfloat16_unavailable()) is not None:
+        log.info("encoder compute_type auto: float32 (bfloat16 would be emulated: %s)", reason)
+        return "float32", torch.float32
+    return "bfloat16", torch.bfloat16

@@ -160,9 +160,10 @@ def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
 
 
 def test_encoder_dtype_serves_the_encoder_in_bfloat16(start_server, model_dirs):
-    srv = start_server(models="encoder", encoder_dtype="bfloat16")  # RENDITION_ENCODER_DTYPE; RENDITION_DTYPE stays auto
+    # RENDITION_ENCODER_DTYPE; RENDITION_DTYPE stays auto, and the encoder's compute type auto keeps the dtype asked for
+    srv = start_server(models="encoder", encoder_dtype="bfloat16", encoder_compute_type="auto")
     info = srv.http.get("/v1/models/rendition-disan").json()
-    assert info["dtype"] == "bfloat16" and info["backend"] == "cpu-kernel-packed"
+    assert info["dtype"] == "bfloat16" and info["backend"] == "cpu-kernel-packed" and info["compute_type"] == "bfloat16"
     texts = ["A tool for converting audio files.", "Hello, how are you?", "x"]
     got = np.array([d["embedding"] for d in srv.http.post("/v1/embeddings", json={"input": texts}).json()["data"]])
     half = SentenceEncoder.from_pretrained(model_dirs["encoder"], device="cpu", dtype=torch.bfloat16).encode(texts)
