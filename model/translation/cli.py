@@ -34,7 +34,7 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
         raise ModelLoadError(f"model directory not found: {args.model_dir}")
     if args.engine == "torch":
         dtype = None if args.dtype == "float32" else args.dtype
-        compute_type = None if args.compute_type == "default" else args.compute_type
+        compute_type = {None: "auto", "default": None}.get(args.compute_type, args.compute_type)  # default: --dtype alone
         return Translator.from_pretrained(
             args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type
         )
@@ -44,7 +44,7 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
     if not is_ct2_dir(ct2_dir):
         ct2_dir = export_ct2(args.model_dir, stack.enter_context(tempfile.TemporaryDirectory()) + "/ct2")
     return CT2Translator.from_pretrained(
-        ct2_dir, device=args.device, compute_type=args.compute_type, threads=args.threads or 0
+        ct2_dir, device=args.device, compute_type=args.compute_type or "default", threads=args.threads or 0
     )
 
 
@@ -115,9 +115,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
     )
     p.add_argument(
-        "--compute-type", default="default",
-        help="auto, int8, float32, float16 or bfloat16 (torch engine: auto is int8 on a CPU with VNNI or AVX2; "
-        "ctranslate2: also its other types); default: the torch engine's --dtype, the ctranslate2 model's own type",
+        "--compute-type", default=None,
+        help="auto, int8, float32, float16 or bfloat16, or default (torch engine: --dtype alone; ctranslate2: the model's "
+        "own type; ctranslate2 also takes its other types); unset: auto for the torch engine (int8 on a CPU with VNNI or "
+        "AVX2, else float32), default for ctranslate2",
     )  # fmt: skip
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
