@@ -1,36 +1,50 @@
-"""Library throughput of the serving engine: ours at each thread layout vs CTranslate2 at each of its own.
+"""Library throughput of the serving engine: ours (float32 and int8) at each thread layout vs
+CTranslate2 (float32 and int8) at each of its own, side by side in one run, on two test sets.
 
-    python benchmarks/bench_engine.py [--n 1000] [--rounds 2] [--only ct2-2x1 sched-2x1 ...]
+    python benchmarks/bench_engine.py                  # the full comparison (about an hour on 2 cores)
     python benchmarks/bench_engine.py --quick          # smoke run: 100 sentences, 1 round
+    python benchmarks/bench_engine.py --n 20 --rounds 1 --only ct2i8-1x2 sched8-1x2   # a few rows
+    python benchmarks/bench_engine.py --with-mkl       # also CTranslate2 float32 with CT2_USE_MKL=1
 
-Workload: the first ``--n`` English sentences of the DDTP test split (``data/splits/test.en-fr.tsv``,
-unseen in training) translated to French with beam 4, length penalty 0 (both engines then stop on
-the same rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10)), on the
-shipped translator and the same weights exported to CTranslate2 (``export_ct2``, float32).
+Workloads (``--sets``; each row is measured on each): the first ``--n`` English sentences of the
+DDTP test split (``ddtp``: ``data/splits/test.en-fr.tsv``) and of the everyday test split
+(``everyday``: ``test.everyday.en-fr.tsv``: dialogue lines and short UI sentences), unseen in
+training, translated to French with beam 4, length penalty 0 (both engines then stop on the same
+rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10)), on the shipped
+translator and the same weights exported to CTranslate2 (``export_ct2``, float32 on disk; CTranslate2
+quantises them itself at load for ``compute_type="int8"``).
 
-Configurations (``--only`` takes their keys):
+Configurations (``--only`` takes their keys), every layout I x J with I, J in {1, 2}:
 
-* ``ct2-IxJ``: CTranslate2 with ``inter_threads=I`` workers of ``intra_threads=J`` threads, I, J in
-  {1, 2}.  ``translate_batch`` with ``max_batch_size`` in tokens cuts the input into batches and
-  queues them to its workers (CTranslate2's documented way to keep several workers busy, see its
-  docs/parallel.md); the budget is ours (8,192 padded tokens x beam, i.e. 2,048 source tokens per
+* ``ct2-IxJ``: CTranslate2 float32 with ``inter_threads=I`` workers of ``intra_threads=J`` threads.
+  ``translate_batch`` with ``max_batch_size`` in tokens cuts the input into batches and queues them
+  to its workers (CTranslate2's documented way to keep several workers busy, see its
+  docs/parallel.md); the budget is ours (16,384 padded tokens x beam, i.e. 4,096 source tokens per
   batch), cut smaller when needed so that every worker gets at least two batches;
-* ``ct2mkl-IxJ``: the same with ``CT2_USE_MKL=1`` (CTranslate2's documented switch): on a CPU that is
-  not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm may be faster there (on
-  Intel CPUs MKL is its default, so the two rows are the same engine);
-* ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads, the batch path
-  the service used before the step-level scheduler (sorted by length, batches under the same budget, each run to
-  completion);
+* ``ct2i8-IxJ``: CTranslate2 with ``compute_type="int8"`` (its recommended CPU mode), batches in
+  tokens as above; ``ct2i8ex-IxJ``: the same with batches in examples (``batch_type="examples"``,
+  ``max_batch_size`` 32 sentences, CTranslate2's command-line default, cut smaller when needed so
+  that every worker gets at least two batches);
+* ``ct2mkl-IxJ`` (``--with-mkl``): float32 with ``CT2_USE_MKL=1`` (CTranslate2's documented
+  switch): on a CPU that is not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm
+  may be faster there (on Intel CPUs MKL is its default, so the two rows are the same engine);
+* ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads (sorted by length,
+  batches under the same budget, each run to completion);
 * ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
-  continuous-batching scheduler the service uses, at 1x2 and 2x1.
+  continuous-batching scheduler the service uses;
+* ``core8``, ``sched8-WxT``: the same with our int8 compute type
+  (``Translator.from_pretrained(compute_type="int8")``).
 
 Each configuration lives in a process of its own (``bench_translate.EngineProcess``), asked for one
 measurement at a time, so engines never run at once and never share a thread pool.  The
 configurations take turns for ``--rounds`` rounds; each row is the configuration's best round.
 Output tokens are counted the same way for both engines: the best hypothesis's tokens plus one
 ``</s>`` per sentence (emitted, or forced by ours at the length cap).  Each row also says how many
-best hypotheses are token for token those of ``core`` (the scheduler should match all; CTranslate2
-differs in float rounding only).  One table, then one JSON line.
+best hypotheses are token for token those of its own compute type's ``core`` (the scheduler should
+match all; CTranslate2 differs in float rounding only), its speed against CTranslate2's best
+float32 and best int8 rows, and the corpus BLEU (sacrebleu) of its outputs against the split's
+French references.  Per set, one table and a summary line (ours-int8 best / CTranslate2-int8
+best); then one JSON line with everything.
 """
 
 from __future__ import annotations
@@ -57,19 +71,38 @@ from model.translation.search import SearchOptions  # noqa: E402
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 SPLITS = ROOT / "data" / "splits"
+SETS = {"ddtp": "test.en-fr.tsv", "everyday": "test.everyday.en-fr.tsv"}  # --sets: name -> split file
 BEAM = 4
 BATCH_TOKENS = 16384  # padded tokens x beam per batch: Translator's and the service's default budget (CTranslate2 measured the same at 8,192-32,768)
-CT2_LAYOUTS = ["1x1", "1x2", "2x1", "2x2"]
-CONFIGS = [f"ct2-{x}" for x in CT2_LAYOUTS] + [f"ct2mkl-{x}" for x in CT2_LAYOUTS] + ["core", "sched-1x2", "sched-2x1"]
+LAYOUTS = ["1x1", "1x2", "2x1", "2x2"]
+EXAMPLES_PER_BATCH = 32  # ct2i8ex: sentences per batch (CTranslate2's command-line default)
+CT2_KINDS = {"ct2": ("float32", "tokens"), "ct2mkl": ("float32", "tokens"), "ct2i8": ("int8", "tokens"), "ct2i8ex": ("int8", "examples")}
+OURS_INT8 = ("core8", "sched8")
+CONFIGS = (
+    [f"ct2-{x}" for x in LAYOUTS] + [f"ct2i8-{x}" for x in LAYOUTS] + [f"ct2i8ex-{x}" for x in LAYOUTS]
+    + ["core"] + [f"sched-{x}" for x in LAYOUTS] + ["core8"] + [f"sched8-{x}" for x in LAYOUTS]
+)  # fmt: skip
+MKL_CONFIGS = [f"ct2mkl-{x}" for x in LAYOUTS]
 
 
-def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[str]:
-    """The first ``n`` English sides of a committed split (all of them for None)."""
+def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None, side: int = 0) -> list[str]:
+    """The first ``n`` English sides (``side=1``: French) of a committed split (all of them for None)."""
     with open(SPLITS / split, newline="") as f:
-        rows = [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
+        rows = [row[side] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
     if n is not None and len(rows) < n:
         raise SystemExit(f"{split} has {len(rows)} sentences, fewer than {n}")
     return rows[:n]
+
+
+class _ExampleBatches:
+    """A ``ctranslate2.Translator`` whose ``translate_batch`` cuts batches of ``size`` sentences
+    (``batch_type="examples"``) instead of the token budget ``CT2Engine.core`` asks for."""
+
+    def __init__(self, translator, size: int):
+        self.translator, self.size = translator, size
+
+    def translate_batch(self, *args, **kwargs):
+        return self.translator.translate_batch(*args, **{**kwargs, "batch_type": "examples", "max_batch_size": self.size})
 
 
 def layout(key: str) -> tuple[str, int, int]:
@@ -80,102 +113,157 @@ def layout(key: str) -> tuple[str, int, int]:
 
 
 class ConfigBench:
-    """One configuration, inside its own process: ``run()`` translates all sources once, timed."""
+    """One configuration, inside its own process: ``run(set)`` translates that set's sources once, timed."""
 
-    def __init__(self, key: str, n: int, ct2_dir: Path):
+    def __init__(self, key: str, n: int, ct2_dir: Path, sets: list[str]):
         self.kind, self.workers, self.threads = layout(key)
-        if self.kind == "sched":  # loaded on one thread; the workers set their own (scheduler.worker_layout)
+        if self.kind in ("sched", "sched8"):  # loaded on one thread; the workers set their own (scheduler.worker_layout)
             torch.set_num_threads(1)
-        self.translator = Translator.from_pretrained(DEFAULT_TRANSLATOR, device="cpu")
-        self.sources = self.translator.preprocess(test_sentences(n=n), "fr")
-        if self.kind in ("ct2", "ct2mkl"):
+        int8 = self.kind in OURS_INT8
+        self.translator = Translator.from_pretrained(DEFAULT_TRANSLATOR, device="cpu", compute_type="int8" if int8 else "float32")
+        if int8 and self.translator.compute_type != "int8":
+            raise SystemExit(f"{key}: the int8 compute type cannot run here")
+        self.sources = {name: self.translator.preprocess(test_sentences(SETS[name], n=n), "fr") for name in sets}
+        if self.kind in CT2_KINDS:
             if self.kind == "ct2mkl":  # read once, when CTranslate2 first multiplies: set before it loads a model
                 os.environ["CT2_USE_MKL"] = "1"
             else:  # CTranslate2's own choice (MKL on Intel CPUs, oneDNN on others)
                 os.environ.pop("CT2_USE_MKL", None)
-            total = sum(map(len, self.sources))
-            per_batch = max(1, min(BATCH_TOKENS // BEAM, total // (2 * self.workers)))  # source tokens per batch
+            compute_type, self.batch_type = CT2_KINDS[self.kind]
             self.ct2 = CT2Engine(
-                ct2_dir, self.translator.tokenizer.pieces(), device="cpu", compute_type="float32",
-                threads=self.threads, inter_threads=self.workers, max_batch_tokens=per_batch * BEAM,
+                ct2_dir, self.translator.tokenizer.pieces(), device="cpu", compute_type=compute_type,
+                threads=self.threads, inter_threads=self.workers, max_batch_tokens=BATCH_TOKENS,
             )  # fmt: skip
+            if self.batch_type == "examples":
+                self.ct2.translator = _ExampleBatches(self.ct2.translator, EXAMPLES_PER_BATCH)
         else:
             torch.set_num_threads(self.threads)
-        if self.kind == "sched":  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
+        if self.kind in ("sched", "sched8"):  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
             from model.translation.scheduler import TranslationScheduler
 
             self.sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
-        self.run(self.sources[:16])  # warm-up
+        self._translate(next(iter(self.sources.values()))[:16])  # warm-up
 
-    def run(self, sources: list[list[int]] | None = None) -> tuple[float, list[list[int]]]:
-        """(wall seconds, best hypothesis tokens per sentence) of one pass over ``sources`` (default:
-        all).  The scheduler's workers live as long as the process, like CTranslate2's (its storage
-        stays allocated between passes, as in the service); idle, they wait on a condition variable."""
-        sources = self.sources if sources is None else sources
+    def _translate(self, sources: list[list[int]]) -> list[list[int]]:
         opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
-        translate = {"ct2": lambda: self.ct2.core, "ct2mkl": lambda: self.ct2.core, "core": lambda: self.translator.core, "sched": lambda: self.sched.run}[self.kind]()
+        if self.kind in CT2_KINDS:
+            if self.batch_type == "examples":  # batches of sentences, at least two per worker
+                self.ct2.translator.size = max(1, min(EXAMPLES_PER_BATCH, len(sources) // (2 * self.workers)))
+                hyps = self.ct2.core(sources, opts)
+            else:  # batches in tokens under our budget, at least two per worker
+                total = sum(map(len, sources))
+                per_batch = max(1, min(BATCH_TOKENS // BEAM, total // (2 * self.workers)))  # source tokens per batch
+                hyps = self.ct2.core(sources, opts, max_batch_tokens=per_batch * BEAM)
+        elif self.kind in ("core", "core8"):
+            hyps = self.translator.core(sources, opts)
+        else:
+            hyps = self.sched.run(sources, opts)
+        return [h[0].tokens for h in hyps]
+
+    def run(self, name: str) -> tuple[float, list[list[int]]]:
+        """(wall seconds, best hypothesis tokens per sentence) of one pass over set ``name``.  The
+        scheduler's workers live as long as the process, like CTranslate2's (its storage stays
+        allocated between passes, as in the service); idle, they wait on a condition variable."""
         t0 = time.perf_counter()
-        hyps = translate(sources, opts)
-        seconds = time.perf_counter() - t0
-        return seconds, [h[0].tokens for h in hyps]
+        out = self._translate(self.sources[name])
+        return time.perf_counter() - t0, out
+
+
+def table(name: str, n: int, keys: list[str], times: dict, outputs: dict, refs: list[str], tokenizer) -> dict:
+    """Print one set's table and summary line; returns its rows."""
+    import sacrebleu
+
+    rows = {}
+    for key in keys:
+        out = outputs[key]
+        tokens = sum(len(t) + 1 for t in out)  # + </s>, emitted or forced, for both engines
+        best = min(times[key])
+        ref_key = "core8" if key.startswith(OURS_INT8) else "core"
+        same = sum(a == b for a, b in zip(out, outputs[ref_key])) if ref_key in outputs else None
+        rows[key] = {"seconds": round(best, 3), "rounds_s": [round(t, 3) for t in times[key]], "tokens": tokens,
+                     "tokens_per_s": round(tokens / best, 1), "sentences_per_s": round(n / best, 1),
+                     "same_as_core": same, "same_as": ref_key,
+                     "bleu": round(sacrebleu.corpus_bleu(tokenizer.decode(out), [refs]).score, 2)}  # fmt: skip
+
+    def best(prefixes: tuple[str, ...]) -> tuple[str | None, float | None]:
+        cand = {k: r["tokens_per_s"] for k, r in rows.items() if k.split("-")[0] in prefixes}
+        k = max(cand, key=cand.get, default=None)
+        return k, cand.get(k)
+
+    (ct2_key, ct2_best), (ct2i8_key, ct2i8_best) = best(("ct2", "ct2mkl")), best(("ct2i8", "ct2i8ex"))
+    (ours_key, ours_best), (ours8_key, ours8_best) = best(("core", "sched")), best(OURS_INT8)
+    print(f"\n## {name}: {n} test sentences ({SETS[name]}) en->fr")
+    print(
+        f"{'configuration':<14}{'best s':>9}{'tokens':>8}{'tokens/s':>10}{'sent/s':>9}{'vs ct2 f32':>12}{'vs ct2 int8':>13}"
+        f"{'same as core':>15}{'BLEU':>7}"
+    )
+    for key, r in rows.items():
+        r["vs_ct2_best"] = round(r["tokens_per_s"] / ct2_best, 3) if ct2_best else None
+        r["vs_ct2_int8_best"] = round(r["tokens_per_s"] / ct2i8_best, 3) if ct2i8_best else None
+        ratio = f"{r['vs_ct2_best']:.2f}" if ct2_best else "-"
+        ratio8 = f"{r['vs_ct2_int8_best']:.2f}" if ct2i8_best else "-"
+        same = f"{r['same_as_core']}/{n}" if r["same_as_core"] is not None else "-"
+        print(
+            f"{key:<14}{r['seconds']:>9.2f}{r['tokens']:>8}{r['tokens_per_s']:>10.1f}{r['sentences_per_s']:>9.1f}"
+            f"{ratio:>12}{ratio8:>13}{same:>15}{r['bleu']:>7.2f}"
+        )
+    summary = {"ct2_best": ct2_key, "ct2_int8_best": ct2i8_key, "ours_best": ours_key, "ours_int8_best": ours8_key}
+    if ours8_best and ct2i8_best:
+        summary["ours_int8_vs_ct2_int8"] = round(ours8_best / ct2i8_best, 3)
+        print(f"ours int8 best ({ours8_key}) / CTranslate2 int8 best ({ct2i8_key}): {ours8_best / ct2i8_best:.2f}x")
+    if ours_best and ct2_best:
+        summary["ours_float32_vs_ct2_float32"] = round(ours_best / ct2_best, 3)
+        print(f"ours float32 best ({ours_key}) / CTranslate2 float32 best ({ct2_key}): {ours_best / ct2_best:.2f}x")
+    return {"rows": rows, "summary": summary}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--n", type=int, default=1000, help="sentences from the DDTP test split")
+    p.add_argument("--n", "--sentences", type=int, default=1000, help="sentences from each test set")
     p.add_argument("--rounds", type=int, default=2, help="rounds, configurations in turns; best round reported")
-    p.add_argument("--only", nargs="+", choices=CONFIGS, default=CONFIGS, help="configurations to run")
+    p.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS), help="test sets to translate")
+    p.add_argument("--only", nargs="+", choices=CONFIGS + MKL_CONFIGS, default=None, help="configurations to run")
+    p.add_argument("--with-mkl", action="store_true", help="also the ct2mkl-* rows (CT2_USE_MKL=1)")
     p.add_argument("--quick", action="store_true", help="smoke run: 100 sentences, 1 round")
     args = p.parse_args()
+    keys = args.only or (CONFIGS + (MKL_CONFIGS if args.with_mkl else []))
     if args.quick:
         args.n, args.rounds = 100, 1
 
     tmp = _tempdir("bench_engine_")
     ct2_dir = export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2")
-    procs = {key: EngineProcess(ConfigBench, key, args.n, ct2_dir) for key in args.only}
-    times: dict[str, list[float]] = {key: [] for key in args.only}
-    outputs: dict[str, list[list[int]]] = {}
+    procs = {key: EngineProcess(ConfigBench, key, args.n, ct2_dir, args.sets) for key in keys}
+    times = {name: {key: [] for key in keys} for name in args.sets}
+    outputs: dict[str, dict[str, list[list[int]]]] = {name: {} for name in args.sets}
     load0 = os.getloadavg()[0]
     for _ in range(args.rounds):
-        for key, proc in procs.items():
-            seconds, outputs[key] = proc("run")
-            times[key].append(seconds)
+        for name in args.sets:
+            for key, proc in procs.items():
+                seconds, outputs[name][key] = proc("run", name)
+                times[name][key].append(seconds)
     for proc in procs.values():
         proc.close()
 
     import ctranslate2
 
+    from model.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer(DEFAULT_TRANSLATOR / "sentencepiece.model")
     print(f"# bench_engine  {time.strftime('%Y-%m-%d %H:%M:%S')}")
     print(
         f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPU cores; torch {torch.__version__},"
         f" ctranslate2 {ctranslate2.__version__}; load average at start {load0:.2f}"
     )
     print(
-        f"workload: {args.n} DDTP test sentences en->fr, beam {BEAM}, length penalty 0; shipped translator;"
-        f" one process per configuration; best of {args.rounds} rounds taken in turns"
+        f"workload: beam {BEAM}, length penalty 0; shipped translator; one process per configuration;"
+        f" best of {args.rounds} rounds taken in turns"
     )
-    rows = {}
-    for key in args.only:
-        tokens = sum(len(t) + 1 for t in outputs[key])  # + </s>, emitted or forced, for both engines
-        best = min(times[key])
-        same = sum(a == b for a, b in zip(outputs[key], outputs["core"])) if "core" in outputs else None
-        rows[key] = {"seconds": round(best, 3), "rounds_s": [round(t, 3) for t in times[key]], "tokens": tokens,
-                     "tokens_per_s": round(tokens / best, 1), "sentences_per_s": round(args.n / best, 1),
-                     "same_as_core": same}  # fmt: skip
-    ct2_best = max((r["tokens_per_s"] for k, r in rows.items() if k.startswith("ct2")), default=None)
-    print(
-        f"{'configuration':<14}{'best s':>9}{'tokens':>8}{'tokens/s':>10}{'sent/s':>9}{'vs ct2 best':>13}{'same as core':>14}"
-    )
-    for key, r in rows.items():
-        r["vs_ct2_best"] = round(r["tokens_per_s"] / ct2_best, 3) if ct2_best else None
-        ratio = f"{r['vs_ct2_best']:.2f}" if ct2_best else "-"
-        same = f"{r['same_as_core']}/{args.n}" if r["same_as_core"] is not None else "-"
-        print(
-            f"{key:<14}{r['seconds']:>9.2f}{r['tokens']:>8}{r['tokens_per_s']:>10.1f}{r['sentences_per_s']:>9.1f}"
-            f"{ratio:>13}{same:>14}"
-        )
+    results = {
+        name: table(name, args.n, keys, times[name], outputs[name], test_sentences(SETS[name], n=args.n, side=1), tokenizer)
+        for name in args.sets
+    }
     print(json.dumps({"bench": "engine", "n": args.n, "rounds": args.rounds, "beam": BEAM, "load_avg_start": load0,
-                      "ct2_best_tokens_per_s": ct2_best, "configs": rows}))  # fmt: skip
+                      "sets": results}))  # fmt: skip
 
 
 if __name__ == "__main__":

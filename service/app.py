@@ -80,14 +80,17 @@ def _load_models(state: AppState, translator: Translator | None, encoder: Senten
         state.translator = _load_engine(
             state,
             "translator",
-            lambda: translator or load_translator(s.translator_path, s.device, s.dtype, s.kv_cache_dtype),
+            lambda: translator or load_translator(s.translator_path, s.device, s.dtype, s.kv_cache_dtype, s.compute_type),
             lambda m: TranslationEngine(m, s.translator_name, state.metrics),
         )
     if "encoder" in s.models:
         state.encoder = _load_engine(
             state,
             "encoder",
-            lambda: encoder or load_encoder(s.encoder_path, s.device, s.dtype if s.encoder_dtype == "auto" else s.encoder_dtype),
+            lambda: encoder
+            or load_encoder(
+                s.encoder_path, s.device, s.dtype if s.encoder_dtype == "auto" else s.encoder_dtype, s.encoder_compute_type
+            ),
             lambda m: EmbeddingEngine(m, s.encoder_name, state.metrics),
         )
 

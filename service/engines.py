@@ -239,16 +239,20 @@ class TranslationEngine:
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
             "kv_cache_dtype": dtype_name(self.translator.kv_cache_dtype or p.dtype),
+            "compute_type": self.translator.compute_type,
             "backend": self.translator.backend.name,
         }
 
 
-def load_translator(path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto") -> Translator:
-    """The translator on its device and dtype (its back end is chosen for them, once)."""
+def load_translator(
+    path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto", compute_type: str = "auto"
+) -> Translator:
+    """The translator on its device, dtype and compute type (its back end is chosen for them, once)."""
     dev = resolve_device(device)
     return Translator.from_pretrained(
-        path or DEFAULT_TRANSLATOR, device=str(dev), dtype=resolve_dtype(dtype, dev), kv_cache_dtype=kv_cache_dtype
-    )
+        path or DEFAULT_TRANSLATOR, device=str(dev), dtype=resolve_dtype(dtype, dev), kv_cache_dtype=kv_cache_dtype,
+        compute_type=compute_type,
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
@@ -320,17 +324,20 @@ class EmbeddingEngine:
             "id": self.name,
             "task": self.task,
             "architecture": "disan",
-            "parameters": sum(x.numel() for x in model.parameters()),
+            "parameters": self.encoder.parameter_count,
             "languages": self.encoder.tokenizer.languages(),
             "embedding_size": self.dim,
             "max_length": self.encoder.max_length,
             "d_model": cfg.d_model,
             "device": str(p.device),
             "dtype": dtype_name(p.dtype),
+            "compute_type": self.encoder.compute_type,
             "backend": self.encoder.backend,
         }
 
 
-def load_encoder(path: Path | None, device: str, dtype: str) -> SentenceEncoder:
+def load_encoder(path: Path | None, device: str, dtype: str, compute_type: str = "auto") -> SentenceEncoder:
     dev = resolve_device(device)
-    return SentenceEncoder.from_pretrained(path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev))
+    return SentenceEncoder.from_pretrained(
+        path or DEFAULT_ENCODER, device=str(dev), dtype=resolve_dtype(dtype, dev), compute_type=compute_type
+    )

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float16 on CUDA, float32 on CPU
     kv_cache_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # translator's K/V cache; auto: = dtype
     encoder_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # the encoder's weights; auto: = dtype
+    # the translator's compute type (model.kernels.compute_type): auto = int8 on a CPU with VNNI or AVX2, else dtype
+    compute_type: Literal["auto", "int8", "float32", "float16", "bfloat16"] = "auto"
+    # the encoder's (resolve_encoder_compute_type): auto = its linear maps in int8 or bfloat16 where the CPU runs it
+    encoder_compute_type: Literal["auto", "int8", "bfloat16", "float32", "float16"] = "auto"
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 

@@ -7,6 +7,10 @@ On CPU with the DiSAN C kernel a batch runs packed (``model.embedding.packed``):
 tokens end to end, no padding, in passes of at most ``packed_tokens`` tokens.  Elsewhere it is
 sorted by token count and cut into buckets of similar length, so padding (and the quadratic
 token2token work spent on it) stays small.  Results come back in input order either way.
+
+``compute_type`` (``model.kernels.compute_type.resolve_encoder_compute_type``): "auto" is bfloat16
+on a CPU with AVX-512 BF16 or AMX, else float32; "int8" (CPU, opt-in) runs every linear map of the
+model in int8 (``model.kernels.linear``), the rest in float32.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import torch
 
 from model.embedding import packed
 from model.embedding.disan import DiSAN, DiSANConfig, compile_enabled
+from model.kernels.compute_type import resolve_encoder_compute_type
+from model.kernels.linear import convert_linears
 from model.segment import InputTooLong
 from model.tokenizer import PAD_ID, Tokenizer
-from model.weights import load_pretrained, save_weights
+from model.weights import load_pretrained, resolve_device, save_weights
 
 DEFAULT_ENCODER = Path(__file__).resolve().parents[1] / "pretrained" / "encoder"
 
@@ -33,19 +39,43 @@ class SentenceEncoder:
     # padded buckets: at most max_batch_tokens padded tokens and batch_size sentences (default 64);
     # packed passes: at most packed_tokens tokens (and batch_size sentences when one is given).
     # 2048: on 2 cores packed throughput changes little from 512 to 4096 tokens (docs/experiments.md).
-    def __init__(self, model: DiSAN, tokenizer: Tokenizer, max_batch_tokens: int = 16384, packed_tokens: int = 2048):
+    #
+    # compute_type: "int8" replaces the model's linear maps by int8 ones (model.kernels.linear; CPU
+    # inference, float32 model); None or a float type: the model as it is.
+    def __init__(
+        self,
+        model: DiSAN,
+        tokenizer: Tokenizer,
+        max_batch_tokens: int = 16384,
+        packed_tokens: int = 2048,
+        compute_type: str | None = None,
+    ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
         self.packed_tokens = packed_tokens
+        self.parameter_count = sum(p.numel() for p in model.parameters())  # (before any conversion)
+        if compute_type == "int8" and next(model.parameters()).device.type == "cpu":
+            convert_linears(self.model, compute_type)
+            self.compute_type = compute_type
+        else:
+            self.compute_type = str(next(model.parameters()).dtype).removeprefix("torch.")
 
     @classmethod
     def from_pretrained(
-        cls, path: str | Path | None = None, device: str = "auto", dtype: str | torch.dtype | None = None
+        cls,
+        path: str | Path | None = None,
+        device: str = "auto",
+        dtype: str | torch.dtype | None = None,
+        compute_type: str | None = None,
     ) -> SentenceEncoder:
+        """``compute_type``: auto, int8, bfloat16, float32 or float16
+        (``resolve_encoder_compute_type``), taking precedence over ``dtype``; None: ``dtype`` alone."""
         path = Path(path) if path is not None else DEFAULT_ENCODER
+        if compute_type is not None:
+            compute_type, dtype = resolve_encoder_compute_type(compute_type, resolve_device(device), dtype)
         model = load_pretrained(DiSAN, DiSANConfig, path, device, dtype)
-        return cls(model, Tokenizer(path / "sentencepiece.model"))
+        return cls(model, Tokenizer(path / "sentencepiece.model"), compute_type=compute_type)
 
     def save_pretrained(self, path: str | Path, dtype: torch.dtype = torch.float16, int8_embeddings: bool = True) -> None:
         """config.json + model.safetensors + sentencepiece.model in ``path``.  Weights in ``dtype``; the
@@ -172,12 +202,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-normalize", action="store_true", help="do not L2-normalise the vectors")
     ap.add_argument("--truncate", action="store_true", help="cut lines over the model's max_length (default: refuse)")
     ap.add_argument("--device", default="auto")
+    ap.add_argument(
+        "--compute-type", default="auto", choices=["auto", "int8", "bfloat16", "float32", "float16"],
+        help="auto: bfloat16 on a CPU with AVX-512 BF16 or AMX, else float32; int8: linear maps in int8 (CPU)",
+    )  # fmt: skip
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.threads:
         torch.set_num_threads(args.threads)
     lines = [line.rstrip("\n") for line in sys.stdin]
-    enc = SentenceEncoder.from_pretrained(args.model, device=args.device)
+    enc = SentenceEncoder.from_pretrained(args.model, device=args.device, compute_type=args.compute_type)
     vecs = enc.encode(lines, batch_size=args.batch_size, normalize=not args.no_normalize, truncate=args.truncate)
     if args.output:
         np.save(args.output, vecs)

@@ -30,6 +30,20 @@ added after the product instead of before).
 installed (``RENDITION_FUSED_KERNEL=0`` turns it off).  It reads the model's weights and never
 changes the model; the cache it steps is a ``model.translation.cache.ReferenceCache``, advanced
 through that cache's own methods.
+
+The int8 compute type (``FusedTransformer(model, "int8")``, as CTranslate2's ``compute_type="int8"``)
+runs every linear map of the encoder and the decoding step, the output projection over the
+vocabulary included, on oneDNN's ``dnnl_gemm_u8s8s32`` from the same library: the weights are
+quantised once, symmetric per output channel (int8 and a float scale per row of W, with the row's
+sum for the zero-point compensation); each product's input rows are quantised when it runs, to
+unsigned 8 bits with a zero point per row (the u8 x s8 form VNNI multiplies); the int32 sums are
+dequantised in float32 with both scales, and the bias added after.  Layer norms, softmax, residuals,
+the attention over the cache and the cross-attention's keys and values (computed once per sentence,
+by the model) stay float32; the embedding is looked up from its int8 table (rows dequantised).
+Where the CPU lacks VNNI, oneDNN sums pairs of u8 x s8 products in saturating 16 bits, so the
+activations then take 7 bits (0..127) and no sum saturates.  ``int8_unavailable()`` says why the
+int8 type cannot run here (None: it can); ``release_float_weights()`` drops the model's float32
+copies of the quantised weights once the int8 tables are built.
 """
 
 from __future__ import annotations
@@ -47,11 +61,9 @@ from model.kernels import attention as attention_kernels
 from model.kernels import native
 
 
-def _dnnl_sgemm_address() -> int | None:
-    """Address of oneDNN's ``dnnl_sgemm`` from the ``onednn-cpu-gomp`` wheel's library, or None
-    (not installed, not loadable, or ``RENDITION_SGEMM=mkl``)."""
-    if os.environ.get("RENDITION_SGEMM", "auto").lower() == "mkl":
-        return None
+def _dnnl_address(symbol: str) -> int | None:
+    """Address of a function of oneDNN's C API in the ``onednn-cpu-gomp`` wheel's library, or None
+    (not installed, not loadable, no such symbol)."""
     try:
         files = metadata.files("onednn-cpu-gomp") or []
     except metadata.PackageNotFoundError:
@@ -60,10 +72,44 @@ def _dnnl_sgemm_address() -> int | None:
         if f.name.startswith("libdnnl.so"):
             try:  # (after torch: its libgomp.so.1 is the one oneDNN's library binds to)
                 lib = ctypes.CDLL(str(f.locate()))
-                return ctypes.cast(lib.dnnl_sgemm, ctypes.c_void_p).value
+                return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
             except (OSError, AttributeError):
                 continue
     return None
+
+
+def _dnnl_sgemm_address() -> int | None:
+    """Address of oneDNN's ``dnnl_sgemm``, or None (see ``_dnnl_address``; ``RENDITION_SGEMM=mkl``)."""
+    if os.environ.get("RENDITION_SGEMM", "auto").lower() == "mkl":
+        return None
+    return _dnnl_address("dnnl_sgemm")
+
+
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags as Linux reports them (/proc/cpuinfo; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def has_vnni() -> bool:
+    """Whether oneDNN's int8 products run on VNNI here (AVX-512 VNNI or AVX-VNNI, not capped off by
+    ``ONEDNN_MAX_CPU_ISA``): their u8 x s8 sums are then int32 throughout."""
+    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "ALL").upper()
+    if cap != "ALL" and "VNNI" not in cap and "AMX" not in cap:
+        return False
+    return bool({"avx512_vnni", "avx_vnni"} & cpu_flags())
+
+
+def activation_levels() -> int:
+    """The largest quantised activation: 255 with VNNI, else 127 (oneDNN's pairs of u8 x s8 products
+    then add in saturating int16: 2 x 127 x 127 fits, 2 x 255 x 127 does not)."""
+    return 255 if has_vnni() else 127
 
 
 def _sgemm_address() -> int | None:
@@ -81,6 +127,7 @@ def _sgemm_address() -> int | None:
 
 
 _WIRED: dict[int, str | None] = {}  # per loaded library: the sgemm it calls ("onednn", "mkl"), or None
+_INT8: dict[int, bool] = {}  # per loaded library: whether it has oneDNN's int8 gemm
 
 
 def kernel() -> ctypes.CDLL | None:
@@ -97,7 +144,73 @@ def kernel() -> ctypes.CDLL | None:
         elif (address := _sgemm_address()) is not None:
             so.rk_set_sgemm(address)
             _WIRED[id(so)] = "mkl"
+        address = _dnnl_address("dnnl_gemm_u8s8s32")
+        so.rk_set_dnnl_gemm_u8s8s32(address, activation_levels())
+        _INT8[id(so)] = address is not None
     return so if _WIRED[id(so)] else None
+
+
+def int8_unavailable() -> str | None:
+    """Why the int8 compute type cannot run here, or None when it can: it needs the fused kernels
+    wired to oneDNN's int8 gemm, and a CPU with VNNI or AVX2 (the native library's avx2 or avx512
+    variant: ``RENDITION_ISA=generic`` stands for a CPU without them)."""
+    so = kernel()
+    if so is None:
+        return "the fused native kernels are unavailable"
+    if not _INT8.get(id(so)):
+        return "oneDNN's dnnl_gemm_u8s8s32 was not found (the onednn-cpu-gomp package)"
+    if native.isa() == "generic":
+        return "the CPU has neither VNNI nor AVX2 (the generic variant of the native kernels is loaded)"
+    if not ({"avx512_vnni", "avx_vnni", "avx2"} & cpu_flags()):
+        return "the CPU has neither VNNI nor AVX2"
+    return None
+
+
+class QuantizedWeight:
+    """A linear map's weight W (out, in) in int8, symmetric per output channel: W ~ scale[:, None] *
+    weight, |weight| <= 127; colsum the rows' sums (int32), for the activations' zero points."""
+
+    def __init__(self, w: Tensor):
+        w = w.detach().to(torch.float32)
+        amax = w.abs().amax(dim=1)
+        self.scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax)).contiguous()
+        self.weight = torch.round(w / self.scale[:, None]).clamp_(-127, 127).to(torch.int8).contiguous()
+        self.colsum = self.weight.sum(dim=1, dtype=torch.int32).contiguous()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.weight, self.scale, self.colsum))
+
+    def dequantized(self) -> Tensor:
+        """The float32 weight this one stands for (for tests and references)."""
+        return self.weight.to(torch.float32) * self.scale[:, None]
+
+    def struct(self) -> native.QLinear:
+        return native.QLinear(self.weight.data_ptr(), self.scale.data_ptr(), self.colsum.data_ptr())
+
+
+def qlinear(x: Tensor, w: QuantizedWeight, threads: int | None = None) -> dict[str, Tensor]:
+    """``x (M, K) @ W^T`` with the int8 kernel (``rk_qlinear_forward``): y (M, N), and what it
+    computed on the way: xq (M, K) uint8, x_scale (M,), x_zero (M,) and acc (M, N) int32."""
+    so = kernel()
+    if so is None or not _INT8.get(id(so)):
+        raise RuntimeError("no int8 kernel here (native library and oneDNN's dnnl_gemm_u8s8s32)")
+    x = x.detach().to(torch.float32).contiguous()
+    (M, K), N = x.shape, w.weight.shape[0]
+    if w.weight.shape[1] != K:
+        raise ValueError(f"x has {K} features, the weight {w.weight.shape[1]}")
+    out = dict(
+        y=torch.empty(M, N), xq=torch.empty(M, K, dtype=torch.uint8), x_scale=torch.empty(M),
+        x_zero=torch.empty(M, dtype=torch.int32), acc=torch.empty(M, N, dtype=torch.int32),
+    )  # fmt: skip
+    q = w.struct()
+    args = native.QLinearArgs(
+        x=x.data_ptr(), w=ctypes.pointer(q), **{k: t.data_ptr() for k, t in out.items()}, M=M, N=N, K=K,
+        threads=threads or torch.get_num_threads(),
+    )  # fmt: skip
+    if so.rk_qlinear_forward(ctypes.byref(args)) != 0:
+        raise RuntimeError("rk_qlinear_forward failed")
+    return out
 
 
 def sgemm_name() -> str | None:
@@ -116,12 +229,22 @@ def _checked_ids(ids: Tensor, vocab_size: int) -> Tensor:
     return ids.to(torch.long).contiguous()
 
 
-def _struct(cls: type[ctypes.Structure], tensors: dict[str, Tensor | None], keep: list) -> ctypes.Structure:
-    """cls with each field the data pointer of a tensor (detached, contiguous; None: NULL), the
-    tensors appended to ``keep`` (whoever holds the struct must hold them too)."""
-    ts = {k: w.detach().contiguous() if w is not None else None for k, w in tensors.items()}
-    keep += ts.values()
-    return cls(**{k: native.ptr(w) for k, w in ts.items()})
+def _struct(
+    cls: type[ctypes.Structure], tensors: dict[str, Tensor | QuantizedWeight | None], keep: list
+) -> ctypes.Structure:
+    """cls with each field the data pointer of a tensor (detached, contiguous; None: NULL) or the
+    ``QLinear`` of a quantised weight, the tensors appended to ``keep`` (whoever holds the struct must
+    hold them too)."""
+    fields = {}
+    for k, w in tensors.items():
+        if isinstance(w, QuantizedWeight):
+            keep.append(w)
+            fields[k] = w.struct()
+        else:
+            w = w.detach().contiguous() if w is not None else None
+            keep.append(w)
+            fields[k] = native.ptr(w)
+    return cls(**fields)
 
 
 class _Weights:
@@ -135,21 +258,90 @@ class _Weights:
         self.struct.layers, self.struct.n_layers = self.layers, len(layers)
 
 
+def _tensors(obj: Any) -> list[Tensor]:
+    """The tensors in obj: a tensor, a ``QuantizedWeight``, or a tuple / list / dict of them."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, QuantizedWeight):
+        return [obj.weight, obj.scale, obj.colsum]
+    if isinstance(obj, dict):
+        obj = list(obj.values())
+    if isinstance(obj, (tuple, list)):
+        return [t for x in obj for t in _tensors(x)]
+    return []
+
+
+def _unique_bytes(tensors: Any) -> int:
+    """Bytes of the distinct storages under the given tensors (a view or a shared tensor counts once)."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = max(seen.get(st.data_ptr(), 0), st.nbytes())
+    return sum(seen.values())
+
+
+def resident_weight_bytes(model: nn.Module, fused: FusedTransformer | None = None) -> int:
+    """Bytes of the weights an inference model keeps resident: its parameters and buffers, the
+    inference copies it made of them (``inference_copy``: the fused Q/K/V, the transposed output
+    projection) and the fused kernels' own tables (the int8 ones); each storage counted once."""
+    tensors = list(model.parameters()) + list(model.buffers())
+    for module in model.modules():
+        for name, value in module.__dict__.items():
+            if name.endswith("_copy") and isinstance(value, tuple):
+                tensors += _tensors(value[1])
+    if fused is not None:
+        tensors += [t for entry in (fused._encoder, fused._decoder) if entry is not None for t in _tensors(entry[1].keep)]
+    return _unique_bytes(tensors)
+
+
 def _version(params: tuple[Tensor, ...]) -> tuple:
     """Identifies the weights' current storage and values (an in-place update bumps _version)."""
     return tuple((t.data_ptr(), t.dtype, t.device, t._version) for t in params)
 
 
+COMPUTE_TYPES = ("float32", "int8")
+
+
+def _quantized(w: Tensor, int8: bool) -> dict[str, Tensor | QuantizedWeight | None]:
+    """A linear map's two table fields: the float32 weight, or (int8) its quantised form."""
+    return {"w": None, "q": QuantizedWeight(w)} if int8 else {"w": w, "q": None}
+
+
+def _linear_fields(int8: bool, **weights: Tensor) -> dict[str, Tensor | QuantizedWeight | None]:
+    """Table fields of linear maps: ``w_o=W`` -> ``w_o`` (float32, or None) and ``q_o`` (int8, or None)."""
+    out: dict[str, Tensor | QuantizedWeight | None] = {}
+    for name, w in weights.items():
+        f = _quantized(w, int8)
+        out[name] = f["w"]
+        q_name = "q" + name[1:]  # w_qkv -> q_qkv, wx_q -> qx_q
+        if f["q"] is not None:
+            out[q_name] = f["q"]
+    return out
+
+
 class FusedTransformer:
-    """The fused encoder and decoding step of one ``Transformer`` (CPU float32 inference).
+    """The fused encoder and decoding step of one ``Transformer`` (CPU inference).
 
-    The weight tables are built from the model's tensors when first needed and rebuilt when a
-    weight changes (checked once per ``encode`` and once per ``refresh``, i.e. per search)."""
+    ``compute_type``: "float32" (the model's weights as they are) or "int8" (every linear map and the
+    tied output projection in int8, see the module's docstring).  The float32 weight tables are
+    built from the model's tensors when first needed and rebuilt when a weight changes (checked
+    once per ``encode`` and once per ``refresh``, i.e. per search); the int8 ones are quantised
+    once, here, and a later change of the model's weights is not seen."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, compute_type: str = "float32"):
+        if compute_type not in COMPUTE_TYPES:
+            raise ValueError(f"compute_type must be one of {COMPUTE_TYPES}, not {compute_type!r}")
         self.model = model
+        self.compute_type = compute_type
         self._encoder: tuple[tuple, _Weights] | None = None
         self._decoder: tuple[tuple, _Weights] | None = None
+        if compute_type == "int8":
+            if (reason := int8_unavailable()) is not None:
+                raise RuntimeError(f"the int8 compute type cannot run here: {reason}")
+            with torch.no_grad():
+                q_embed = QuantizedWeight(model.embed.weight)  # (tied: lookup and output projection)
+                self._encoder = ((), self._build_encoder(q_embed))
+                self._decoder = ((), self._build_decoder(q_embed))
 
     @staticmethod
     def usable(model: nn.Module) -> bool:
@@ -157,48 +349,122 @@ class FusedTransformer:
         library built and wired to sgemm."""
         return attention_kernels.serves(model) and kernel() is not None
 
+    @property
+    def int8(self) -> bool:
+        return self.compute_type == "int8"
+
     # -- weight tables ---------------------------------------------------------------------------
+    def _build_encoder(self, q_embed: QuantizedWeight | None = None) -> _Weights:
+        m, int8 = self.model, self.int8
+        layers = []
+        for layer in m.encoder_layers:
+            sa, ffn = layer.self_attn, layer.ffn
+            if int8:
+                w_qkv = torch.cat((sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight))
+                b_qkv = torch.cat((sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias))
+            else:
+                w_qkv, b_qkv = sa.fused_qkv()
+            layers.append(dict(
+                ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, b_qkv=b_qkv,
+                rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
+                b_o=sa.out_proj.bias, ln2_g=layer.ffn_norm.weight, ln2_b=layer.ffn_norm.bias, b_1=ffn.fc1.bias,
+                b_2=ffn.fc2.bias,
+                **_linear_fields(int8, w_qkv=w_qkv, w_o=sa.out_proj.weight, w_1=ffn.fc1.weight, w_2=ffn.fc2.weight),
+            ))  # fmt: skip
+        top = dict(
+            embed=None if int8 else m.embed.weight, norm_g=m.encoder_norm.weight, norm_b=m.encoder_norm.bias,
+            positions=m.positions, **({"q_embed": q_embed} if int8 else {}),
+        )  # fmt: skip
+        return _Weights(native.EncoderWeights, native.EncoderLayer, top, layers)
+
+    def _build_decoder(self, q_embed: QuantizedWeight | None = None) -> _Weights:
+        m, int8 = self.model, self.int8
+        layers = []
+        for layer in m.decoder_layers:
+            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+            if int8:
+                w_qkv = torch.cat((sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight))
+                b_qkv = torch.cat((sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias))
+            else:
+                w_qkv, b_qkv = sa.fused_qkv()
+            layers.append(dict(
+                ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, b_qkv=b_qkv,
+                rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
+                b_o=sa.out_proj.bias, ln2_g=layer.cross_attn_norm.weight, ln2_b=layer.cross_attn_norm.bias,
+                bx_q=ca.q_proj.bias, bx_o=ca.out_proj.bias, ln3_g=layer.ffn_norm.weight, ln3_b=layer.ffn_norm.bias,
+                b_1=ffn.fc1.bias, b_2=ffn.fc2.bias,
+                **_linear_fields(
+                    int8, w_qkv=w_qkv, w_o=sa.out_proj.weight, wx_q=ca.q_proj.weight, wx_o=ca.out_proj.weight,
+                    w_1=ffn.fc1.weight, w_2=ffn.fc2.weight,
+                ),
+            ))  # fmt: skip
+        top = dict(
+            embed=None if int8 else m.embed.weight, norm_g=m.decoder_norm.weight, norm_b=m.decoder_norm.bias,
+            out_proj=None if int8 else m.output_weight_t(), **({"q_embed": q_embed} if int8 else {}),
+        )  # fmt: skip
+        return _Weights(native.DecoderWeights, native.DecoderLayer, top, layers)
+
     def _encoder_weights(self) -> _Weights:
+        if self.int8:
+            assert self._encoder is not None
+            return self._encoder[1]
         m = self.model
         key = _version(tuple(p for name, p in m.named_parameters() if not name.startswith("decoder")))
         if self._encoder is None or self._encoder[0] != key:
-            layers = []
-            for layer in m.encoder_layers:
-                sa, ffn = layer.self_attn, layer.ffn
-                w_qkv, b_qkv = sa.fused_qkv()
-                layers.append(dict(
-                    ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, w_qkv=w_qkv, b_qkv=b_qkv,
-                    rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
-                    w_o=sa.out_proj.weight, b_o=sa.out_proj.bias, ln2_g=layer.ffn_norm.weight, ln2_b=layer.ffn_norm.bias,
-                    w_1=ffn.fc1.weight, b_1=ffn.fc1.bias, w_2=ffn.fc2.weight, b_2=ffn.fc2.bias,
-                ))  # fmt: skip
-            top = dict(embed=m.embed.weight, norm_g=m.encoder_norm.weight, norm_b=m.encoder_norm.bias, positions=m.positions)
-            self._encoder = (key, _Weights(native.EncoderWeights, native.EncoderLayer, top, layers))
+            self._encoder = (key, self._build_encoder())
         return self._encoder[1]
 
     def refresh(self) -> None:
         """Rebuild the decoder's table if a weight changed (call when a search starts: the steps
-        then read the weights as they were then)."""
+        then read the weights as they were then).  The int8 tables are never rebuilt."""
+        if self.int8:
+            return
         m = self.model
         key = _version(tuple(p for name, p in m.named_parameters() if not name.startswith("encoder")))
         if self._decoder is None or self._decoder[0] != key:
-            layers = []
-            for layer in m.decoder_layers:
-                sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-                w_qkv, b_qkv = sa.fused_qkv()
-                layers.append(dict(
-                    ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, w_qkv=w_qkv, b_qkv=b_qkv,
-                    rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
-                    w_o=sa.out_proj.weight, b_o=sa.out_proj.bias, ln2_g=layer.cross_attn_norm.weight,
-                    ln2_b=layer.cross_attn_norm.bias, wx_q=ca.q_proj.weight, bx_q=ca.q_proj.bias,
-                    wx_o=ca.out_proj.weight, bx_o=ca.out_proj.bias, ln3_g=layer.ffn_norm.weight,
-                    ln3_b=layer.ffn_norm.bias, w_1=ffn.fc1.weight, b_1=ffn.fc1.bias, w_2=ffn.fc2.weight, b_2=ffn.fc2.bias,
-                ))  # fmt: skip
-            top = dict(
-                embed=m.embed.weight, norm_g=m.decoder_norm.weight, norm_b=m.decoder_norm.bias,
-                out_proj=m.output_weight_t(),
-            )
-            self._decoder = (key, _Weights(native.DecoderWeights, native.DecoderLayer, top, layers))
+            self._decoder = (key, self._build_decoder())
+
+    def quantized_parameters(self) -> list[nn.Parameter]:
+        """The model's float32 weights the int8 tables stand for (empty in float32): every linear
+        map of the encoder and of the decoder's step, and the embedding."""
+        if not self.int8:
+            return []
+        m = self.model
+        out = [m.embed.weight]
+        for layer in m.encoder_layers:
+            sa, ffn = layer.self_attn, layer.ffn
+            out += [sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight, sa.out_proj.weight, ffn.fc1.weight, ffn.fc2.weight]
+        for layer in m.decoder_layers:
+            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+            out += [sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight, sa.out_proj.weight, ca.q_proj.weight,
+                    ca.out_proj.weight, ffn.fc1.weight, ffn.fc2.weight]  # fmt: skip
+        return out
+
+    def release_float_weights(self) -> int:
+        """int8: drop the model's float32 copies of the quantised weights (and its inference copies
+        of them), so that only the int8 tables stay resident; returns the bytes released.  Each such
+        parameter keeps its shape (and so the model its parameter count) as a one-element zero tensor
+        expanded (finite: the service's load checks pass): the model can then run only through this
+        object.  The cross-attention's key and value maps stay float32: the model computes them
+        once per sentence (``cross_states``)."""
+        if not self.int8:
+            raise RuntimeError("release_float_weights() is for the int8 compute type")
+        released = 0
+        for p in self.quantized_parameters():
+            released += p.untyped_storage().nbytes()
+            p.data = torch.zeros(1, dtype=p.dtype, device=p.device).expand(p.shape)
+        for module in self.model.modules():
+            for name in ("_qkv_copy", "_out_proj_copy"):
+                if (copy := module.__dict__.pop(name, None)) is not None:
+                    released += sum(t.untyped_storage().nbytes() for t in _tensors(copy))
+        return released
+
+    def table_bytes(self) -> int:
+        """Bytes of the weight tables' own tensors (those not shared with the model's parameters)."""
+        params = {p.untyped_storage().data_ptr() for p in self.model.parameters()}
+        params |= {b.untyped_storage().data_ptr() for b in self.model.buffers()}
+        tables = [t for entry in (self._encoder, self._decoder) if entry is not None for t in _tensors(entry[1].keep)]
+        return _unique_bytes(t for t in tables if t.untyped_storage().data_ptr() not in params)
 
     # -- the two calls ---------------------------------------------------------------------------
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:

@@ -20,7 +20,7 @@ import warnings
 from ctypes import POINTER, c_float, c_int, c_long, c_void_p
 from pathlib import Path
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 ISAS = ("avx512", "avx2", "generic")  # best first
 HERE = Path(__file__).resolve().parent
 
@@ -52,8 +52,18 @@ DECODER_LAYER_FIELDS = (
 ENCODER_LAYER_FIELDS = "ln1_g ln1_b w_qkv b_qkv rel_k rel_v w_o b_o ln2_g ln2_b w_1 b_1 w_2 b_2"
 
 
+DECODER_QLINEAR_FIELDS = "q_qkv q_o qx_q qx_o q_1 q_2"  # int8 forms of w_qkv w_o wx_q wx_o w_1 w_2
+ENCODER_QLINEAR_FIELDS = "q_qkv q_o q_1 q_2"  # int8 forms of w_qkv w_o w_1 w_2
+
+
+class QLinear(ctypes.Structure):
+    """``rk_qlinear``: an int8 weight (out, in), its per-row scales and column sums (all NULL: float32)."""
+
+    _fields_ = _fields("w scale colsum", _P)
+
+
 class DecoderLayer(ctypes.Structure):
-    _fields_ = _fields(DECODER_LAYER_FIELDS, _P)
+    _fields_ = _fields(DECODER_LAYER_FIELDS, _P) + _fields(DECODER_QLINEAR_FIELDS, QLinear)
 
 
 class LayerCache(ctypes.Structure):
@@ -61,7 +71,9 @@ class LayerCache(ctypes.Structure):
 
 
 class DecoderWeights(ctypes.Structure):
-    _fields_ = _fields("embed norm_g norm_b out_proj", _P) + [("layers", POINTER(DecoderLayer)), ("n_layers", c_long)]
+    _fields_ = _fields("embed norm_g norm_b out_proj", _P) + [
+        ("layers", POINTER(DecoderLayer)), ("n_layers", c_long), ("q_embed", QLinear)
+    ]  # fmt: skip
 
 
 class DecoderStepArgs(ctypes.Structure):
@@ -74,11 +86,13 @@ class DecoderStepArgs(ctypes.Structure):
 
 
 class EncoderLayer(ctypes.Structure):
-    _fields_ = _fields(ENCODER_LAYER_FIELDS, _P)
+    _fields_ = _fields(ENCODER_LAYER_FIELDS, _P) + _fields(ENCODER_QLINEAR_FIELDS, QLinear)
 
 
 class EncoderWeights(ctypes.Structure):
-    _fields_ = _fields("embed norm_g norm_b positions", _P) + [("layers", POINTER(EncoderLayer)), ("n_layers", c_long)]
+    _fields_ = _fields("embed norm_g norm_b positions", _P) + [
+        ("layers", POINTER(EncoderLayer)), ("n_layers", c_long), ("q_embed", QLinear)
+    ]  # fmt: skip
 
 
 class EncoderArgs(ctypes.Structure):
@@ -100,10 +114,17 @@ class DisanArgs(ctypes.Structure):
     )  # fmt: skip
 
 
+class QLinearArgs(ctypes.Structure):
+    _fields_ = (
+        _fields("x", _P) + [("w", POINTER(QLinear))] + _fields("y xq x_scale x_zero acc", _P) + _fields("M N K", c_long)
+        + _fields("threads", c_int)
+    )  # fmt: skip
+
+
 # In the order of the RK_* enum of rendition_kernels.h (rk_struct_size's argument).
 STRUCTS = (
     StepAttentionArgs, SelfAttentionArgs, DecoderLayer, LayerCache, DecoderWeights, DecoderStepArgs,
-    EncoderLayer, EncoderWeights, EncoderArgs, LseArgs, DisanArgs,
+    EncoderLayer, EncoderWeights, EncoderArgs, LseArgs, DisanArgs, QLinear, QLinearArgs,
 )  # fmt: skip
 FUNCTIONS = {  # name: (argument struct, restype)
     "rk_step_attention": (StepAttentionArgs, c_int),
@@ -113,6 +134,7 @@ FUNCTIONS = {  # name: (argument struct, restype)
     "rk_lse_chunk_max": (LseArgs, None),
     "rk_disan_t2t": (DisanArgs, None),
     "rk_disan_t2t_backward": (DisanArgs, None),
+    "rk_qlinear_forward": (QLinearArgs, c_int),
 }
 
 
@@ -155,6 +177,7 @@ def _open(isa: str) -> ctypes.CDLL:
     lib.rk_cpu_supports.argtypes, lib.rk_cpu_supports.restype = [ctypes.c_char_p], c_int
     lib.rk_set_sgemm.argtypes, lib.rk_set_sgemm.restype = [c_void_p], None
     lib.rk_set_dnnl_sgemm.argtypes, lib.rk_set_dnnl_sgemm.restype = [c_void_p], None
+    lib.rk_set_dnnl_gemm_u8s8s32.argtypes, lib.rk_set_dnnl_gemm_u8s8s32.restype = [c_void_p, c_int], None
     for name, (struct, restype) in FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [POINTER(struct)], restype

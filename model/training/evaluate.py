@@ -93,6 +93,7 @@ def evaluate(
                 "sacrebleu": sacrebleu.__version__,
                 "beam_size": beam_size,
                 "length_penalty": length_penalty,
+                "compute_type": translator.compute_type,
             }
             words_file = splits_dir / f"{split}.{source}.words.tsv"
             if source and words_file.exists():
@@ -113,13 +114,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=None, help="only the first N pairs")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--kv-cache-dtype", default="auto", choices=["auto", *KV_CACHE_DTYPES], help="decoder K/V storage")
+    ap.add_argument(
+        "--compute-type", default="float32", choices=["auto", "int8", "float32", "float16", "bfloat16"],
+        help="the translator's compute type (model.kernels.compute_type); auto: int8 on a CPU that runs it",
+    )  # fmt: skip
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     a = ap.parse_args(argv)
     if a.threads:
         import torch
 
         torch.set_num_threads(a.threads)
-    tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype)
+    tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype, compute_type=a.compute_type)
+    print(f"compute type {tr.compute_type}, back end {tr.backend.name}")
     res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty)
     for direction, r in res.items():
         print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")

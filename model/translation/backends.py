@@ -10,7 +10,8 @@ A back end has the interface beam search drives (``model.translation.search``): 
   (``model.kernels.attention``) for the encoder's relative self-attention and for the decoding
   step's attention over a ``ReferenceCache`` (keys and values kept by reference);
 * ``FusedCPUBackend`` ("fused-cpu"): the encoder and each decoding step in one C call over torch's
-  MKL sgemm (``model.kernels.fused_cpu``), with a ``ReferenceCache``.
+  MKL sgemm (``model.kernels.fused_cpu``), with a ``ReferenceCache``; with ``compute_type="int8"``
+  its linear maps run in int8 (the only back end that does).
 
 ``select_backend(model)`` takes the fastest one that can run the model where it is (CPU float32
 inference and the native library for the last two; ``RENDITION_FUSED_KERNEL=0`` /
@@ -135,9 +136,14 @@ class FusedCPUBackend(_CPUBackend):
 
     name = "fused-cpu"
 
-    def __init__(self, model: Transformer):
+    def __init__(self, model: Transformer, compute_type: str = "float32"):
         super().__init__(model)
-        self.fused = FusedTransformer(model)
+        self.fused = FusedTransformer(model, compute_type)
+
+    def _by_reference(self, kv_dtype: torch.dtype | None) -> None:
+        """int8 runs only the fused step, over a by-reference cache (float32 or float16 K/V)."""
+        if self.fused.int8 and not (kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES):
+            raise ValueError(f"the int8 compute type stores K/V in float32 or float16, not {kv_dtype}")
 
     @staticmethod
     def usable(model: Transformer) -> bool:
@@ -148,6 +154,7 @@ class FusedCPUBackend(_CPUBackend):
         return self.fused.encode(src)
 
     def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
+        self._by_reference(kv_dtype)
         self.fused.refresh()  # (the cache's steps read the weights as they are now)
         return super().new_cache(beams, kv_dtype)
 
@@ -161,8 +168,12 @@ Backend = TorchBackend  # (the interface: every back end is one)
 BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBackend, TorchBackend)  # fastest first
 
 
-def select_backend(model: Transformer) -> TorchBackend:
-    """The fastest back end that can run ``model`` as it is now (device, dtype, mode, kernels)."""
+def select_backend(model: Transformer, compute_type: str = "float32") -> TorchBackend:
+    """The fastest back end that can run ``model`` as it is now (device, dtype, mode, kernels);
+    ``compute_type="int8"``: the fused CPU back end in int8 (``model.kernels.compute_type``
+    decides when it can run)."""
+    if compute_type == "int8":
+        return FusedCPUBackend(model, "int8")
     for cls in BACKENDS[:-1]:
         if cls.usable(model):
             return cls(model)

@@ -35,14 +35,17 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
         raise ModelLoadError(f"model directory not found: {args.model_dir}")
     if args.engine == "torch":
         dtype = None if args.dtype == "float32" else args.dtype
-        return Translator.from_pretrained(args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype)
+        compute_type = {None: "auto", "default": None}.get(args.compute_type, args.compute_type)  # default: --dtype alone
+        return Translator.from_pretrained(
+            args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type
+        )
     from model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
     ct2_dir = args.model_dir
     if not is_ct2_dir(ct2_dir):
         ct2_dir = export_ct2(args.model_dir, stack.enter_context(tempfile.TemporaryDirectory()) + "/ct2")
     return CT2Translator.from_pretrained(
-        ct2_dir, device=args.device, compute_type=args.compute_type, threads=args.threads or 0
+        ct2_dir, device=args.device, compute_type=args.compute_type or "default", threads=args.threads or 0
     )
 
 
@@ -118,7 +121,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         choices=["auto", *KV_CACHE_DTYPES],
         help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
     )
-    p.add_argument("--compute-type", default="default", help="ctranslate2 engine: default, int8, float16, ...")
+    p.add_argument(
+        "--compute-type", default=None,
+        help="auto, int8, float32, float16 or bfloat16, or default (torch engine: --dtype alone; ctranslate2: the model's "
+        "own type; ctranslate2 also takes its other types); unset: auto for the torch engine (int8 on a CPU with VNNI or "
+        "AVX2, else float32), default for ctranslate2",
+    )  # fmt: skip
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
     args = p.parse_args(argv)

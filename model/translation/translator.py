@@ -12,13 +12,14 @@ from pathlib import Path
 
 import torch
 
+from model.kernels.compute_type import resolve_compute_type, weight_bytes
 from model.segment import InputTooLong
 from model.tokenizer import EOS_ID, Tokenizer
 from model.translation.backends import TorchBackend, select_backend
 from model.translation.scheduler import TranslationScheduler, worker_layout
 from model.translation.search import Hypothesis, SearchOptions, generate_ids
 from model.translation.transformer import Transformer, TransformerConfig
-from model.weights import load_pretrained
+from model.weights import load_pretrained, resolve_device
 
 DEFAULT_TRANSLATOR = Path(__file__).resolve().parents[1] / "pretrained" / "translator"
 
@@ -63,7 +64,10 @@ class Translator:
     step cost flatter as outputs grow; the attention itself still computes in the model's dtype.
 
     ``backend``: how the model runs (``model.translation.backends``), chosen once here for the
-    model as it is given (device, dtype): move the model before making its Translator."""
+    model as it is given (device, dtype): move the model before making its Translator.
+
+    ``compute_type``: "int8" runs the model's linear maps in int8 (``model.kernels.compute_type``;
+    the caller has checked it can run here); None, the model in its own dtype."""
 
     def __init__(
         self,
@@ -71,12 +75,17 @@ class Translator:
         tokenizer: Tokenizer,
         max_batch_tokens: int = 16384,
         kv_cache_dtype: str | torch.dtype | None = None,
+        compute_type: str | None = None,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
         self.kv_cache_dtype = resolve_kv_dtype(kv_cache_dtype)
-        self.backend: TorchBackend = select_backend(self.model)
+        int8 = compute_type == "int8"
+        if int8 and self.kv_cache_dtype not in (None, torch.float32, torch.float16):
+            raise ValueError(f"compute_type int8 stores the K/V cache in float32 or float16, not {self.kv_cache_dtype}")
+        self.backend: TorchBackend = select_backend(self.model, "int8" if int8 else "float32")
+        self.compute_type = "int8" if int8 else str(next(self.model.parameters()).dtype).removeprefix("torch.")
         self.stats: dict[str, int] = {}
         self.scheduler: TranslationScheduler | None = None
 
@@ -87,10 +96,24 @@ class Translator:
         device: str = "auto",
         dtype: str | torch.dtype | None = None,
         kv_cache_dtype: str | torch.dtype | None = None,
+        compute_type: str | None = None,
     ) -> Translator:
+        """``compute_type`` (``model.kernels.compute_type``): auto, int8, float32, float16 or
+        bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  In int8 the model's float32
+        copies of the quantised weights are released once the int8 tables are built."""
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
+        if compute_type is not None:
+            compute_type, dtype = resolve_compute_type(compute_type, resolve_device(device), dtype)
         model = load_pretrained(Transformer, TransformerConfig, path, device, dtype)
-        return cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype)
+        tr = cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype, compute_type=compute_type)
+        if tr.compute_type == "int8":
+            tr.backend.fused.release_float_weights()
+        return tr
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the weights resident for inference (``model.kernels.compute_type.weight_bytes``)."""
+        return weight_bytes(self.model, self.backend)
 
     @property
     def device(self) -> torch.device:

@@ -119,6 +119,8 @@ def server_env(model_dirs: dict[str, Path], **overrides: object) -> dict[str, st
         RENDITION_DEFAULT_MAX_LENGTH="8",  # random models run to max_length ...
         RENDITION_TRUNCATE_TRANSLATIONS="1",  # ... so their cut outputs are returned (flagged), not refused
         RENDITION_DEFAULT_BEAM_SIZE="2",
+        RENDITION_COMPUTE_TYPE="float32",  # the tests' reference translators are float32 (auto would be int8 here)
+        RENDITION_ENCODER_COMPUTE_TYPE="float32",  # likewise their reference encoders
     )
     env.update({f"RENDITION_{k.upper()}": str(v) for k, v in overrides.items()})
     return env

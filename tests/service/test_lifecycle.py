@@ -129,7 +129,7 @@ def test_sigterm_drains_without_losing_accepted_requests(start_server, model_dir
 
 
 def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
-    srv = start_server(api_keys="key-one, key-two", models="translator", kv_cache_dtype="float16")
+    srv = start_server(api_keys="key-one, key-two", models="translator", kv_cache_dtype="float16", compute_type="auto")
     body = {"text": "Hello", "source": "en", "target": "fr"}
     assert srv.http.post("/v1/translate", json=body).status_code == 401
     wrong = srv.http.post("/v1/translate", json=body, headers={"Authorization": "Bearer key-three"})
@@ -147,7 +147,8 @@ def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
     models = OpenAI(base_url=srv.url + "/v1", api_key="key-one", timeout=60, max_retries=0).models.list()
     assert [m.id for m in models.data] == ["rendition-translator"]
     assert models.data[0].model_extra["kv_cache_dtype"] == "float16"  # RENDITION_KV_CACHE_DTYPE
-    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", kv_cache_dtype="float16")
+    ref = Translator.from_pretrained(model_dirs["translator"], device="cpu", kv_cache_dtype="float16", compute_type="auto")
+    assert models.data[0].model_extra["compute_type"] == ref.compute_type  # RENDITION_COMPUTE_TYPE (default auto)
     got = srv.http.post("/v1/translate", json=body | {"beam_size": 2, "max_length": 8}, headers={"Authorization": "Bearer key-one"})
     assert got.json()["results"][0]["text"] == ref.translate(["Hello"], "en", "fr", beam_size=2, max_length=8)[0].text
     with pytest.raises(openai.AuthenticationError):
@@ -159,9 +160,10 @@ def test_api_keys_and_a_translator_only_server(start_server, model_dirs):
 
 
 def test_encoder_dtype_serves_the_encoder_in_bfloat16(start_server, model_dirs):
-    srv = start_server(models="encoder", encoder_dtype="bfloat16")  # RENDITION_ENCODER_DTYPE; RENDITION_DTYPE stays auto
+    # RENDITION_ENCODER_DTYPE; RENDITION_DTYPE stays auto, and the encoder's compute type auto keeps the dtype asked for
+    srv = start_server(models="encoder", encoder_dtype="bfloat16", encoder_compute_type="auto")
     info = srv.http.get("/v1/models/rendition-disan").json()
-    assert info["dtype"] == "bfloat16" and info["backend"] == "cpu-kernel-packed"
+    assert info["dtype"] == "bfloat16" and info["backend"] == "cpu-kernel-packed" and info["compute_type"] == "bfloat16"
     texts = ["A tool for converting audio files.", "Hello, how are you?", "x"]
     got = np.array([d["embedding"] for d in srv.http.post("/v1/embeddings", json={"input": texts}).json()["data"]])
     half = SentenceEncoder.from_pretrained(model_dirs["encoder"], device="cpu", dtype=torch.bfloat16).encode(texts)

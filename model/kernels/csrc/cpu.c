@@ -24,6 +24,8 @@ long rk_struct_size(int which) {
     case RK_ENCODER: return sizeof(rk_encoder_args);
     case RK_LSE: return sizeof(rk_lse_args);
     case RK_DISAN: return sizeof(rk_disan_args);
+    case RK_QLINEAR: return sizeof(rk_qlinear);
+    case RK_QLINEAR_ARGS: return sizeof(rk_qlinear_args);
     default: return -1;
   }
 }

@@ -1,7 +1,11 @@
 /* The translator's encoder and its decoding step, each in one call (model/kernels/fused_cpu.py), over
    oneDNN's sgemm (rk_set_dnnl_sgemm; about 2.5x MKL's on AMD CPUs, where MKL takes a slow path) or
-   the MKL sgemm that torch itself calls (rk_set_sgemm), whose products are then bitwise torch's. */
+   the MKL sgemm that torch itself calls (rk_set_sgemm), whose products are then bitwise torch's.
+   With the int8 compute type (rk_qlinear weights) the linear maps run on oneDNN's u8 x s8 -> s32
+   gemm instead (qmm_wt); layer norms, softmax, residuals and attention stay float32. */
 #include <omp.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 #include "rendition_kernels.h"
 #include "attention_impl.h"
@@ -76,6 +80,131 @@ static void mm(const float* a, const float* P, float* out, long M, long N, long 
   SGEMM("N", "N", &N, &M, &K, &one, P, &N, a, &K, &zero, out, &N);
 }
 
+/* oneDNN's dnnl_gemm_u8s8s32 (row-major; C = alpha (A - ao)(B - bo) + beta C + co; dnnl_dim_t is
+   int64).  The offsets are passed as 0: the activations' zero points are compensated in dequantise
+   with the weights' column sums. */
+typedef int (*dnnl_gemm_u8s8s32_t)(char, char, char, long, long, long, float, const uint8_t*, long, uint8_t,
+                                   const int8_t*, long, int8_t, float, int32_t*, long, const int32_t*);
+static dnnl_gemm_u8s8s32_t DNNL_GEMM_U8S8S32 = NULL;
+static int ACT_MAX = 255;
+void rk_set_dnnl_gemm_u8s8s32(void* fn, int act_max) {
+  DNNL_GEMM_U8S8S32 = (dnnl_gemm_u8s8s32_t)fn;
+  ACT_MAX = act_max == 127 ? 127 : 255;
+}
+
+/* Per calling thread: a buffer for the quantised activations, grown as needed and kept (the
+   service's workers call step after step). */
+static __thread void* QBUF = NULL;
+static __thread size_t QCAP = 0;
+static void* qscratch(size_t bytes) {
+  if (bytes > QCAP) {
+    free(QBUF);
+    QBUF = malloc(bytes);
+    QCAP = QBUF ? bytes : 0;
+  }
+  return QBUF;
+}
+
+/* Rows of x (M, K), ld apart, to unsigned 8 bits with a zero point each, the range [lo, hi] of a
+   row (widened to hold 0) mapped onto [0, ACT_MAX]: x ~ s[m] (q - z[m]). */
+static void quantize_rows(const float* x, long ld, long M, long K, uint8_t* q, float* s, int* z, int threads) {
+  const float levels = (float)ACT_MAX;
+  #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && M * K >= (1L << 16))
+  for (long m = 0; m < M; ++m) {
+    const float* xr = x + m * ld;
+    uint8_t* qr = q + m * K;
+    float lo = 0.0f, hi = 0.0f;
+    for (long k = 0; k < K; ++k) { lo = xr[k] < lo ? xr[k] : lo; hi = xr[k] > hi ? xr[k] : hi; }
+    float scale = (hi - lo) / levels;
+    if (!(scale > 0.0f) || !isfinite(scale)) scale = 1.0f;  /* (an all-zero row) */
+    const float inv = 1.0f / scale;
+    const float zp = nearbyintf(-lo * inv);
+    for (long k = 0; k < K; ++k) {
+      float v = nearbyintf(xr[k] * inv) + zp;
+      v = v < 0.0f ? 0.0f : (v > levels ? levels : v);
+      qr[k] = (uint8_t)v;
+    }
+    s[m] = scale;
+    z[m] = (int)zp;
+  }
+}
+
+/* y (M, N), rows ldy apart = s[m] W.scale[n] (acc - z[m] W.colsum[n]) for columns [n0, n1); acc
+   (int32, rows ldacc apart) may be y's own storage (read before each element is written). */
+static void dequantize(const void* acc, long ldacc, const float* s, const int* z, const rk_qlinear* W, float* y,
+                       long ldy, long M, long n0, long n1) {
+  const float* restrict ws = W->scale;
+  const int* restrict wc = W->colsum;
+  for (long m = 0; m < M; ++m) {
+    const char* ar = (const char*)acc + m * ldacc * sizeof(int32_t);
+    float* yr = y + m * ldy;
+    const float sm = s[m];
+    const int zm = z[m];
+    for (long n = n0; n < n1; ++n) {
+      int32_t v;  /* (memcpy: acc may be y's own storage) */
+      memcpy(&v, ar + n * sizeof(int32_t), sizeof v);
+      yr[n] = sm * ws[n] * (float)(v - zm * wc[n]);
+    }
+  }
+}
+
+/* y (M, N), rows ldy apart = xq (M, K) @ W^T dequantised (quantised rows: scale s, zero point z);
+   acc: where the int32 products go (rows ldacc apart), or NULL: into y itself. */
+static void qgemm(const uint8_t* xq, const float* s, const int* z, const rk_qlinear* W, float* y, long ldy,
+                  int32_t* acc, long ldacc, long M, long N, long K) {
+  void* out = acc ? (void*)acc : (void*)y;
+  const long ld = acc ? ldacc : ldy;
+  static const int32_t zero = 0;
+  const int parts = gemm_parts(M, N, K);
+  if (parts <= 1) {
+    DNNL_GEMM_U8S8S32('N', 'T', 'F', M, N, K, 1.0f, xq, K, 0, W->w, K, 0, 0.0f, (int32_t*)out, ld, &zero);
+    dequantize(out, ld, s, z, W, y, ldy, M, 0, N);
+    return;
+  }
+  #pragma omp parallel num_threads(parts)
+  {
+    long n0, n1;
+    split_cols(N, omp_get_thread_num(), omp_get_num_threads(), &n0, &n1);
+    if (n1 > n0) {
+      DNNL_GEMM_U8S8S32('N', 'T', 'F', M, n1 - n0, K, 1.0f, xq, K, 0, W->w + n0 * K, K, 0, 0.0f, (int32_t*)out + n0,
+                        ld, &zero);
+      dequantize(out, ld, s, z, W, y, ldy, M, n0, n1);
+    }
+  }
+}
+
+/* y (M, N), rows ldy apart = x (M, K), rows ldx apart, @ W^T with an int8 W: x quantised per row. */
+static void qmm_wt(const float* x, long ldx, const rk_qlinear* W, float* y, long ldy, long M, long N, long K) {
+  char* buf = qscratch((size_t)M * (sizeof(float) + sizeof(int) + (size_t)K));
+  float* s = (float*)buf;
+  int* z = (int*)(buf + M * sizeof(float));
+  uint8_t* xq = (uint8_t*)(buf + M * (sizeof(float) + sizeof(int)));
+  quantize_rows(x, ldx, M, K, xq, s, z, GEMM_THREADS);
+  qgemm(xq, s, z, W, y, ldy, NULL, 0, M, N, K);
+}
+
+/* A linear map's product: the int8 one where the map has int8 weights, else the float32 one. */
+static void linear(const float* x, long ldx, const float* W, const rk_qlinear* Q, float* y, long ldy, long M, long N,
+                   long K) {
+  if (Q->w) qmm_wt(x, ldx, Q, y, ldy, M, N, K);
+  else mm_wt(x, ldx, W, y, ldy, M, N, K);
+}
+
+int rk_qlinear_forward(const rk_qlinear_args* a) {
+  if (!DNNL_GEMM_U8S8S32) return -1;
+  const long M = a->M, N = a->N, K = a->K;
+  GEMM_THREADS = a->threads;
+  char* buf = malloc((size_t)M * (sizeof(float) + sizeof(int) + (size_t)K) + 1);
+  if (!buf) return -1;
+  float* s = a->x_scale ? a->x_scale : (float*)buf;
+  int* z = a->x_zero ? a->x_zero : (int*)(buf + M * sizeof(float));
+  uint8_t* xq = a->xq ? a->xq : (uint8_t*)(buf + M * (sizeof(float) + sizeof(int)));
+  quantize_rows(a->x, K, M, K, xq, s, z, a->threads);
+  qgemm(xq, s, z, a->w, a->y, N, a->acc, N, M, N, K);
+  free(buf);
+  return 0;
+}
+
 static void layer_norm(const float* x, float* y, const float* g, const float* b, long N, long D, float eps,
                        int threads) {
   #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N >= 16)
@@ -109,32 +238,39 @@ static void add_bias(float* y, long ld, const float* b, long N, long D, int relu
 }
 
 /* x (N, D) = E[id] * emb_scale (+ a sinusoidal row: P[prow[r]], or P[0] without prow), id = ids[r],
-   or ids[idx[r]] with idx */
-static void embed_rows(float* x, const float* E, const long* ids, const long* idx, long N, long D,
-                       float emb_scale, const float* P, const long* prow) {
+   or ids[idx[r]] with idx; E the int8 table QE (rows dequantised) where QE->w is set */
+static void embed_rows(float* x, const float* E, const rk_qlinear* QE, const long* ids, const long* idx, long N,
+                       long D, float emb_scale, const float* P, const long* prow) {
   for (long r = 0; r < N; ++r) {
-    const float* e = E + ids[idx ? idx[r] : r] * D;
+    const long id = ids[idx ? idx[r] : r];
     const float* p = P ? P + (prow ? prow[r] : 0) * D : NULL;
-    for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (p ? p[j] : 0.0f);
+    if (QE->w) {
+      const signed char* e = QE->w + id * D;
+      const float es = QE->scale[id] * emb_scale;
+      for (long j = 0; j < D; ++j) x[r * D + j] = (float)e[j] * es + (p ? p[j] : 0.0f);
+    } else {
+      const float* e = E + id * D;
+      for (long j = 0; j < D; ++j) x[r * D + j] = e[j] * emb_scale + (p ? p[j] : 0.0f);
+    }
   }
 }
 
 /* qkv (N, 3D) = LN(x) @ Wqkv^T + b (h: the normalised rows) */
 static void qkv_block(const float* x, float* h, float* qkv, const float* g, const float* beta, const float* w,
-                      const float* b, long N, long D, float eps, int threads) {
+                      const rk_qlinear* qw, const float* b, long N, long D, float eps, int threads) {
   layer_norm(x, h, g, beta, N, D, eps, threads);
-  mm_wt(h, D, w, qkv, 3 * D, N, 3 * D, D);
+  linear(h, D, w, qw, qkv, 3 * D, N, 3 * D, D);
   add_bias(qkv, 3 * D, b, N, 3 * D, 0, threads);
 }
 
 /* x += relu(LN(x) @ W1^T + b1) @ W2^T + b2 (h, ff: scratch) */
 static void ffn_block(float* x, float* h, float* ff, const float* g, const float* beta, const float* w1,
-                      const float* b1, const float* w2, const float* b2, long N, long D, long F, float eps,
-                      int threads) {
+                      const rk_qlinear* q1, const float* b1, const float* w2, const rk_qlinear* q2, const float* b2,
+                      long N, long D, long F, float eps, int threads) {
   layer_norm(x, h, g, beta, N, D, eps, threads);
-  mm_wt(h, D, w1, ff, F, N, F, D);
+  linear(h, D, w1, q1, ff, F, N, F, D);
   add_bias(ff, F, b1, N, F, 1, threads);
-  mm_wt(ff, F, w2, h, D, N, D, F);
+  linear(ff, F, w2, q2, h, D, N, D, F);
   add_bias_residual(x, h, b2, N, D, threads);
 }
 
@@ -182,22 +318,23 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
   float *x = a->x, *h = a->h, *qkv = a->qkv, *ff = a->ff;
   const long Dh = D / H;
   if ((!SGEMM && !DNNL_SGEMM) || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
+  if ((W->q_embed.w || (L > 0 && W->layers[0].q_qkv.w)) && !DNNL_GEMM_U8S8S32) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
-  embed_rows(x, W->embed, a->tokens, NULL, N, D, a->emb_scale, a->pos, a->pos ? a->steps : NULL);
+  embed_rows(x, W->embed, &W->q_embed, a->tokens, NULL, N, D, a->emb_scale, a->pos, a->pos ? a->steps : NULL);
   for (long l = 0; l < L; ++l) {
     const rk_decoder_layer* w = W->layers + l;
     const float *ck = a->cache[l].cross_k, *cv = a->cache[l].cross_v;
     void *K = a->cache[l].self_k, *Vs = a->cache[l].self_v;
     const float *wk = k ? w->rel_k : NULL, *wv = k ? w->rel_v : NULL;
     /* self-attention (relative, by-reference cache); its output goes to h */
-    qkv_block(x, h, qkv, w->ln1_g, w->ln1_b, w->w_qkv, w->b_qkv, N, D, eps, threads);
+    qkv_block(x, h, qkv, w->ln1_g, w->ln1_b, w->w_qkv, &w->q_qkv, w->b_qkv, N, D, eps, threads);
     step_attention_rows(qkv, qkv + D, qkv + 2 * D, 3 * D, K, Vs, half, src, ld, a->steps, wk, wv, h, D, N, beams,
                         H, T, Dh, t, k, scale, threads);
-    mm_wt(h, D, w->w_o, qkv, D, N, D, D);
+    linear(h, D, w->w_o, &w->q_o, qkv, D, N, D, D);
     add_bias_residual(x, qkv, w->b_o, N, D, threads);
     /* cross-attention: queries in qkv[:, :D], heads' outputs in qkv[:, D:2D] */
     layer_norm(x, h, w->ln2_g, w->ln2_b, N, D, eps, threads);
-    mm_wt(h, D, w->wx_q, qkv, 3 * D, N, D, D);
+    linear(h, D, w->wx_q, &w->qx_q, qkv, 3 * D, N, D, D);
     add_bias(qkv, 3 * D, w->bx_q, N, D, 0, threads);
     #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && N * H > 1)
     for (long rh = 0; rh < N * H; ++rh) {
@@ -213,13 +350,14 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
         default: cross_128(qr, kc, vc, a->mem_bias + b * S, Sb, scale, orow); break;
       }
     }
-    mm_wt(qkv + D, 3 * D, w->wx_o, h, D, N, D, D);
+    linear(qkv + D, 3 * D, w->wx_o, &w->qx_o, h, D, N, D, D);
     add_bias_residual(x, h, w->bx_o, N, D, threads);
     /* feed-forward */
-    ffn_block(x, h, ff, w->ln3_g, w->ln3_b, w->w_1, w->b_1, w->w_2, w->b_2, N, D, F, eps, threads);
+    ffn_block(x, h, ff, w->ln3_g, w->ln3_b, w->w_1, &w->q_1, w->b_1, w->w_2, &w->q_2, w->b_2, N, D, F, eps, threads);
   }
   layer_norm(x, h, W->norm_g, W->norm_b, N, D, eps, threads);
-  mm(h, W->out_proj, a->logits, N, V, D);  /* h @ (D, V) */
+  if (W->q_embed.w) qmm_wt(h, D, &W->q_embed, a->logits, V, N, V, D);  /* h @ E^T, E int8 (V, D) */
+  else mm(h, W->out_proj, a->logits, N, V, D);  /* h @ (D, V) */
   return 0;
 }
 
@@ -238,6 +376,7 @@ int rk_encoder_forward(const rk_encoder_args* a) {
   long *rows = a->rows, *pos = a->pos, *off = a->off;
   const long Dh = D / H;
   if ((!SGEMM && !DNNL_SGEMM) || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
+  if ((W->q_embed.w || (L > 0 && W->layers[0].q_qkv.w)) && !DNNL_GEMM_U8S8S32) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
   long n = 0;
   for (long b = 0; b < B; ++b) {
@@ -246,11 +385,11 @@ int rk_encoder_forward(const rk_encoder_args* a) {
       if (src[b * T + t] != pad) { rows[n] = b * T + t; pos[n] = t; ++n; }
   }
   off[B] = n;
-  embed_rows(x, W->embed, src, rows, n, D, a->emb_scale, W->positions, pos);
+  embed_rows(x, W->embed, &W->q_embed, src, rows, n, D, a->emb_scale, W->positions, pos);
   for (long l = 0; l < L && n > 0; ++l) {
     const rk_encoder_layer* w = W->layers + l;
     const float *wk = k ? w->rel_k : NULL, *wv = k ? w->rel_v : NULL;
-    qkv_block(x, h, qkv, w->ln1_g, w->ln1_b, w->w_qkv, w->b_qkv, n, D, eps, threads);
+    qkv_block(x, h, qkv, w->ln1_g, w->ln1_b, w->w_qkv, &w->q_qkv, w->b_qkv, n, D, eps, threads);
     #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1 && n * H > 1)
     for (long rh = 0; rh < n * H; ++rh) {
       const long r = rh / H, hd = rh % H;
@@ -258,9 +397,9 @@ int rk_encoder_forward(const rk_encoder_args* a) {
       enc_head(Dh, qkv + off[b] * 3 * D, 3 * D, D, NULL, pos + off[b], off[b + 1] - off[b], qkv + r * 3 * D, pos[r], hd,
                wk, wv, k, scale, 0, h + r * D);
     }
-    mm_wt(h, D, w->w_o, qkv, D, n, D, D);
+    linear(h, D, w->w_o, &w->q_o, qkv, D, n, D, D);
     add_bias_residual(x, qkv, w->b_o, n, D, threads);
-    ffn_block(x, h, ff, w->ln2_g, w->ln2_b, w->w_1, w->b_1, w->w_2, w->b_2, n, D, F, eps, threads);
+    ffn_block(x, h, ff, w->ln2_g, w->ln2_b, w->w_1, &w->q_1, w->b_1, w->w_2, &w->q_2, w->b_2, n, D, F, eps, threads);
   }
   memset(mem, 0, sizeof(float) * B * T * D);
   layer_norm(x, h, W->norm_g, W->norm_b, n, D, eps, threads);

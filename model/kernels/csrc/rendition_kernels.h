@@ -7,7 +7,7 @@
 #ifndef RENDITION_KERNELS_H
 #define RENDITION_KERNELS_H
 
-#define RK_ABI_VERSION 3
+#define RK_ABI_VERSION 4
 
 /* One decoding step's self-attention over a by-reference KV cache (model/translation/cache.py). */
 typedef struct {
@@ -35,12 +35,24 @@ typedef struct {
   int threads;
 } rk_self_attention_args;
 
+/* A linear map's weight W (out, in) in int8 (the int8 compute type): symmetric per output channel,
+   W[n][k] ~ scale[n] w[n][k], |w| <= 127, and colsum[n] = sum_k w[n][k] (the compensation of the
+   activations' zero point).  w NULL: the map is float32 (the float pointer beside it is used). */
+typedef struct {
+  const signed char* w;     /* (out, in) */
+  const float* scale;       /* (out,) */
+  const int* colsum;        /* (out,) */
+} rk_qlinear;
+
 /* A decoder layer's weights (torch's nn.Linear layout: (out, in)); w_qkv / b_qkv the fused
-   self-attention input projections (3D, D) / (3D,); rel_k / rel_v NULL without relative positions. */
+   self-attention input projections (3D, D) / (3D,); rel_k / rel_v NULL without relative positions.
+   q_*: the int8 forms of w_qkv, w_o, wx_q, wx_o, w_1, w_2 (each used in place of its float weight,
+   which may then be NULL, when its w is set). */
 typedef struct {
   const float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *rel_k, *rel_v, *w_o, *b_o;
   const float *ln2_g, *ln2_b, *wx_q, *bx_q, *wx_o, *bx_o;
   const float *ln3_g, *ln3_b, *w_1, *b_1, *w_2, *b_2;
+  rk_qlinear q_qkv, q_o, qx_q, qx_o, q_1, q_2;
 } rk_decoder_layer;
 
 /* A decoder layer's cache: cross-attention K, V (sentences, heads, src_len, head_dim) and the
@@ -56,6 +68,8 @@ typedef struct {
   const float *out_proj;    /* (D, vocab): the tied embedding, transposed */
   const rk_decoder_layer* layers;
   long n_layers;
+  rk_qlinear q_embed;       /* int8 embedding (vocab, D), or w NULL: used for the lookup (rows
+                               dequantised) and the output projection in place of embed / out_proj */
 } rk_decoder_weights;
 
 /* One decoding step for rows = sentences x beams (beams adjacent): logits (rows, vocab). */
@@ -81,6 +95,7 @@ typedef struct {
 typedef struct {
   const float *ln1_g, *ln1_b, *w_qkv, *b_qkv, *rel_k, *rel_v, *w_o, *b_o;
   const float *ln2_g, *ln2_b, *w_1, *b_1, *w_2, *b_2;
+  rk_qlinear q_qkv, q_o, q_1, q_2;  /* int8 forms of w_qkv, w_o, w_1, w_2 (as in rk_decoder_layer) */
 } rk_encoder_layer;
 
 typedef struct {
@@ -88,6 +103,7 @@ typedef struct {
   const float *positions;   /* (max_positions, D) sinusoidal table, or NULL */
   const rk_encoder_layer* layers;
   long n_layers;
+  rk_qlinear q_embed;       /* int8 embedding for the lookup in place of embed, or w NULL */
 } rk_encoder_weights;
 
 /* The encoder over the real tokens of a padded batch: mem (batch, len, D), zeros at padding. */
@@ -125,19 +141,42 @@ typedef struct {
   int threads;
 } rk_disan_args;
 
+/* One int8 linear map, y (M, N) = x (M, K) @ W^T dequantised (the kernel the int8 compute type runs
+   for every projection; an entry point of its own for the tests).  x's rows are quantised to
+   unsigned 8 bits with a zero point each: x[m][k] ~ x_scale[m] (xq[m][k] - x_zero[m]), xq in
+   [0, act_max]; acc = xq @ w^T in int32; y = x_scale[m] scale[n] (acc - x_zero[m] colsum[n]). */
+typedef struct {
+  const float* x;           /* (M, K) */
+  const rk_qlinear* w;      /* (N, K) */
+  float* y;                 /* (M, N) */
+  unsigned char* xq;        /* (M, K) out: the quantised rows, or NULL */
+  float* x_scale;           /* (M,) out, or NULL */
+  int *x_zero, *acc;        /* (M,), (M, N) out: zero points, int32 accumulators; or NULL */
+  long M, N, K;
+  int threads;
+} rk_qlinear_args;
+
 enum { RK_STEP_ATTENTION, RK_SELF_ATTENTION, RK_DECODER_LAYER, RK_LAYER_CACHE, RK_DECODER_WEIGHTS,
-       RK_DECODER_STEP, RK_ENCODER_LAYER, RK_ENCODER_WEIGHTS, RK_ENCODER, RK_LSE, RK_DISAN, RK_STRUCTS };
+       RK_DECODER_STEP, RK_ENCODER_LAYER, RK_ENCODER_WEIGHTS, RK_ENCODER, RK_LSE, RK_DISAN, RK_QLINEAR,
+       RK_QLINEAR_ARGS, RK_STRUCTS };
 
 int rk_abi_version(void);
 long rk_struct_size(int which);   /* sizeof the struct RK_<which>, or -1 */
 const char* rk_isa(void);         /* the instruction set this library was built for */
 int rk_cpu_supports(const char* isa); /* 1 when the running CPU has it ("avx2", "avx512") */
 
-/* Return 0, or -1 for an unsupported head_dim (16, 32, 64, 128) or no sgemm (rk_set_sgemm / rk_set_dnnl_sgemm). */
+/* Return 0, or -1 for an unsupported head_dim (16, 32, 64, 128) or no sgemm (rk_set_sgemm / rk_set_dnnl_sgemm),
+   or int8 weights without rk_set_dnnl_gemm_u8s8s32. */
 int rk_step_attention(const rk_step_attention_args* a);
 int rk_self_attention(const rk_self_attention_args* a);
 void rk_set_sgemm(void* fortran_sgemm);
 void rk_set_dnnl_sgemm(void* dnnl_sgemm);  /* oneDNN's row-major sgemm in place of the Fortran one */
+/* oneDNN's dnnl_gemm_u8s8s32 (row-major, arguments by value) for the int8 maps, and the largest
+   quantised activation: 255 where the CPU multiplies u8 x s8 with VNNI (int32 sums), 127 where
+   oneDNN pairs products in saturating int16 sums (2 x 127 x 127 fits). */
+void rk_set_dnnl_gemm_u8s8s32(void* fn, int act_max);
+/* Returns 0, or -1 without rk_set_dnnl_gemm_u8s8s32. */
+int rk_qlinear_forward(const rk_qlinear_args* a);
 int rk_decoder_step(const rk_decoder_step_args* a);
 int rk_encoder_forward(const rk_encoder_args* a);
 void rk_lse_chunk_max(const rk_lse_args* a);

@@ -1,10 +1,12 @@
-"""Guards the shipped default translator: BLEU on a fixed slice of the test split, and sanity."""
+"""Guards the shipped default translator: BLEU on a fixed slice of the test split (in float32 and in
+the int8 compute type, each against the same floors), and sanity."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from model.kernels import fused_cpu, native
 from model.training.evaluate import evaluate
 from model.translation.translator import Translator
 
@@ -28,11 +30,20 @@ def translator() -> Translator:
     return Translator.from_pretrained()
 
 
-@pytest.fixture(scope="module")
-def slice_scores(translator: Translator) -> dict[str, dict]:
+@pytest.fixture(scope="module", params=["float32", "int8"])
+def slice_scores(request: pytest.FixtureRequest, translator: Translator) -> dict[str, dict]:
     """`rendition evaluate`'s scoring (itself tested against sacreBLEU) on the first 100 pairs of the DDTP and
-    everyday test splits, both directions."""
-    return evaluate(translator, ("en-fr", "everyday.en-fr", "daily.en-fr"), split="test", beam_size=4, limit=100)
+    everyday test splits, both directions, with the translator in float32 and in int8
+    (``model.kernels.compute_type``; int8 must run here under RENDITION_REQUIRE_NATIVE=1, as in CI)."""
+    tr = translator
+    if request.param == "int8":
+        if (why := fused_cpu.int8_unavailable()) is not None:
+            so = fused_cpu.kernel()
+            missing = so is None or not fused_cpu._INT8.get(id(so))  # (a missing kernel, not an older CPU)
+            (pytest.fail if missing and native.required() else pytest.skip)(f"int8 cannot run here: {why}")
+        tr = Translator.from_pretrained(compute_type="int8")
+        assert tr.compute_type == "int8" and tr.backend.fused.int8
+    return evaluate(tr, ("en-fr", "everyday.en-fr", "daily.en-fr"), split="test", beam_size=4, limit=100)
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from model.kernels import fused_cpu
 from model.tokenizer import train_tokenizer
 from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import Translator
@@ -89,8 +90,10 @@ def test_order_blank_lines_and_batching(model_dir):
     assert out[-1] == "" and len(out) - 1 == len(lines)
     out = out[:-1]
     assert [i for i, o in enumerate(out) if not o] == [3, 4, 12]
-    # Each line equals its own one-sentence translation in-process (order kept, batching invisible).
-    tr = Translator.from_pretrained(model_dir, device="cpu")
+    # Each line equals its own one-sentence translation in-process (order kept, batching invisible),
+    # at the compute type the command runs by default (auto: int8 on a CPU that runs it).
+    tr = Translator.from_pretrained(model_dir, device="cpu", compute_type="auto")
+    assert tr.compute_type == ("int8" if fused_cpu.int8_unavailable() is None else "float32")
     for line, got in zip(lines, out):
         if line.strip():
             assert got == tr.translate([line.strip()], source="en", target="fr", beam_size=3)[0].text
@@ -102,7 +105,7 @@ def test_kv_cache_dtype_flag(model_dir):
     common = ["--source", "en", "--target", "fr", "--model-dir", str(model_dir), "--beam-size", "2", "-q"]
     res = run([*common, "--kv-cache-dtype", "float16"], "\n".join(lines) + "\n")
     assert res.returncode == 0, res.stderr.decode()
-    tr = Translator.from_pretrained(model_dir, device="cpu", kv_cache_dtype="float16")
+    tr = Translator.from_pretrained(model_dir, device="cpu", kv_cache_dtype="float16", compute_type="auto")
     assert res.stdout.decode().split("\n")[:-1] == [t.text for t in tr.translate(lines, "en", "fr", beam_size=2)]
     bad = run([*common, "--kv-cache-dtype", "int8"], "x\n")
     assert bad.returncode == 2 and b"kv-cache-dtype" in bad.stderr
@@ -111,7 +114,7 @@ def test_kv_cache_dtype_flag(model_dir):
 def test_ctranslate2_engine_matches_torch(model_dir, tmp_path):
     lines = sample_lines(12, seed=2)
     common = ["--source", "en", "--target", "fr", "--length-penalty", "0", "--max-length", "40", "-q"]
-    torch_out = run([*common, "--model-dir", str(model_dir)], "\n".join(lines))
+    torch_out = run([*common, "--model-dir", str(model_dir), "--compute-type", "float32"], "\n".join(lines))
     # A rendition model directory is exported on the fly; an export directory is used as is.
     ct2_out = run(
         [*common, "--engine", "ctranslate2", "--model-dir", str(model_dir), "--threads", "1"], "\n".join(lines)

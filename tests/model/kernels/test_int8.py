@@ -1,0 +1,301 @@
+"""The int8 compute type (``model.kernels.fused_cpu``, ``model.kernels.compute_type``): the int8
+linear map against an independent integer reference (numpy, int64) on every instruction-set variant
+this CPU runs, in both activation ranges (8 bits with VNNI, 7 without); the fused encoder and step in
+int8 near the float32 ones; the shipped translator in int8 against float32 (hypotheses, BLEU),
+its resident weights, and the fallback to float32 where int8 cannot run."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from model.kernels import fused_cpu, native
+from model.kernels.compute_type import resolve_compute_type
+from model.translation.backends import FusedCPUBackend
+from model.translation.search import SearchOptions, generate
+from model.translation.translator import Translator
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def need_int8() -> None:
+    """Skip where the int8 kernel cannot run (no native library, no oneDNN int8 gemm); under
+    RENDITION_REQUIRE_NATIVE=1 (CI) that is a failure."""
+    so = fused_cpu.kernel()
+    if so is not None and fused_cpu._INT8.get(id(so)):
+        return
+    (pytest.fail if native.required() else pytest.skip)("no int8 kernel (native library, oneDNN's dnnl_gemm_u8s8s32)")
+
+
+@pytest.fixture(params=native.ISAS)
+def variant(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each instruction-set variant in turn, loaded as the library (where the CPU runs it)."""
+    isa = request.param
+    if not native.cpu_supports(isa):
+        pytest.skip(f"this CPU cannot run the {isa} variant")
+    if isa not in native.built():
+        (pytest.fail if native.required() else pytest.skip)(f"the {isa} variant was not built")
+    monkeypatch.setenv("RENDITION_ISA", isa)
+    monkeypatch.setattr(native, "_LIB", {})
+    monkeypatch.setattr(fused_cpu, "_WIRED", {})
+    monkeypatch.setattr(fused_cpu, "_INT8", {})
+    need_int8()
+    assert native.isa() == isa
+    return isa
+
+
+@pytest.fixture
+def levels(request, monkeypatch: pytest.MonkeyPatch):
+    """The activation range the kernel is set to (255: VNNI; 127: without), restored after."""
+    so = fused_cpu.kernel()
+    address = fused_cpu._dnnl_address("dnnl_gemm_u8s8s32")
+
+    def set_levels(n: int) -> int:
+        so.rk_set_dnnl_gemm_u8s8s32(address, n)
+        return n
+
+    yield set_levels
+    so.rk_set_dnnl_gemm_u8s8s32(address, fused_cpu.activation_levels())
+
+
+def reference_quantize_rows(x: np.ndarray, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Asymmetric per-row quantisation in float64: the range [min(lo, 0), max(hi, 0)] onto [0, levels]."""
+    x = x.astype(np.float64)
+    lo, hi = np.minimum(x.min(1), 0.0), np.maximum(x.max(1), 0.0)
+    scale = (hi - lo) / levels
+    scale[scale == 0] = 1.0
+    zero = np.rint(-lo / scale)
+    q = np.clip(np.rint(x / scale[:, None]) + zero[:, None], 0, levels)
+    return q.astype(np.int64), scale, zero.astype(np.int64)
+
+
+def sample_rows(M: int, K: int, seed: int) -> torch.Tensor:
+    """Rows of every kind: signed, all positive (after a ReLU), all negative, all zero, one spike."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, K, generator=g) * 3
+    if M >= 4:
+        x[1] = x[1].relu()
+        x[2] = -x[2].abs()
+        x[3] = 0.0
+    if M >= 5:
+        x[4, K // 2] = 1000.0
+    return x
+
+
+@pytest.mark.parametrize("shape", [(1, 384, 1152), (7, 384, 384), (33, 1536, 384), (5, 384, 16000), (64, 96, 50)])
+@pytest.mark.parametrize("n_levels", [255, 127])
+def test_int8_linear_equals_integer_reference(variant: str, levels, shape, n_levels: int) -> None:
+    M, K, N = shape
+    levels(n_levels)
+    g = torch.Generator().manual_seed(M * N)
+    w = torch.randn(N, K, generator=g) * 0.05
+    w[0] = 0.0  # an all-zero output channel
+    x = sample_rows(M, K, seed=K)
+    qw = fused_cpu.QuantizedWeight(w)
+
+    # the weights: symmetric per output channel, |q| <= 127, within half a step of W
+    wn = w.numpy().astype(np.float64)
+    amax = np.abs(wn).max(1)
+    np.testing.assert_allclose(qw.scale.numpy(), np.where(amax > 0, amax / 127, 1.0), rtol=1e-6)
+    wq = qw.weight.numpy().astype(np.int64)
+    assert np.abs(wq).max() <= 127
+    assert np.all(np.abs(wq * qw.scale.numpy()[:, None].astype(np.float64) - wn) <= qw.scale.numpy()[:, None] * 0.5001)
+    np.testing.assert_array_equal(qw.colsum.numpy(), wq.sum(1))
+
+    for threads in (1, 2):
+        out = fused_cpu.qlinear(x, qw, threads=threads)
+        # the activations: as the reference quantises them (a rounding tie may go either way)
+        rq, rscale, rzero = reference_quantize_rows(x.numpy(), n_levels)
+        xq = out["xq"].numpy().astype(np.int64)
+        assert xq.max() <= n_levels
+        np.testing.assert_allclose(out["x_scale"].numpy(), rscale, rtol=1e-6)
+        np.testing.assert_array_equal(out["x_zero"].numpy(), rzero)
+        assert np.abs(xq - rq).max() <= 1 and (xq != rq).mean() < 1e-3
+        # the integer product: exact
+        acc = xq @ wq.T  # int64
+        np.testing.assert_array_equal(out["acc"].numpy().astype(np.int64), acc)
+        # the dequantised result: float32 rounding of scale x scale x (acc - zero x colsum) only
+        zero = out["x_zero"].numpy().astype(np.int64)
+        want = out["x_scale"].numpy().astype(np.float64)[:, None] * qw.scale.numpy()[None, :] * (acc - zero[:, None] * wq.sum(1)[None, :])
+        np.testing.assert_allclose(out["y"].numpy(), want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
+        # and it approximates the float32 product (but on the row with one spike: its other entries
+        # round to a step of 1000 / levels)
+        rows = [m for m in range(M) if m != 4]
+        exact = x.numpy().astype(np.float64)[rows] @ wn.T
+        assert np.abs(out["y"].numpy()[rows] - exact).max() <= 0.05 * np.abs(exact).max()
+
+
+def test_every_variant_gives_the_same_int8_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    need_int8()
+    x, qw = sample_rows(9, 384, seed=5), fused_cpu.QuantizedWeight(torch.randn(1000, 384) * 0.1)
+    results = []
+    for isa in native.ISAS:
+        if isa in native.built() and native.cpu_supports(isa):
+            monkeypatch.setenv("RENDITION_ISA", isa)
+            monkeypatch.setattr(native, "_LIB", {})
+            monkeypatch.setattr(fused_cpu, "_WIRED", {})
+            monkeypatch.setattr(fused_cpu, "_INT8", {})
+            results.append(fused_cpu.qlinear(x, qw))
+    for r in results[1:]:
+        assert torch.equal(r["acc"], results[0]["acc"]) and torch.equal(r["xq"], results[0]["xq"])
+        torch.testing.assert_close(r["y"], results[0]["y"], rtol=1e-6, atol=1e-6)
+
+
+def random_model(head_dim: int = 32, rel: str = "kv"):
+    from test_fused_cpu import random_model as make  # (this directory is on sys.path)
+
+    return make(head_dim, rel, encoder_layers=2)
+
+
+@pytest.mark.parametrize("rel", ["kv", "none"])
+def test_int8_encoder_and_step_near_float32(rel: str) -> None:
+    from test_fused_cpu import run_steps
+
+    need_int8()
+    m = random_model(32, rel)
+    want = run_steps(m, backend=FusedCPUBackend)
+    got = run_steps(m, backend=lambda model: FusedCPUBackend(model, "int8"))
+    for a, b in zip(got, want):
+        err = (a - b).abs().max() / b.abs().max()
+        assert err < 0.05, err
+        assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.8
+
+
+def test_int8_tables_are_built_once_and_the_float_weights_can_go() -> None:
+    need_int8()
+    m = random_model(16, "kv")
+    fused = fused_cpu.FusedTransformer(m, "int8")
+    src = torch.tensor([[5, 6, 7, 3]])
+    mem_before, _ = fused.encode(src)
+    released = fused.release_float_weights()
+    assert released >= 4 * m.embed.weight.numel()
+    assert all(p.untyped_storage().nbytes() <= 4 for p in fused.quantized_parameters())
+    assert m.embed.weight.shape == (m.cfg.vocab_size, m.cfg.d_model)  # (shapes, and the parameter count, kept)
+    mem_after, _ = fused.encode(src)
+    assert torch.equal(mem_before, mem_after)  # (the int8 tables do not read the float weights)
+
+
+def test_int8_refuses_a_bfloat16_kv_cache() -> None:
+    need_int8()
+    be = FusedCPUBackend(random_model(16, "kv"), "int8")
+    mem, mask = be.encode(torch.tensor([[5, 6, 3]]))
+    with pytest.raises(ValueError, match="float32 or float16"):
+        be.init_cache(mem, mask, 8, kv_dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="float32 or float16"):
+        be.new_cache(2, torch.bfloat16)
+
+
+# -- the compute type ----------------------------------------------------------------------------------
+def test_auto_is_int8_on_this_cpu_when_it_has_vnni_or_avx2() -> None:
+    need_int8()
+    flags = fused_cpu.cpu_flags()
+    if native.isa() == "generic" or not ({"avx512_vnni", "avx_vnni", "avx2"} & flags):
+        pytest.skip("this CPU has neither VNNI nor AVX2")
+    assert resolve_compute_type("auto", "cpu") == ("int8", None)
+    assert resolve_compute_type("int8", "cpu") == ("int8", None)
+    assert resolve_compute_type("auto", "cpu", torch.bfloat16) == ("bfloat16", torch.bfloat16)  # (asked for: kept)
+    assert resolve_compute_type("float32", "cpu") == ("float32", torch.float32)
+    assert resolve_compute_type("bfloat16", "cpu", "float32") == ("bfloat16", torch.bfloat16)
+    assert resolve_compute_type("auto", "cuda:0") == ("float16", torch.float16)
+    assert fused_cpu.activation_levels() == (255 if {"avx512_vnni", "avx_vnni"} & flags else 127)
+
+
+def test_an_unknown_compute_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="compute_type must be one of"):
+        resolve_compute_type("int4", "cpu")
+
+
+@pytest.mark.parametrize("asked", ["auto", "int8"])
+def test_a_cpu_without_vnni_or_avx2_falls_back_to_float32(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, asked: str
+) -> None:
+    """The generic variant of the native kernels is what a CPU without AVX2 loads; the capability
+    check is also cut off at the CPU's flags."""
+    for how in ("generic", "flags"):
+        monkeypatch.setattr(native, "_LIB", {})
+        monkeypatch.setattr(fused_cpu, "_WIRED", {})
+        monkeypatch.setattr(fused_cpu, "_INT8", {})
+        if how == "generic":
+            monkeypatch.setenv("RENDITION_ISA", "generic")
+        else:
+            monkeypatch.delenv("RENDITION_ISA", raising=False)
+            monkeypatch.setattr(fused_cpu, "cpu_flags", lambda: frozenset({"sse2", "avx"}))
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="rendition.compute_type"):
+            assert resolve_compute_type(asked, "cpu") == ("float32", torch.float32)
+        lines = [r for r in caplog.records if r.name == "rendition.compute_type"]
+        assert len(lines) == 1 and "int8 cannot run here" in lines[0].getMessage()
+        assert ("VNNI nor AVX2" in lines[0].getMessage()) or fused_cpu.kernel() is None
+
+
+# -- the shipped translator -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def translators() -> tuple[Translator, Translator]:
+    need_int8()
+    return Translator.from_pretrained(device="cpu", compute_type="float32"), Translator.from_pretrained(
+        device="cpu", compute_type="int8"
+    )
+
+
+def test_shipped_translator_int8_weights_are_at_most_40_percent(translators) -> None:
+    f32, i8 = translators
+    assert f32.compute_type == "float32" and i8.compute_type == "int8"
+    assert isinstance(i8.backend, FusedCPUBackend) and i8.backend.fused.int8
+    ratio = i8.weight_bytes / f32.weight_bytes
+    print(f"resident weights: float32 {f32.weight_bytes / 2**20:.1f} MiB, int8 {i8.weight_bytes / 2**20:.1f} MiB ({ratio:.0%})")
+    assert ratio <= 0.40
+    # no float32 copy of a quantised weight stays
+    assert all(p.untyped_storage().nbytes() <= 4 for p in i8.backend.fused.quantized_parameters())
+    assert sum(p.numel() for p in i8.model.parameters()) == sum(p.numel() for p in f32.model.parameters())
+
+
+SENTENCES = [
+    "Utilities for managing disk partitions",
+    "This package contains the documentation.",
+    "A small, fast and secure web server with support for virtual hosts, CGI scripts and access logs",
+    "Python bindings",
+    "The library is used by many programs to read configuration files.",
+    "Open the file and save your changes.",
+    "The server could not be reached.",
+    "Command-line tools for the archive format",
+]
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_shipped_translator_int8_mostly_equals_float32(translators, beam_size: int) -> None:
+    f32, i8 = translators
+    a = [t.text for t in f32.translate(SENTENCES, "en", "fr", beam_size=beam_size)]
+    b = [t.text for t in i8.translate(SENTENCES, "en", "fr", beam_size=beam_size)]
+    same = sum(x == y for x, y in zip(a, b))
+    assert same >= 0.6 * len(SENTENCES), list(zip(a, b))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("direction", ["en-fr", "fr-en"])
+def test_shipped_translator_int8_bleu_within_0_3_of_float32(translators, direction: str) -> None:
+    import sacrebleu
+
+    pairs = [line.split("\t") for line in (ROOT / "data/splits/test.en-fr.tsv").read_text("utf-8").splitlines()[:100]]
+    src, ref = ([p[0] for p in pairs], [p[1] for p in pairs]) if direction == "en-fr" else ([p[1] for p in pairs], [p[0] for p in pairs])
+    s, t = direction.split("-")
+    scores = {}
+    for tr in translators:
+        hyp = [x.text for x in tr.translate(src, s, t, beam_size=4)]
+        scores[tr.compute_type] = sacrebleu.corpus_bleu(hyp, [ref]).score
+    print(f"{direction} BLEU: {scores}")
+    assert scores["int8"] >= scores["float32"] - 0.3, scores  # (no loss beyond 0.3; a gain is noise on 100 sentences)
+
+
+def test_int8_translator_runs_the_torch_path_nowhere(translators) -> None:
+    """The int8 back end serves the whole search (its steps never reach the released float weights)."""
+    _, i8 = translators
+    src = torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(ids) for ids in i8.preprocess(SENTENCES[:3], "fr")], batch_first=True, padding_value=0
+    )
+    hyps = generate(i8.backend, src, SearchOptions(beam_size=4, num_hypotheses=2))
+    assert all(torch.isfinite(torch.tensor([h.score for h in hs])).all() for hs in hyps)
+    assert all(hs[0].tokens for hs in hyps) and all(i8.tokenizer.decode([hs[0].tokens])[0].strip() for hs in hyps)

@@ -1,0 +1,54 @@
+"""Continuous batching (``model.translation.search.BeamSearch``) and the step-level scheduler with the int8 compute type: a sentence that
+joins a running search, or shares a worker's search with others, gets the result it gets alone (each
+row's activations are quantised on their own, so a row's result does not depend on its neighbours)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_continuous import alone, assert_same, random_model, random_sources, run_staggered  # (on sys.path)
+
+from model.kernels import fused_cpu, native
+from model.translation.backends import FusedCPUBackend, select_backend
+from model.translation.scheduler import TranslationScheduler
+from model.translation.search import BeamSearch, SearchOptions
+
+
+def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
+    """The fused back end in int8 over a random model; skipped where int8 cannot run (a failure
+    under RENDITION_REQUIRE_NATIVE=1)."""
+    so = fused_cpu.kernel()
+    if so is None or not fused_cpu._INT8.get(id(so)):
+        (pytest.fail if native.required() else pytest.skip)("no int8 kernel (native library, oneDNN's int8 gemm)")
+    backend = select_backend(random_model(rel, seed=seed), "int8")
+    assert isinstance(backend, FusedCPUBackend) and backend.fused.int8
+    return backend
+
+
+@pytest.mark.parametrize("rel", ["none", "k", "kv"])
+def test_a_sentence_joining_mid_flight_gets_its_result_alone_in_int8(rel: str) -> None:
+    backend = int8_backend(rel)
+    sources = random_sources(24, 96)
+    opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
+    search = BeamSearch(backend, opts)
+    out = run_staggered(search, sources)
+    assert sorted(out) == list(range(len(sources)))
+    for i, src in enumerate(sources):
+        assert_same(out[i], alone(backend, src, opts))
+    assert search.cache.batch_size == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_scheduler_results_equal_searches_alone_in_int8(workers: int) -> None:
+    backend = int8_backend("kv", seed=21)
+    sources = random_sources(20, 96, seed=3)
+    opts = SearchOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
+    sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
+    try:
+        tickets = [sched.submit(sources[i : i + 5], opts) for i in range(0, 20, 5)]
+        got = [h for t in tickets for h in t.future.result(timeout=120)]
+    finally:
+        sched.close()
+    for src, hyps in zip(sources, got):
+        assert_same(hyps, alone(backend, src, opts))
+    assert torch.isfinite(torch.tensor([h.score for hs in got for h in hs])).all()
