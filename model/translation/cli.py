@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from model.segment import InputTooLong
-from model.translation.search import SearchOptions
+from model.translation.options import InvalidOption, TranslationOptions
 from model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from model.weights import ModelLoadError
 
@@ -67,7 +67,7 @@ def translate_lines(
             sources = translator.preprocess([lines[i].strip() for i in todo], target)
         except InputTooLong as e:
             raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
-        opts = SearchOptions(**options)
+        opts = TranslationOptions(**options)
         tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in range(0, len(todo), batch_size)]
         results = (translator.postprocess(t.future.result()) for t in tickets)
     else:
@@ -114,8 +114,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--compute-type", default="default", help="ctranslate2 engine: default, int8, float16, ...")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    if args.beam_size < 1 or args.batch_size < 1 or args.max_length < 1:
-        p.error("--beam-size, --batch-size and --max-length must be >= 1")
+    if args.batch_size < 1:
+        p.error("--batch-size must be >= 1")
+    options = dict(beam_size=args.beam_size, length_penalty=args.length_penalty, max_length=args.max_length)
+    try:
+        TranslationOptions(**options)
+    except InvalidOption as e:
+        p.error(f"--{e.field.replace('_', '-')}: {e}")
     if args.threads and args.engine == "ctranslate2":
         torch.set_num_threads(args.threads)
 
@@ -138,9 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 args.target,
                 batch_size=args.batch_size,
                 progress=not args.quiet,
-                beam_size=args.beam_size,
-                length_penalty=args.length_penalty,
-                max_length=args.max_length,
+                **options,
             )
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, ct2 device errors
             print(f"rendition translate: error: {e}", file=sys.stderr)

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from model.tokenizer import Tokenizer
-from model.translation.search import SearchOptions, beam_step, generate, length_penalty, lse_chunk_max, row_max
+from model.translation.options import TranslationOptions
+from model.translation.search import beam_step, generate, length_penalty, lse_chunk_max, row_max
 from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
@@ -117,7 +118,7 @@ def random_table(seed: int):
 
 
 def run(table, n_src: int = 1, **kw) -> list[list]:
-    opts = SearchOptions(max_length_a=100, **kw)
+    opts = TranslationOptions(max_length_a=100, **kw)
     src = torch.full((n_src, 3), 9)
     return generate(ScriptedModel(table), src, opts)
 
@@ -347,7 +348,7 @@ def test_max_output_lengths_equal_the_search_caps() -> None:
     rng = random.Random(5)
     for _ in range(300):
         lens = [rng.randint(0, 600) for _ in range(rng.randint(1, 40))]
-        opts = SearchOptions(
+        opts = TranslationOptions(
             max_length=rng.choice([1, 2, 7, 64, 256, 1024]),
             max_length_a=rng.choice([0.0, 0.3, 1.1, 1.2, 1.5, 2.0, 1 / 3, rng.uniform(0, 3)]),
             max_length_b=rng.choice([0, 1, 5, 10, rng.randint(0, 50)]),
