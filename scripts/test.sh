@@ -14,6 +14,14 @@ if ! command -v msgfmt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; th
     SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends gettext
 fi
+# lttoolbox's lt-proc and Apertium's bilingual dictionaries: the daily-life lexicon's triangulation (tests/model/training/test_daily.py)
+if ! command -v lt-proc >/dev/null 2>&1 || [ ! -e /usr/share/apertium/apertium-eo-fr ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+        $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends lttoolbox \
+            apertium-eng-spa apertium-fr-es apertium-eng-cat apertium-fra-cat apertium-eo-en apertium-eo-fr
+    fi
+fi
 . scripts/install-chromium.sh           # the web page's tests drive headless Chromium (tests/service/test_ui.py)
 ruff check .
 pytest -q "$@"

@@ -82,7 +82,7 @@ def _french_typography(text: str) -> str:
     text = re.sub(r"\s*([?!:;])$", r" \1", text)
     text = re.sub(r"\bpas (des|un|une) (?=[^aeiouyhàâéèêœ])", "pas de ", text)
     text = re.sub(r"\bpas (des|un|une) ", "pas d'", text)
-    return re.sub(r"\b([sS])oeur|\b([oO])euf|\b([cC])oeur|\b([bB])oeuf", lambda m: m.group(0).replace("oe", "œ"), text)
+    return re.sub(r"\b([sS])oeur|\b([oO])euf|\b([cC])oeur|\b([bB])oeuf|\b([oO])eil|\b([nN])oeud|\b([vV])oeu|\b([oO])euvre", lambda m: m.group(0).replace("oe", "œ").replace("Oe", "Œ"), text)
 
 
 def _n(lang: str, noun: Noun, number: str = "s"):
@@ -92,7 +92,10 @@ def _n(lang: str, noun: Noun, number: str = "s"):
 
 
 def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner_number: str = "s", adj: tuple[str, str] | None = None, owner_gender: str = "m"):
-    """A noun phrase: det is "the", "a", "this", "poss" (a possessive of owner), "some" or "none"."""
+    """A noun phrase: det is "the", "a", "this", "poss" (a possessive of owner), "some" or "none".
+    An uncountable noun ("water", "bread") stays singular and takes "the" for "a"."""
+    if not noun.countable:
+        number, det = "s", ("the" if det == "a" else det)
     n = _n(lang, noun, number)
     a = [R.A(adj[0] if lang == "en" else adj[1])] if adj else []
     if det == "some":  # partitive / indefinite plural
@@ -406,15 +409,15 @@ def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months:
     yield from months
 
 
-def one_per_french_word(nouns: Sequence[Noun]) -> list[Noun]:
-    """Where several English nouns got the same French one (boy, bachelor, lad -> garçon), the most
-    common: otherwise French -> English learns the rare words."""
-    best: dict[str, Noun] = {}
-    for n in nouns:
-        cur = best.get(n.fr)
-        if cur is None or (n.rank, n.en) < (cur.rank, cur.en):
-            best[n.fr] = n
-    return sorted(best.values(), key=lambda n: (n.rank, n.en))
+def per_french_word(nouns: Sequence[Noun], keep: int = 2) -> list[Noun]:
+    """Where several English nouns got the same French one (girl, daughter, lad, bachelor ->
+    fille/garçon), the ``keep`` most common: "ma fille" is "my daughter" and "la fille" "the girl",
+    but French -> English must not learn the rare words."""
+    by_fr: dict[str, list[Noun]] = {}
+    for n in sorted(nouns, key=lambda n: (n.rank, n.en)):
+        by_fr.setdefault(n.fr, []).append(n)
+    kept = [n for ns in by_fr.values() for i, n in enumerate(ns) if i == 0 or (i < keep and n.rank <= MAX_RANK)]
+    return sorted(kept, key=lambda n: (n.rank, n.en))
 
 
 def calendar(root) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -433,7 +436,7 @@ def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tup
     (realised sentences over the common confirmed nouns), read from unpacked packages under root."""
     from model.training.corpus.lexicon import build_lexicon
 
-    nouns = one_per_french_word([n for n in build_lexicon(root) if n.confirmed])
+    nouns = per_french_word([n for n in build_lexicon(root) if n.confirmed])
     days, months = calendar(root)
     for en, fr in lexicon_rows(nouns, days, months):
         yield "lexicon", en, fr

@@ -30,9 +30,12 @@ MEMBER_PATTERNS = (
     re.compile(r"^\./usr/share/dictd/.+\.(index|dict\.dz)$"),
     re.compile(r"^\./usr/share/wordnet/(index|data)\.noun$"),
     re.compile(r"^\./usr/share/unicode/cldr/common/(annotations|main)/(en|fr)\.xml$"),
+    re.compile(r"^\./usr/share/apertium/apertium-[a-z-]+/(eng-spa|es-fr|eng-cat|cat-fra|en-eo|fr-eo)\.autobil\.bin$"),
 )
-# extra packages named by hand: the dictionaries, and WordNet and CLDR for the daily-life lexicon
-EXTRA_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core")
+# extra packages named by hand: the dictionaries, and WordNet, CLDR and Apertium's bilingual
+# dictionaries for the daily-life lexicon
+EXTRA_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core",
+                  "apertium-eng-spa", "apertium-fr-es", "apertium-eng-cat", "apertium-fra-cat", "apertium-eo-en", "apertium-eo-fr")
 
 
 @dataclass(frozen=True)

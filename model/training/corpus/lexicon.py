@@ -10,9 +10,14 @@ from what Debian bookworm and PyPI ship:
   (week days and months);
 - **pyrealb** (PyPI): its English and French lexicons, which give the French gender and the
   inflection tables the sentence realiser needs (a word missing from either is left out);
-- **wordfreq** (PyPI): word frequencies, which pick the most common of the confirmed French
-  translations ("desk": "bureau" rather than "pupitre") and rank the English nouns from common to
-  rare.
+- **Apertium** (``apertium-eng-spa`` + ``apertium-fr-es``, ``apertium-eng-cat`` +
+  ``apertium-fra-cat``, ``apertium-eo-en`` + ``apertium-eo-fr``): English -> French through three
+  pivot languages (``apertium.triangulate``); a French noun two pivots give, or one pivot and
+  FreeDict, is confirmed too, and the number of sources ranks the candidates ("plate":
+  "assiette", not "plaque"; "table": "table", not "liste"; "car": "voiture", not "auto"); they add
+  the nouns FreeDict lacks (supermarket, fridge, bedroom);
+- **wordfreq** (PyPI): word frequencies, which break the remaining ties between confirmed French
+  translations (the most common wins) and rank the English nouns from common to rare.
 
 ``build_lexicon(root)`` reads the unpacked packages under ``root`` (``debian.fetch`` + ``extract``
 of ``LEXICON_PACKAGES``).
@@ -27,8 +32,10 @@ from functools import cache
 from pathlib import Path
 
 from model.training.corpus import freedict
+from model.training.corpus.apertium import APERTIUM_PACKAGES, triangulate
 
-LEXICON_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core")
+LEXICON_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core", *APERTIUM_PACKAGES)
+MIN_ZIPF = 3.0  # English nouns outside FreeDict are looked up in Apertium from this frequency on
 
 # WordNet synsets (lemma of the synset, lexicographer file) whose hyponyms make a category
 CATEGORIES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -58,8 +65,9 @@ class Noun:
     fr: str
     gender: str  # "m" or "f" (French)
     category: str
-    confirmed: bool  # both FreeDict directions give the pair (or an emoji's keywords)
+    confirmed: bool  # both FreeDict directions give the pair, or two Apertium pivots, or one and FreeDict, or an emoji's keywords
     rank: int  # lower is more common: 10 x (7 - the English word's Zipf frequency)
+    countable: bool = True  # pyrealb's English lexicon: "water", "bread" take no "a" and no plural
 
 
 class WordNet:
@@ -167,9 +175,11 @@ def cldr_emoji(root: Path, lang: str) -> dict[str, set[str]]:
     return out
 
 
-def build_lexicon(root: Path) -> list[Noun]:
+def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = None) -> list[Noun]:
     """Daily-life nouns: English nouns of a CATEGORIES category whose French translation pyrealb
-    knows with a gender, the best candidate of each (confirmed, then common), most common first."""
+    knows with a gender, the best candidate of each (confirmed, then given by the most sources,
+    then common), most common first.  ``pivots`` (``apertium.triangulate``'s result) is looked up
+    under ``root`` when not given."""
     wn = WordNet(next(root.glob("**/usr/share/wordnet")))
     en_fr, fr_en = _dictionary(root, "eng-fra"), _dictionary(root, "fra-eng")
     lex_en, lex_fr = lexicons()
@@ -177,28 +187,35 @@ def build_lexicon(root: Path) -> list[Noun]:
     emoji_pairs = {(e, f) for cp in emoji_en for e in emoji_en[cp] for f in emoji_fr.get(cp, ())}
     from wordfreq import zipf_frequency
 
+    english = [en for en in set(en_fr) | {w for w in lex_en if zipf_frequency(w, "en") >= MIN_ZIPF}
+               if _WORD.match(en) and "N" in lex_en.get(en, {}) and wn.category(en) is not None]
+    french = {f: ("f" if e["N"].get("g") == "f" else "m") for f, e in lex_fr.items()
+              if _WORD.match(f) and "N" in e and e["N"].get("g") in ("m", "f", "x")}
+    if pivots is None:
+        pivots = triangulate(root, english, french)
+
     nouns: list[Noun] = []
-    for en, cands in en_fr.items():
-        if not _WORD.match(en) or "N" not in lex_en.get(en, {}):
-            continue
-        cat = wn.category(en)
-        if cat is None:
-            continue
+    for en in sorted(english):
+        cands = [f.replace("\u2010", "-") for f in en_fr.get(en, [])]
+        cands += [f for f in pivots.get(en, {}) if f not in cands]
         best = None
         for k, fr in enumerate(cands):
-            fr = fr.replace("\u2010", "-")
             entry = lex_fr.get(pyrealb_form(fr), {}).get("N")
             if not entry or not _WORD.match(fr) or entry.get("g") not in ("m", "f", "x"):
                 continue
-            confirmed = en in fr_en.get(fr, ()) or (en, fr) in emoji_pairs
-            # confirmed first, then the most common French word, then FreeDict's order
-            key = (not confirmed, -zipf_frequency(fr, "fr"), k)
+            n_piv = len(pivots.get(en, {}).get(fr, ()))
+            in_freedict = fr in en_fr.get(en, ()) or en in fr_en.get(fr, ())
+            confirmed = (en in fr_en.get(fr, ()) and fr in en_fr.get(en, ())) or (en, fr) in emoji_pairs or n_piv >= 2 or (n_piv == 1 and in_freedict)
+            # confirmed first, then the most sources (pivots and FreeDict: "niece" -> "nièce", not
+            # "neveu"), then the most common French word, then the order
+            key = (not confirmed, -(n_piv + in_freedict), -zipf_frequency(fr, "fr"), k)
             if best is None or key < best[0]:
                 best = (key, fr, "f" if entry["g"] == "f" else "m", confirmed)
         if best is None:
             continue
         _, fr, g, confirmed = best
         rank = round(10 * (7 - zipf_frequency(en, "en")))
-        nouns.append(Noun(en, fr, g, cat, confirmed, rank))
+        countable = lex_en[en]["N"].get("cnt", "yes") != "no"
+        nouns.append(Noun(en, fr, g, wn.category(en), confirmed, rank, countable))
     nouns.sort(key=lambda n: (n.rank, n.en))
     return nouns

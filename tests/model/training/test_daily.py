@@ -4,10 +4,14 @@ sentences, and the word hit rate of the daily-life evaluation."""
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import shutil
 from pathlib import Path
 
-from model.training.corpus import daily, lexicon
+import pytest
+
+from model.training.corpus import apertium, daily, lexicon
 from model.training.corpus.lexicon import Noun
 from model.training.evaluate import has_word, read_words, word_hits
 
@@ -86,7 +90,9 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"]})
     _wordnet(wn)
     _cldr(tmp_path)
-    nouns = {n.en: n for n in lexicon.build_lexicon(tmp_path)}
+    # Apertium (tested on the real dictionaries below): "bed" -> "lit" through two pivots; "coat" -> "veste" through one
+    pivots = {"bed": {"lit": {"es", "ca"}}, "coat": {"veste": {"eo"}}, "aunt": {"tante": {"es"}}}
+    nouns = {n.en: n for n in lexicon.build_lexicon(tmp_path, pivots)}
     assert nouns["dog"] == Noun("dog", "chien", "m", "animal", True, nouns["dog"].rank)  # confirmed by the emoji
     assert (nouns["aunt"].fr, nouns["aunt"].gender, nouns["aunt"].category) == ("tante", "f", "family")
     assert (nouns["bed"].fr, nouns["bed"].category) == ("lit", "thing")  # an artifact in no category
@@ -158,6 +164,29 @@ def test_committed_daily_sets_have_their_words() -> None:
     assert not valid & test
 
 
-def test_one_english_word_per_french_word() -> None:
-    nouns = [Noun("bachelor", "garçon", "m", "person", True, 30), Noun("boy", "garçon", "m", "person", True, 18), Noun("lad", "garçon", "m", "person", True, 31), NOUNS[0]]
-    assert [n.en for n in daily.one_per_french_word(nouns)] == ["dog", "boy"]
+def test_at_most_two_common_english_words_per_french_word() -> None:
+    nouns = [Noun("bachelor", "garçon", "m", "person", True, 40), Noun("boy", "garçon", "m", "person", True, 18), Noun("lad", "garçon", "m", "person", True, 38),
+             Noun("daughter", "fille", "f", "family", True, 19), Noun("girl", "fille", "f", "person", True, 16), Noun("lass", "fille", "f", "person", True, 34), NOUNS[0]]
+    # the second word only when common (rank <= MAX_RANK): never bachelor, never a third
+    assert [n.en for n in daily.per_french_word(nouns)] == ["dog", "girl", "boy", "daughter"]
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def test_apertium_triangulates_the_words_freedict_lacks() -> None:
+    """The installed Debian dictionaries (scripts/test.sh installs them), looked up through lt-proc:
+    three pivots meet on the everyday French noun."""
+    if shutil.which("lt-proc") is None or not Path("/usr/share/apertium/apertium-eo-fr").exists():
+        if _ci():
+            pytest.fail("lttoolbox and the apertium-* dictionaries are not installed (scripts/test.sh installs them)")
+        pytest.skip("lttoolbox / apertium dictionaries not installed")
+    french = {"assiette": "f", "plaque": "f", "plat": "m", "supermarché": "m", "chien": "m", "mariage": "m", "nièce": "f", "neveu": "m"}
+    got = apertium.triangulate(Path("/"), ["plate", "supermarket", "dog", "wedding", "niece", "xyzzy"], french)
+    assert got["dog"]["chien"] == {"es", "ca", "eo"}
+    assert len(got["plate"]["assiette"]) >= 2 and got["supermarket"].get("supermarché")
+    assert got["wedding"]["mariage"] >= {"es", "ca"}
+    assert "nièce" in got["niece"]
+    assert "xyzzy" not in got
+    assert all(f in french for fs in got.values() for f in fs)  # only nouns the realiser knows
