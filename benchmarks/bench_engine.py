@@ -2,10 +2,11 @@
 
     python benchmarks/bench_engine.py [--n 1000] [--rounds 2] [--only ct2-2x1 sched-2x1 ...]
     python benchmarks/bench_engine.py --quick          # smoke run: 100 sentences, 1 round
+    python benchmarks/bench_engine.py --baseline DIR --only core sched-1x2 sched-2x1   # this tree vs another
 
 Workload: the first ``--n`` English sentences of the DDTP test split (``data/splits/test.en-fr.tsv``,
 unseen in training) translated to French with beam 4, length penalty 0 (both engines then stop on
-the same rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10)), on the
+the same rule), the library's length caps (``TranslationOptions``: min(256, 1.5 x source + 10)), on the
 shipped translator and the same weights exported to CTranslate2 (``export_ct2``, float32).
 
 Configurations (``--only`` takes their keys):
@@ -18,11 +19,17 @@ Configurations (``--only`` takes their keys):
 * ``ct2mkl-IxJ``: the same with ``CT2_USE_MKL=1`` (CTranslate2's documented switch): on a CPU that is
   not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm may be faster there (on
   Intel CPUs MKL is its default, so the two rows are the same engine);
-* ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads, the batch path
+* ``core``: ``Translator.core(sources, TranslationOptions(...))`` on 2 torch threads, the batch path
   the service used before the step-level scheduler (sorted by length, batches under the same budget, each run to
   completion);
 * ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
   continuous-batching scheduler the service uses, at 1x2 and 2x1.
+
+``--baseline DIR`` (another checkout of this repository, its native kernels built in place, e.g. a
+``git worktree`` of the previous commit): each of ``core`` / ``sched-WxT`` also runs as
+``base:core`` / ``base:sched-WxT`` from DIR's ``model`` package (same interpreter, same torch), in
+the same rounds, and each row of this tree gets ``vs base``: its tokens/s over the baseline's
+(>= 1: no slower), and how many best hypotheses are those of the baseline.
 
 Each configuration lives in a process of its own (``bench_translate.EngineProcess``), asked for one
 measurement at a time, so engines never run at once and never share a thread pool.  The
@@ -47,14 +54,21 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# The tree whose ``model`` package this process runs: this one, or (a ``base:`` configuration's
+# process, see --baseline) the baseline's, set by the parent before it starts the process.
+TREE = Path(os.environ.get("RENDITION_BENCH_TREE") or ROOT)
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(TREE))
 
 from bench_translate import EngineProcess, _tempdir  # noqa: E402
 
 from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.translation.search import SearchOptions  # noqa: E402
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+
+try:
+    from model.translation.options import TranslationOptions  # noqa: E402
+except ImportError:  # a baseline tree from before TranslationOptions
+    from model.translation.search import SearchOptions as TranslationOptions  # noqa: E402
 
 SPLITS = ROOT / "data" / "splits"
 BEAM = 4
@@ -72,9 +86,13 @@ def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[
     return rows[:n]
 
 
+BASE = "base:"  # a configuration of the baseline tree (--baseline)
+OURS = ["core", "sched-1x2", "sched-2x1"]  # the configurations a baseline tree also runs
+
+
 def layout(key: str) -> tuple[str, int, int]:
-    """``"ct2-2x1"`` -> ("ct2", 2, 1); ``"core"`` -> ("core", 1, 2)."""
-    kind, _, shape = key.partition("-")
+    """``"ct2-2x1"`` -> ("ct2", 2, 1); ``"core"`` -> ("core", 1, 2); ``"base:sched-2x1"`` -> ("sched", 2, 1)."""
+    kind, _, shape = key.removeprefix(BASE).partition("-")
     workers, threads = map(int, shape.split("x")) if shape else (1, 2)
     return kind, workers, threads
 
@@ -82,7 +100,7 @@ def layout(key: str) -> tuple[str, int, int]:
 class ConfigBench:
     """One configuration, inside its own process: ``run()`` translates all sources once, timed."""
 
-    def __init__(self, key: str, n: int, ct2_dir: Path):
+    def __init__(self, key: str, n: int, ct2_dir: Path | None):
         self.kind, self.workers, self.threads = layout(key)
         if self.kind == "sched":  # loaded on one thread; the workers set their own (scheduler.worker_layout)
             torch.set_num_threads(1)
@@ -107,12 +125,19 @@ class ConfigBench:
             self.sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
         self.run(self.sources[:16])  # warm-up
 
+    @staticmethod
+    def tree() -> str:
+        """The checkout whose ``model`` package this process runs."""
+        import model
+
+        return str(Path(model.__file__).resolve().parents[1])
+
     def run(self, sources: list[list[int]] | None = None) -> tuple[float, list[list[int]]]:
         """(wall seconds, best hypothesis tokens per sentence) of one pass over ``sources`` (default:
         all).  The scheduler's workers live as long as the process, like CTranslate2's (its storage
         stays allocated between passes, as in the service); idle, they wait on a condition variable."""
         sources = self.sources if sources is None else sources
-        opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
+        opts = TranslationOptions(beam_size=BEAM, length_penalty=0.0)
         translate = {"ct2": lambda: self.ct2.core, "ct2mkl": lambda: self.ct2.core, "core": lambda: self.translator.core, "sched": lambda: self.sched.run}[self.kind]()
         t0 = time.perf_counter()
         hyps = translate(sources, opts)
@@ -126,14 +151,31 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="rounds, configurations in turns; best round reported")
     p.add_argument("--only", nargs="+", choices=CONFIGS, default=CONFIGS, help="configurations to run")
     p.add_argument("--quick", action="store_true", help="smoke run: 100 sentences, 1 round")
+    p.add_argument(
+        "--baseline", type=Path, default=None, metavar="DIR",
+        help="another checkout (kernels built in place): its core / sched-WxT run beside this tree's, in the same rounds",
+    )  # fmt: skip
     args = p.parse_args()
     if args.quick:
         args.n, args.rounds = 100, 1
+    keys = list(args.only)
+    if args.baseline is not None:
+        if not (args.baseline / "model" / "translation" / "scheduler.py").is_file():
+            p.error(f"--baseline {args.baseline}: not a checkout of this repository")
+        keys += [BASE + k for k in args.only if k in OURS]
 
     tmp = _tempdir("bench_engine_")
-    ct2_dir = export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2")
-    procs = {key: EngineProcess(ConfigBench, key, args.n, ct2_dir) for key in args.only}
-    times: dict[str, list[float]] = {key: [] for key in args.only}
+    ct2_dir = export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2") if any(k.startswith("ct2") for k in keys) else None
+    procs = {}
+    for key in keys:
+        if key.startswith(BASE):  # (a spawned process inherits the environment as it is at its start)
+            os.environ["RENDITION_BENCH_TREE"] = str(args.baseline.resolve())
+        try:
+            procs[key] = EngineProcess(ConfigBench, key, args.n, ct2_dir)
+        finally:
+            os.environ.pop("RENDITION_BENCH_TREE", None)
+    trees = {key: proc("tree") for key, proc in procs.items()}
+    times: dict[str, list[float]] = {key: [] for key in keys}
     outputs: dict[str, list[list[int]]] = {}
     load0 = os.getloadavg()[0]
     for _ in range(args.rounds):
@@ -154,27 +196,40 @@ def main() -> None:
         f"workload: {args.n} DDTP test sentences en->fr, beam {BEAM}, length penalty 0; shipped translator;"
         f" one process per configuration; best of {args.rounds} rounds taken in turns"
     )
+    if args.baseline is not None:
+        base_trees = sorted({t for k, t in trees.items() if k.startswith(BASE)})
+        ours = sorted({t for k, t in trees.items() if not k.startswith(BASE)})
+        print(f"trees: this one {', '.join(ours)}; baseline ({BASE}* rows) {', '.join(base_trees)}; vs base = tokens/s over the baseline's")
     rows = {}
-    for key in args.only:
+    for key in keys:
         tokens = sum(len(t) + 1 for t in outputs[key])  # + </s>, emitted or forced, for both engines
         best = min(times[key])
         same = sum(a == b for a, b in zip(outputs[key], outputs["core"])) if "core" in outputs else None
         rows[key] = {"seconds": round(best, 3), "rounds_s": [round(t, 3) for t in times[key]], "tokens": tokens,
                      "tokens_per_s": round(tokens / best, 1), "sentences_per_s": round(args.n / best, 1),
                      "same_as_core": same}  # fmt: skip
+    for key, r in rows.items():
+        base = rows.get(BASE + key)
+        if base is not None:
+            r["vs_base"] = round(r["tokens_per_s"] / base["tokens_per_s"], 3)
+            r["same_as_base"] = sum(a == b for a, b in zip(outputs[key], outputs[BASE + key]))
     ct2_best = max((r["tokens_per_s"] for k, r in rows.items() if k.startswith("ct2")), default=None)
     print(
-        f"{'configuration':<14}{'best s':>9}{'tokens':>8}{'tokens/s':>10}{'sent/s':>9}{'vs ct2 best':>13}{'same as core':>14}"
+        f"{'configuration':<19}{'best s':>9}{'tokens':>8}{'tokens/s':>10}{'sent/s':>9}{'vs ct2 best':>13}{'same as core':>14}"
+        f"{'vs base':>9}{'same as base':>14}"
     )
     for key, r in rows.items():
         r["vs_ct2_best"] = round(r["tokens_per_s"] / ct2_best, 3) if ct2_best else None
         ratio = f"{r['vs_ct2_best']:.2f}" if ct2_best else "-"
         same = f"{r['same_as_core']}/{args.n}" if r["same_as_core"] is not None else "-"
+        vs_base = f"{r['vs_base']:.3f}" if "vs_base" in r else "-"
+        same_base = f"{r['same_as_base']}/{args.n}" if "same_as_base" in r else "-"
         print(
-            f"{key:<14}{r['seconds']:>9.2f}{r['tokens']:>8}{r['tokens_per_s']:>10.1f}{r['sentences_per_s']:>9.1f}"
-            f"{ratio:>13}{same:>14}"
+            f"{key:<19}{r['seconds']:>9.2f}{r['tokens']:>8}{r['tokens_per_s']:>10.1f}{r['sentences_per_s']:>9.1f}"
+            f"{ratio:>13}{same:>14}{vs_base:>9}{same_base:>14}"
         )
     print(json.dumps({"bench": "engine", "n": args.n, "rounds": args.rounds, "beam": BEAM, "load_avg_start": load0,
+                      "baseline": str(args.baseline.resolve()) if args.baseline else None, "trees": trees,
                       "ct2_best_tokens_per_s": ct2_best, "configs": rows}))  # fmt: skip
 
 
