@@ -43,11 +43,14 @@ differs in float rounding only).  One table, then one JSON line.
 from __future__ import annotations
 
 import argparse
+import atexit
 import csv
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,10 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # The tree whose ``model`` package this process runs: this one, or (a ``base:`` configuration's
 # process, see --baseline) the baseline's, set by the parent before it starts the process.
 TREE = Path(os.environ.get("RENDITION_BENCH_TREE") or ROOT)
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(TREE))
-
-from bench_translate import EngineProcess, _tempdir  # noqa: E402
+sys.path.insert(0, str(TREE))  # (nothing here imports bench_translate, which puts this tree first)
 
 from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
@@ -75,6 +75,40 @@ BEAM = 4
 BATCH_TOKENS = 16384  # padded tokens x beam per batch: Translator's and the service's default budget (CTranslate2 measured the same at 8,192-32,768)
 CT2_LAYOUTS = ["1x1", "1x2", "2x1", "2x2"]
 CONFIGS = [f"ct2-{x}" for x in CT2_LAYOUTS] + [f"ct2mkl-{x}" for x in CT2_LAYOUTS] + ["core", "sched-1x2", "sched-2x1"]
+
+
+def _serve(factory, params: tuple, conn) -> None:
+    """The configuration's process: build ``factory(*params)``, answer ``(method, args)`` messages."""
+    bench = factory(*params)
+    conn.send("ready")
+    while (msg := conn.recv()) is not None:
+        name, args = msg
+        conn.send(getattr(bench, name)(*args))
+
+
+class EngineProcess:
+    """One configuration in a spawned process of its own (``bench_translate.EngineProcess``'s
+    protocol, defined here so that a baseline tree's process imports nothing of this tree):
+    ``proc("method", *args)`` answers ``bench.method(*args)``."""
+
+    def __init__(self, factory, *params):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(factory, params, child), daemon=True)
+        self.proc.start()
+        if self.conn.recv() != "ready":
+            raise RuntimeError(f"{factory.__name__}{params[:1]} benchmark process failed to start")
+
+    def __call__(self, name: str, *params):
+        time.sleep(0.3)  # let the other process's threads settle
+        self.conn.send((name, params))
+        return self.conn.recv()
+
+    def close(self) -> None:
+        self.conn.send(None)
+        self.proc.join()
 
 
 def test_sentences(split: str = "test.en-fr.tsv", n: int | None = None) -> list[str]:
@@ -164,7 +198,8 @@ def main() -> None:
             p.error(f"--baseline {args.baseline}: not a checkout of this repository")
         keys += [BASE + k for k in args.only if k in OURS]
 
-    tmp = _tempdir("bench_engine_")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     ct2_dir = export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2") if any(k.startswith("ct2") for k in keys) else None
     procs = {}
     for key in keys:
