@@ -1,7 +1,7 @@
 """Admission: what a request will cost, refused at once when it cannot be served in time.
 
 Cost model (translation): a sentence of ``s`` source tokens searched with ``beam`` rows may run
-for ``L`` output steps (``max_output_lengths``: the request's ``max_length`` or 1.5 x source + 10,
+for ``L`` output steps (``max_output_lengths``: the request's ``max_length`` or 2.0 x source + 10,
 whichever is smaller), so its worst case is ``units = max(s, 32) x beam x L`` (a step has a part
 that does not grow with the source: the decoder layers and the output layer) and its model time
 ``units x RENDITION_DECODE_UNIT_S``.  The unit time was measured with the shipped translator on

@@ -112,11 +112,13 @@ class UnsupportedLanguagePair(ValueError):
 
 class TranslationTooLong(ValueError):
     """Sentence ``index``'s best translation reached its length limit (``limit`` tokens, from
-    ``max_length`` or its ``source_tokens``) without ending, and the job does not allow a cut one."""
+    ``max_length`` or its ``source_tokens``) without ending, and the job does not allow a cut one.
+    ``output``: the job's translations all the same (``truncated`` marks every cut sentence), for a
+    caller that decodes the cut ones again."""
 
-    def __init__(self, index: int, limit: int, source_tokens: int):
+    def __init__(self, index: int, limit: int, source_tokens: int, output: TranslationOutput | None = None):
         super().__init__(f"sentence {index}: the translation reached its length limit ({limit} tokens) without ending")
-        self.index, self.limit, self.source_tokens = index, limit, source_tokens
+        self.index, self.limit, self.source_tokens, self.output = index, limit, source_tokens, output
 
 
 class TranslationEngine:
@@ -156,18 +158,19 @@ class TranslationEngine:
         hypotheses further down the n-best are dropped."""
         limits = max_output_lengths([len(x) for x in ids], job.options)
         cut = [len(hyps[0].tokens) + 1 >= limit for hyps, limit in zip(raw, limits)]
-        if not job.truncate:
-            if any(cut):
-                k = cut.index(True)
-                raise TranslationTooLong(k, limits[k], len(ids[k]))
-            raw = [[h for h in hyps if len(h.tokens) + 1 < limit] for hyps, limit in zip(raw, limits)]
+        if not job.truncate:  # (a cut sentence keeps its cut hypotheses, for the error's ``output``)
+            raw = [hyps if c else [h for h in hyps if len(h.tokens) + 1 < limit] for hyps, c, limit in zip(raw, cut, limits)]
         translations = self.translator.postprocess(raw)
-        return TranslationOutput(
+        out = TranslationOutput(
             translations,
             source_tokens=sum(len(x) - 2 for x in ids),  # minus the target tag and </s>
             target_tokens=sum(len(t.tokens) for t in translations),
             truncated=cut,
         )
+        if not job.truncate and any(cut):
+            k = cut.index(True)
+            raise TranslationTooLong(k, limits[k], len(ids[k]), out)
+        return out
 
     def info(self) -> dict:
         model = self.translator.model

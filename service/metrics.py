@@ -84,6 +84,20 @@ class Metrics:
             ["worker"],
             registry=r,
         )
+        self.length_fallbacks = Counter(
+            "rendition_length_fallbacks",
+            "sentences whose translation reached its length limit and were decoded again with a repetition "
+            "constraint (outcome: ended, or still at the limit)",
+            ["outcome"],
+            registry=r,
+        )
+        self.glossary_terms = Counter(
+            "rendition_glossary_terms",
+            "glossary terms found in the sentences translated (outcome: placed where the translator kept their "
+            "stand-in, or appended because it lost it)",
+            ["outcome"],
+            registry=r,
+        )
         # lifecycle
         self.shutdown_cancelled = Counter(
             "rendition_shutdown_cancelled",

@@ -39,6 +39,14 @@ class TranslateRequest(BaseModel):
         description="a sentence whose translation reaches max_length without ending: false -> 422, "
         "true -> returned cut with truncated: true (default RENDITION_TRUNCATE_TRANSLATIONS)",
     )
+    glossary: dict[str, str] | None = Field(
+        None, description="source term -> target term: each source term found (ignoring case, whole words) is "
+        "translated as its target term",
+    )  # fmt: skip
+    glossary_name: str | None = Field(
+        None, description="a server glossary (RENDITION_GLOSSARY_DIR/<source>-<target>/<name>.tsv); with glossary, "
+        "the request's terms win",
+    )  # fmt: skip
 
 
 class Hypothesis(BaseModel):
@@ -76,6 +84,10 @@ class LibreTranslateRequest(BaseModel):
     format: Literal["text", "html"] = "text"
     alternatives: int = Field(0, ge=0)
     api_key: str | None = None
+    glossary: dict[str, str] | str | None = Field(
+        None, description="source term -> target term (an object, or a form field holding one as JSON)"
+    )
+    glossary_name: str | None = Field(None, description="a server glossary (RENDITION_GLOSSARY_DIR)")
 
 
 class DetectRequest(BaseModel):

@@ -85,6 +85,15 @@ class Settings(BaseSettings):
     # a translation that reaches its length limit without ending: False -> 422 naming the limit;
     # True -> returned cut, marked "truncated" (a request's own "truncate" overrides this)
     truncate_translations: bool = False
+    # a translation that reaches its length limit without ending (a repetition loop) is decoded once
+    # more with no n-gram of this size repeated; its result is kept when it ends (0: no second try)
+    length_fallback_no_repeat_ngram: int = Field(4, ge=0, le=64)
+
+    # -- glossaries (service.glossaries) -------------------------------------------------------------
+    glossary_dir: Path | None = None  # <dir>/<source>-<target>/<name>.tsv, chosen by a request's glossary_name
+    glossary_max_terms: int = Field(1000, ge=1)  # terms per glossary (a request's own, or a file)
+    glossary_max_term_chars: int = Field(200, ge=1)  # characters per source or target term
+    glossary_max_file_bytes: int = Field(1_000_000, ge=1)  # a glossary file (or a form field's JSON)
 
     # -- document translation (POST /translate_file, service.routers.files) -------------------------
     max_file_bytes: int = Field(10_000_000, ge=1)  # an uploaded file; 413 beyond (its request body may be 64 KiB more)

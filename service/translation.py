@@ -15,6 +15,7 @@ routes answer 400) that names the request's field.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -23,11 +24,12 @@ from fastapi import Request
 from model import segment
 from model.language_id import LanguageDetector
 from model.segment import InputTooLong, Segmented
+from model.translation.glossary import Glossary, Marked
 from model.translation.options import InvalidOption, TranslationOptions
 from model.translation.search import max_output_lengths
 from model.translation.translator import Translation
 from service import admission, inference
-from service.deps import AppState
+from service.deps import AppState, engine_or_503
 from service.engines import TranslationEngine, TranslationJob, TranslationTooLong
 from service.errors import APIError, invalid
 from service.settings import Settings
@@ -97,6 +99,45 @@ def _merge(doc: Segmented, parts: list[Translation]) -> Translation:
     return Translation(nbest[0][0], nbest[0][1], [tok for p in parts for tok in p.tokens], nbest)
 
 
+def fallback_options(settings: Settings, opts: TranslationOptions) -> TranslationOptions | None:
+    """The options of the second decoding of a sentence whose translation reached its length limit
+    (a repetition loop): no n-gram of RENDITION_LENGTH_FALLBACK_NO_REPEAT_NGRAM tokens twice; None
+    when that is off or the request's own constraint is already as strict."""
+    n = settings.length_fallback_no_repeat_ngram
+    if n <= 0 or 0 < opts.no_repeat_ngram_size <= n:
+        return None
+    return replace(opts, no_repeat_ngram_size=n)
+
+
+def _too_long(
+    e: TranslationTooLong, owner: list[tuple[int, int]], field: str, opts: TranslationOptions, settings: Settings, retried: bool
+) -> APIError:
+    i, j = owner[e.index]
+    rel = TranslationOptions()
+    why = f"max_length {e.limit}" if e.limit == opts.max_length else (
+        f"{e.limit} tokens: {rel.max_length_a:g} x its {e.source_tokens} source tokens with the language tag and </s>, "
+        f"+ {rel.max_length_b}"
+    )
+    return APIError(
+        422,
+        f"{field}[{i}]: the translation of sentence {j + 1} reached its length limit ({why}) without "
+        f"ending{', also when decoded again without repeated phrases' if retried else ''}; nothing is cut: "
+        f"raise max_length (at most "
+        f"{settings.max_length_limit}, RENDITION_MAX_LENGTH_LIMIT) or shorten the sentence",
+        kind="translation_too_long",
+        param=field,
+    )
+
+
+def _with_glossary(t: Translation, marked: Marked, glossary: Glossary, counts: list[int]) -> Translation:
+    """``t`` with the glossary's target terms in place of their stand-ins (every hypothesis)."""
+    best = glossary.restore(marked, t.text)
+    counts[0] += best.placed
+    counts[1] += best.missing
+    nbest = [(glossary.restore(marked, text).text, score) for text, score in t.hypotheses]
+    return Translation(best.text, t.score, t.tokens, nbest)
+
+
 async def translate_texts(
     request: Request,
     state: AppState,
@@ -107,14 +148,19 @@ async def translate_texts(
     opts: TranslationOptions,
     truncate: bool | None = None,
     field: str = "text",
+    glossary: Glossary | None = None,
 ) -> tuple[list[Translation], int, list[bool]]:
     """Split every text into sentences, translate all of them as one job through the inference
     facade and put each text back together with its own spacing and line breaks.
 
-    Nothing is cut silently: a sentence over the translator's input limit is a 413, and one whose
-    translation reaches its length limit without ending is a 422 unless ``truncate`` (default
-    RENDITION_TRUNCATE_TRANSLATIONS) allows it.  Returns (translations, source token count, per
-    text whether a sentence of it was cut)."""
+    Nothing is cut silently: a sentence over the translator's input limit is a 413.  A sentence
+    whose translation reaches its length limit without ending is decoded once more with a
+    repetition constraint (``fallback_options``, counted in rendition_length_fallbacks_total); if
+    that does not end either, it is a 422 unless ``truncate`` (default
+    RENDITION_TRUNCATE_TRANSLATIONS) allows the cut one.  ``glossary``: its source terms become
+    stand-ins the translator copies, and its target terms replace them after decoding (a sentence
+    with no term is translated exactly as without it).  Returns (translations, source token
+    count, per text whether a sentence of it was cut)."""
     inference.check_pair(state, source, target)
     docs = [segment.split(t, source) for t in texts]
     if opts.target_prefix and any(len(doc.sentences) > 1 for doc in docs):
@@ -122,7 +168,9 @@ async def translate_texts(
         raise invalid([field, i], "target_prefix needs texts of one sentence each (this one has several)", "target_prefix_text")
     owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]  # sentence -> (text, index)
     allow_cut = settings.truncate_translations if truncate is None else truncate
-    job = TranslationJob([s for doc in docs for s in doc.sentences], source, target, opts, truncate=allow_cut)
+    sentences = [s for doc in docs for s in doc.sentences]
+    marked = [glossary.protect(s) for s in sentences] if glossary else None
+    job = TranslationJob([m.text for m in marked] if marked else sentences, source, target, opts, truncate=allow_cut)
 
     def admit(engine: TranslationEngine, ids: list[list[int]]):
         """422 for a text with no usable tokens; a 4xx for a job that cannot finish alone within
@@ -133,10 +181,14 @@ async def translate_texts(
         admission.check_usable(
             engine.translator.tokenizer, per_text, [field if len(texts) == 1 else [field, n] for n in range(len(docs))], texts
         )
+        return admit_units(engine, ids)
+
+    def admit_units(engine: TranslationEngine, ids: list[list[int]]):
         limits = max_output_lengths([len(x) for x in ids], opts)
         units = admission.translation_units([len(x) for x in ids], opts.rows, limits)
         return state.ledger.admit(admission.check_alone(units, settings))
 
+    first_error: TranslationTooLong | None = None
     try:
         result = await inference.translate(request, state, settings, job, admit)
     except InputTooLong as e:
@@ -149,23 +201,35 @@ async def translate_texts(
             param=field,
         ) from None
     except TranslationTooLong as e:
-        i, j = owner[e.index]
-        why = f"max_length {e.limit}" if e.limit == opts.max_length else (
-            f"{e.limit} tokens: 1.5 x its {e.source_tokens} source tokens with the language tag and </s>, + 10"
-        )
-        raise APIError(
-            422,
-            f"{field}[{i}]: the translation of sentence {j + 1} reached its length limit ({why}) without "
-            f"ending; nothing is cut: raise max_length (at most {settings.max_length_limit}, "
-            "RENDITION_MAX_LENGTH_LIMIT) or shorten the sentence",
-            kind="translation_too_long",
-            param=field,
-        ) from None
-    sentences, cut = result.translations, result.truncated
+        if e.output is None:
+            raise _too_long(e, owner, field, opts, settings, False) from None
+        first_error, result = e, e.output
+    sentences_out, cut = list(result.translations), list(result.truncated)
+    redo = [k for k, c in enumerate(cut) if c]
+    again = fallback_options(settings, opts) if redo else None
+    if again is not None:  # the second decoding of the sentences that reached their limit
+        second = TranslationJob([job.texts[k] for k in redo], source, target, again, truncate=True)
+        fixed = await inference.translate(request, state, settings, second, admit_units)
+        for k, t, c in zip(redo, fixed.translations, fixed.truncated):
+            state.metrics.length_fallbacks.labels("limit" if c else "ended").inc()
+            if not c:
+                sentences_out[k], cut[k] = t, False
+    if first_error is not None and any(cut):
+        k = cut.index(True)
+        n = len(engine_or_503(state, "translator")[0].pre(TranslationJob([job.texts[k]], source, target, opts))[0])
+        limit = max_output_lengths([n], opts)[0]
+        raise _too_long(TranslationTooLong(k, limit, n), owner, field, opts, settings, again is not None)
+    if marked is not None and glossary is not None:
+        counts = [0, 0]
+        sentences_out = [_with_glossary(t, m, glossary, counts) for t, m in zip(sentences_out, marked)]
+        if counts[0]:
+            state.metrics.glossary_terms.labels("placed").inc(counts[0])
+        if counts[1]:
+            state.metrics.glossary_terms.labels("missing").inc(counts[1])
     out, truncated, start = [], [], 0
     for doc in docs:
         end = start + len(doc.sentences)
-        out.append(_merge(doc, sentences[start:end]))
+        out.append(_merge(doc, sentences_out[start:end]))
         truncated.append(any(cut[start:end]))
         start = end
     for i, t in enumerate(out):
@@ -177,5 +241,3 @@ async def translate_texts(
                 "too_few_hypotheses",
             )
     return out, result.source_tokens, truncated
-
-

@@ -70,9 +70,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--retranslate", action="store_true", help="gettext: translate entries already translated too")
     p.add_argument("--max-unpacked-bytes", type=int, default=Limits.max_unpacked_bytes, help=".docx/.pptx/.odt: unpacked size cap")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
     args = p.parse_args(argv)
     if args.beam_size < 1 or args.max_length < 1:
         p.error("--beam-size and --max-length must be >= 1")
+    glossary = None
+    if args.glossary:
+        from model.translation.glossary import GlossaryError, load_glossary
+
+        try:
+            glossary = load_glossary(args.glossary)
+        except (OSError, GlossaryError) as e:
+            p.error(f"--glossary: {e}")
     limits = Limits(
         max_unpacked_bytes=args.max_unpacked_bytes,
         max_segments=1 << 40,
@@ -118,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 translator.start_workers(args.workers, args.threads or 0, cores=cores)
                 stack.callback(translator.close)
                 lines = lambda xs: translate_lines(  # noqa: E731
-                    translator, xs, source, args.target, progress=not args.quiet,
+                    translator, xs, source, args.target, progress=not args.quiet, glossary=glossary,
                     beam_size=args.beam_size, max_length=args.max_length,
                 )  # fmt: skip
                 translations = documents.translate_segments(doc.segments, sentence_translator(lines, source))

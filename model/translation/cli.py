@@ -24,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from model.segment import InputTooLong
+from model.translation.glossary import Glossary, GlossaryError, load_glossary
 from model.translation.options import InvalidOption, TranslationOptions
 from model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from model.weights import ModelLoadError
@@ -52,10 +53,16 @@ def translate_lines(
     target: str,
     batch_size: int = 32,
     progress: bool = True,
+    glossary: Glossary | None = None,
     **options,
 ) -> list[str]:
     """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
-    scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings."""
+    scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings.
+    ``glossary``: its source terms are translated as its target terms (``model.translation.glossary``)."""
+    if glossary:
+        marked = [glossary.protect(line.strip()) for line in lines]
+        done = translate_lines(translator, [m.text for m in marked], source, target, batch_size, progress, **options)
+        return [glossary.restore(m, t).text if t else t for m, t in zip(marked, done)]
     out = [""] * len(lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
     bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
@@ -113,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     p.add_argument("--compute-type", default="default", help="ctranslate2 engine: default, int8, float16, ...")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
     args = p.parse_args(argv)
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
@@ -121,6 +129,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         TranslationOptions(**options)
     except InvalidOption as e:
         p.error(f"--{e.field.replace('_', '-')}: {e}")
+    glossary = None
+    if args.glossary:
+        try:
+            glossary = load_glossary(args.glossary)
+        except (OSError, GlossaryError) as e:
+            p.error(f"--glossary: {e}")
     if args.threads and args.engine == "ctranslate2":
         torch.set_num_threads(args.threads)
 
@@ -143,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 args.target,
                 batch_size=args.batch_size,
                 progress=not args.quiet,
+                glossary=glossary,
                 **options,
             )
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, ct2 device errors

@@ -43,7 +43,7 @@ class TranslationOptions:
     num_hypotheses: int = 1  # n-best per sentence (<= beam_size; with sampling: n independent draws)
     length_penalty: float = 1.0  # GNMT alpha; 0: raw log-probability
     max_length: int = 256  # absolute cap on generated tokens
-    max_length_a: float = 1.5  # relative cap: a * source_len + b (source with the target tag and </s>)
+    max_length_a: float = 2.0  # relative cap: a * source_len + b (source with the target tag and </s>; held-out references need up to 1.8)
     max_length_b: int = 10
     min_length: int = 0  # EOS is forbidden before this many tokens
     repetition_penalty: float = 1.0  # > 1: a generated token's logit is divided by it (multiplied if < 0)

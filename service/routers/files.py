@@ -28,7 +28,8 @@ from starlette.datastructures import UploadFile
 
 from model import documents
 from model.documents import DocumentError, DocumentTooLarge, Limits
-from service import inference
+from model.translation.glossary import Glossary
+from service import glossaries, inference
 from service.deps import AppState, auth_error, bearer_token, engine_or_503, get_settings, get_state, key_is_valid
 from service.errors import APIError
 from service.settings import Settings
@@ -120,7 +121,13 @@ def file_store(request: Request) -> FileStore:
 
 
 async def translate_batch(
-    request: Request, state: AppState, settings: Settings, texts: list[str], source: str, target: str
+    request: Request,
+    state: AppState,
+    settings: Settings,
+    texts: list[str],
+    source: str,
+    target: str,
+    glossary: Glossary | None = None,
 ) -> list[str | None]:
     """Every text's translation through the routes' translation path (``translate_texts``), or
     ``None`` for a text it refuses (no usable tokens, a sentence over the input limit, a
@@ -132,7 +139,9 @@ async def translate_batch(
 
     async def run(chunk: list[str]) -> list[str | None]:
         try:
-            done, _, _ = await translate_texts(request, state, settings, chunk, source, target, opts, field="file")
+            done, _, _ = await translate_texts(
+                request, state, settings, chunk, source, target, opts, field="file", glossary=glossary
+            )
         except APIError as e:
             if e.status not in (413, 422):
                 raise
@@ -186,6 +195,8 @@ _FORM = {
                         "source": {"type": "string", "description": "the file's language, or auto", "example": "en"},
                         "target": {"type": "string", "example": "fr"},
                         "api_key": {"type": "string"},
+                        "glossary": {"type": "string", "description": "JSON object: source term -> target term"},
+                        "glossary_name": {"type": "string", "description": "a server glossary (RENDITION_GLOSSARY_DIR)"},
                     },
                 }
             }
@@ -198,7 +209,8 @@ _FORM = {
 async def translate_file(
     request: Request, state: AppState = Depends(get_state), settings: Settings = Depends(get_settings)
 ) -> dict:
-    """Multipart form: ``file``, ``source`` (a language or ``auto``), ``target``, ``api_key``.
+    """Multipart form: ``file``, ``source`` (a language or ``auto``), ``target``, ``api_key``,
+    ``glossary`` (a JSON object of source term -> target term), ``glossary_name`` (a server glossary).
     Formats: the extensions of ``GET /frontend/settings``' ``supportedFilesFormat``."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "multipart/form-data":
@@ -217,6 +229,7 @@ async def translate_file(
         if not isinstance(upload, UploadFile):
             raise APIError(400, "missing field 'file' (a file part of the multipart form)", kind="validation", param="file")
         source, target = _field(form, "source"), _field(form, "target")
+        glossary_terms, glossary_name = _field(form, "glossary", False), _field(form, "glossary_name", False)
         filename = _safe_filename(upload.filename or "")
         try:
             documents.extension(filename)
@@ -248,8 +261,9 @@ async def translate_file(
     if source == target:  # already in the target language: its own translation
         translations: list[str | None] = [None] * len(doc.segments)
     else:
+        glossary = glossaries.resolve(settings, source, target, glossary_terms, glossary_name)
         prepared = documents.prepare(doc.segments)
-        texts = await translate_batch(request, state, settings, prepared.texts, source, target) if prepared.texts else []
+        texts = await translate_batch(request, state, settings, prepared.texts, source, target, glossary) if prepared.texts else []
         translations = documents.finish(prepared, doc.segments, texts)
     try:
         out = await run_in_threadpool(doc.render, translations)

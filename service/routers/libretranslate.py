@@ -25,7 +25,7 @@ from starlette.datastructures import UploadFile
 from model.documents import FORMATS
 from model.translation.options import TranslationOptions
 from model.translation.translator import Translation
-from service import inference
+from service import glossaries, inference
 from service.deps import (
     AppState,
     as_list,
@@ -204,7 +204,10 @@ async def translate(
         if source == body.target:
             done, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
         else:
-            done, _, flat_cut = await translate_texts(request, state, settings, flat, source, body.target, opts, field="q")
+            glossary = glossaries.resolve(settings, source, body.target, body.glossary, body.glossary_name)
+            done, _, flat_cut = await translate_texts(
+                request, state, settings, flat, source, body.target, opts, field="q", glossary=glossary
+            )
         k = 0
         for i in idx:
             results[i] = done[k : k + len(pieces[i])]

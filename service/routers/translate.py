@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from model.translation.options import TranslationOptions
+from service import glossaries
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
 from service.engines import TranslationEngine
 from service.errors import invalid
@@ -52,8 +53,9 @@ async def translate(
 ) -> TranslateResponse:
     texts = as_list(body.text, "text", settings)
     opts = request_options(settings, body, engine_or_503(state, "translator")[0])
+    glossary = glossaries.resolve(settings, body.source, body.target, body.glossary, body.glossary_name)
     translations, source_tokens, cut = await translate_texts(
-        request, state, settings, texts, body.source, body.target, opts, body.truncate
+        request, state, settings, texts, body.source, body.target, opts, body.truncate, glossary=glossary
     )
     results = []
     for t, was_cut in zip(translations, cut):

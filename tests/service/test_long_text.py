@@ -148,3 +148,16 @@ def test_sampling_gives_diverse_drawn_hypotheses(server):
 def test_decoding_options_are_validated(server, options, needle):
     r = server.http.post("/v1/translate", json={"text": SRC, "source": "en", "target": "fr"} | options)
     assert r.status_code == 422 and needle in r.text, r.text
+
+
+def test_a_long_list_written_twice_is_translated_not_refused(server) -> None:
+    """One long sentence: a bullet list of tool names, written twice (the README's case).  Its
+    translation fits the 2.0 x source + 10 cap, or a repetition loop gets the no-repeat second
+    decoding; either way a 200 with the text whole."""
+    tools = "grep, sed, awk, find, xargs, tar, gzip, curl, wget, rsync, ssh, git, make, gcc, gdb, vim, nano, less, top, ps"
+    bullets = " ".join(f"* {t}" for t in tools.split(", "))
+    text = f"The image ships these tools: {bullets} {bullets}"
+    r = server.http.post("/v1/translate", json={"text": text, "source": "en", "target": "fr"}, timeout=300)
+    assert r.status_code == 200, r.text
+    result = r.json()["results"][0]
+    assert "truncated" not in result and len(result["text"]) > len(text) / 2

@@ -244,6 +244,18 @@ def test_translate_swap_copy_and_compare_in_a_browser(browser, shipped_server, t
     if target := os.environ.get("RENDITION_UI_SCREENSHOT"):
         shutil.copyfile(shot, Path(target))
 
+    # a file through the page: uploaded from the file input, translated, and its link downloads it
+    upload = tmp_path / "notes.txt"
+    upload.write_text(f"{EN}\n", encoding="utf-8")
+    page.el("file").send_keys(str(upload))
+    page.el("file-button").click()
+    link = _wait(lambda: page.el("file-result").find_elements(page.by.TAG_NAME, "a"), what="the download link")[0]
+    assert not page.shown("file-error")
+    href = link.get_attribute("href")
+    assert href.startswith(shipped_server.url + "/download_file/")
+    expected = shipped.translate([EN], "en", "fr", beam_size=2, max_length=256)[0].text  # the file route's defaults
+    assert shipped_server.http.get(href).content.decode("utf-8") == f"{expected}\n"
+
 
 @pytest.mark.slow
 def test_readable_errors_in_a_browser(browser, start_server):

@@ -321,18 +321,19 @@ def test_min_length_fast_path_equals_log_softmax_path(random_translator: Transla
     Same hypotheses, same scores, and no hypothesis shorter than min_length."""
     import model.translation.search as search
 
-    kw = dict(beam_size=beam, num_hypotheses=beam, length_penalty=0.0, max_length=24, min_length=16)
+    kw = dict(beam_size=beam, num_hypotheses=beam, length_penalty=0.0, max_length=24, min_length=18)
     fast = random_translator.translate(SENTS, "en", "fr", **kw)
     monkeypatch.setattr(search, "_chunk_size", lambda V, n: None)
     slow = random_translator.translate(SENTS, "en", "fr", **kw)
-    caps = [min(24, int(1.5 * len(ids) + 10)) for ids in random_translator.preprocess(SENTS, "fr")]
-    assert min(caps) < 16  # one sentence reaches its max length before min_length: it still ends there
+    rel_a, rel_b = TranslationOptions().max_length_a, TranslationOptions().max_length_b
+    caps = [min(24, int(rel_a * len(ids) + rel_b)) for ids in random_translator.preprocess(SENTS, "fr")]
+    assert min(caps) < 18  # one sentence reaches its max length before min_length: it still ends there
     for a, b, cap in zip(fast, slow, caps):
         assert [h for h, _ in a.hypotheses] == [h for h, _ in b.hypotheses]
         assert [s for _, s in a.hypotheses] == pytest.approx([s for _, s in b.hypotheses], abs=1e-4)
-        assert len(a.tokens) >= min(15, cap - 1)  # EOS (the 16th token at the earliest) is not among the tokens
+        assert len(a.tokens) >= min(17, cap - 1)  # EOS (the 18th token at the earliest) is not among the tokens
     free = random_translator.translate(SENTS, "en", "fr", **(kw | {"min_length": 0}))
-    assert any(len(x.tokens) < 15 for x in free)  # (without it one does end earlier)
+    assert any(len(x.tokens) < 17 for x in free)  # (without it one does end earlier)
 
 
 def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
