@@ -1,10 +1,10 @@
 """Measure ``RENDITION_DECODE_UNIT_S``: seconds of translator time per admission unit
 (source tokens x beam x max output tokens, ``service.admission``).
 
-Runs the shipped translator (or ``--model``) the way the service does (``TranslationEngine.core``
-on batches the batcher would form under ``max_batch_tokens``), with EOS forbidden until the length
-limit (``min_length``), so every hypothesis runs to its limit: the worst case the admission check
-must bound.  Prints seconds per unit for each shape and the largest, which is the setting's value.
+Runs the shipped translator (or ``--model``) on one search per group of sentences
+(``Translator.core``, groups under a token budget), with EOS forbidden until the length limit
+(``min_length``), so every hypothesis runs to its limit: the worst case the admission check must
+bound.  Prints seconds per unit for each shape and the largest, which is the setting's value.
 
     python benchmarks/bench_admission.py [--threads 2] [--model DIR]
 """
@@ -17,9 +17,10 @@ import time
 
 import torch
 
-from model.translation.search import SearchOptions, max_output_lengths
+from model.translation.options import TranslationOptions
+from model.translation.search import max_output_lengths
 from service.admission import translation_units
-from service.engines import DecodeOptions, TranslationEngine, TranslationJob, load_translator
+from service.engines import TranslationEngine, TranslationJob, load_translator
 
 SENTENCE = "The committee will meet again next week to discuss the budget of the new school in the village."
 
@@ -27,14 +28,14 @@ SENTENCE = "The committee will meet again next week to discuss the budget of the
 def measure(engine: TranslationEngine, words: int, sentences: int, beam: int, max_length: int) -> dict:
     text = " ".join((SENTENCE.split() * 50)[:words]) + "."
     ids = engine.pre(TranslationJob([text] * sentences, "en", "fr"))
-    limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=max_length))
-    opts = DecodeOptions(beam_size=beam, max_length=max_length, min_length=min(limits) - 1)
-    budget, start, seconds = 8192, 0, 0.0  # the batcher's default RENDITION_MAX_BATCH_TOKENS
+    limits = max_output_lengths([len(x) for x in ids], TranslationOptions(max_length=max_length))
+    opts = TranslationOptions(beam_size=beam, max_length=max_length, min_length=min(limits) - 1)
+    budget, start, seconds = 8192, 0, 0.0  # source tokens x beam per group
     per_batch = max(1, min(64, budget // (len(ids[0]) * beam)))
     while start < len(ids):
         batch = ids[start : start + per_batch]
         t0 = time.perf_counter()
-        engine.core(opts, batch)
+        engine.translator.core(batch, opts)
         seconds += time.perf_counter() - t0
         start += per_batch
     units = translation_units([len(x) for x in ids], beam, limits)
@@ -49,7 +50,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     engine = TranslationEngine(load_translator(args.model, "cpu", "float32"))
-    engine.core(DecodeOptions(beam_size=2, max_length=8), engine.pre(TranslationJob(["Hello."], "en", "fr")))  # warm-up
+    engine.translator.core(engine.pre(TranslationJob(["Hello."], "en", "fr")), TranslationOptions(beam_size=2, max_length=8))  # warm-up
     shapes = [  # (words, sentences, beam, max_length)
         (5, 16, 1, 16), (5, 16, 4, 16), (20, 8, 4, 64), (20, 8, 8, 64), (40, 4, 8, 128), (80, 2, 4, 256),
         (150, 1, 8, 512),

@@ -10,7 +10,7 @@ Workloads (``--sets``; each row is measured on each): the first ``--n`` English 
 DDTP test split (``ddtp``: ``data/splits/test.en-fr.tsv``) and of the everyday test split
 (``everyday``: ``test.everyday.en-fr.tsv``: dialogue lines and short UI sentences), unseen in
 training, translated to French with beam 4, length penalty 0 (both engines then stop on the same
-rule), the library's length caps (``SearchOptions``: min(256, 1.5 x source + 10)), on the shipped
+rule), the library's length caps (``TranslationOptions``: min(256, 2.0 x source + 10)), on the shipped
 translator and the same weights exported to CTranslate2 (``export_ct2``, float32 on disk; CTranslate2
 quantises them itself at load for ``compute_type="int8"``).
 
@@ -28,7 +28,7 @@ Configurations (``--only`` takes their keys), every layout I x J with I, J in {1
 * ``ct2mkl-IxJ`` (``--with-mkl``): float32 with ``CT2_USE_MKL=1`` (CTranslate2's documented
   switch): on a CPU that is not Intel's it otherwise multiplies with oneDNN, and MKL's packed sgemm
   may be faster there (on Intel CPUs MKL is its default, so the two rows are the same engine);
-* ``core``: ``Translator.core(sources, SearchOptions(...))`` on 2 torch threads (sorted by length,
+* ``core``: ``Translator.core(sources, TranslationOptions(...))`` on 2 torch threads (sorted by length,
   batches under the same budget, each run to completion);
 * ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
   continuous-batching scheduler the service uses;
@@ -67,7 +67,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_translate import EngineProcess, _tempdir  # noqa: E402
 
 from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.translation.search import SearchOptions  # noqa: E402
+from model.translation.options import TranslationOptions  # noqa: E402
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 SPLITS = ROOT / "data" / "splits"
@@ -145,7 +145,7 @@ class ConfigBench:
         self._translate(next(iter(self.sources.values()))[:16])  # warm-up
 
     def _translate(self, sources: list[list[int]]) -> list[list[int]]:
-        opts = SearchOptions(beam_size=BEAM, length_penalty=0.0)
+        opts = TranslationOptions(beam_size=BEAM, length_penalty=0.0)
         if self.kind in CT2_KINDS:
             if self.batch_type == "examples":  # batches of sentences, at least two per worker
                 self.ct2.translator.size = max(1, min(EXAMPLES_PER_BATCH, len(sources) // (2 * self.workers)))

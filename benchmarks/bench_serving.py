@@ -1,7 +1,6 @@
 """Serving benchmarks against a real uvicorn process on the shipped models.
 
     python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--root DIR]
-    python benchmarks/bench_serving.py --env RENDITION_TRANSLATION_ENGINE=batch   # the dynamic batcher's whole batches
     python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
 
 The script starts ``python -m service.main`` (``rendition serve``; with ``--root`` another checkout's,
@@ -18,8 +17,7 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     time, no HTTP): its seconds / HTTP seconds is HTTP's own share of the loss, the rest is what
     the in-flight limit and the drain at the end cost any server.  Also the requests' p50/p99
     latency and, from ``/metrics`` over the run, the translator's mean batch
-    (``rendition_batch_size``: sentences per batch, or per decoding step for the continuous
-    engine) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
+    (``rendition_batch_size``: sentences per decoding step) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
     ``rendition_compute_seconds``), each when the server exports it.
 (b) Open loop: single sentences of mixed lengths (drawn with a fixed seed from the DDTP and
     everyday test splits) arriving as a Poisson process (exponential gaps, fixed seed), not a
@@ -142,11 +140,11 @@ def latencies(result: LoadResult) -> dict:
 
 
 def route_options():
-    """A fresh ``SearchOptions`` with ``POST /v1/translate``'s defaults (beam 4, length penalty 1.0,
+    """A fresh ``TranslationOptions`` with ``POST /v1/translate``'s defaults (beam 4, length penalty 1.0,
     max_length 256): what the in-process references run."""
-    from model.translation.search import SearchOptions
+    from model.translation.options import TranslationOptions
 
-    return SearchOptions(beam_size=4, length_penalty=1.0, max_length=256)
+    return TranslationOptions(beam_size=4, length_penalty=1.0, max_length=256)
 
 
 _TORCH_THREADS: int | None = None  # torch's default thread count, read on the first in-process call

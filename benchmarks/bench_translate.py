@@ -51,7 +51,8 @@ sys.path.insert(0, str(ROOT))
 from model.tokenizer import Tokenizer  # noqa: E402
 from model.translation.backends import select_backend  # noqa: E402
 from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.translation.search import SearchOptions, generate  # noqa: E402
+from model.translation.options import TranslationOptions  # noqa: E402
+from model.translation.search import generate  # noqa: E402
 from model.translation.transformer import Transformer, TransformerConfig  # noqa: E402
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
@@ -243,7 +244,7 @@ def stamp_ours(
     model: Transformer, rows: list[list[int]], kv_dtype: torch.dtype | None = None, beam: int = 1
 ) -> list[tuple[float, float]]:
     shim = _Stamped(model)
-    opts = SearchOptions(
+    opts = TranslationOptions(
         beam_size=beam, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1, kv_cache_dtype=kv_dtype
     )
     generate(shim, pad(rows), opts)
@@ -362,9 +363,9 @@ class EngineBench:
     def _run(self, b: list[list[int]], mode: str = "cache") -> list[int]:
         if self.engine == "ct2":
             cap = self.opts["max_length"]
-            return [min(len(h[0].tokens) + 1, cap) for h in self.ct2.core(b, SearchOptions(**self.opts))]
+            return [min(len(h[0].tokens) + 1, cap) for h in self.ct2.core(b, TranslationOptions(**self.opts))]
         m = NoCacheModel(self.model) if mode == "nocache" else self.backend
-        opts = SearchOptions(**self.opts, kv_cache_dtype=_kv_dtype(mode))
+        opts = TranslationOptions(**self.opts, kv_cache_dtype=_kv_dtype(mode))
         return [len(h[0].tokens) + 1 for h in generate(m, pad(b), opts)]
 
     def throughput(self, mode: str = "cache") -> tuple[int, float, float]:
@@ -397,7 +398,7 @@ class EngineBench:
                     max_decoding_length=n, min_decoding_length=n, max_input_length=0,
                 )  # fmt: skip
             else:
-                o = SearchOptions(beam_size=self.args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
+                o = TranslationOptions(beam_size=self.args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
                 o.min_length = n - 1
                 o.kv_cache_dtype = _kv_dtype(mode)
                 generate(model, src0, o)

@@ -1,6 +1,6 @@
 """Is legitimate text ever refused for length?  Every sentence of the held-out test splits, alone
 and doubled (``sentence + " " + sentence``), through the service's rules: split into sentences
-(``model.segment``), beam search under the length caps (``SearchOptions``: min(max_length,
+(``model.segment``), beam search under the length caps (``TranslationOptions``: min(max_length,
 a x source + b)), and for a translation that reaches its cap without ending the second decoding
 with no repeated n-gram (RENDITION_LENGTH_FALLBACK_NO_REPEAT_NGRAM); a text is *refused* when a
 sentence of it still reaches its cap.
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from model import segment
 from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.search import SearchOptions, max_output_lengths
+from model.translation.options import TranslationOptions
+from model.translation.search import max_output_lengths
 from model.translation.translator import Translator
 
 SPLITS = (
@@ -55,14 +56,14 @@ def check(tr: Translator, texts: list[str], source: str, target: str, beam: int,
     docs = [segment.split(t, source) for t in texts]
     sentences = [s for d in docs for s in d.sentences]
     owner = [i for i, d in enumerate(docs) for _ in d.sentences]
-    opts = SearchOptions(beam_size=beam, max_length=max_length)
+    opts = TranslationOptions(beam_size=beam, max_length=max_length)
     ids = tr.preprocess(sentences, target)
     limits = max_output_lengths([len(x) for x in ids], opts)
     first = tr.core(ids, opts)
     cut = [len(h[0].tokens) + 1 >= lim for h, lim in zip(first, limits)]
     redo = [k for k, c in enumerate(cut) if c]
     if redo and ngram > 0:
-        again = SearchOptions(beam_size=beam, max_length=max_length, no_repeat_ngram_size=ngram)
+        again = TranslationOptions(beam_size=beam, max_length=max_length, no_repeat_ngram_size=ngram)
         second = tr.core([ids[k] for k in redo], again)
         for k, h in zip(redo, second):
             cut[k] = len(h[0].tokens) + 1 >= limits[k]
@@ -105,7 +106,7 @@ def main() -> None:
                 print(f"{key:45s} texts {c.texts:5d} sentences {c.sentences:5d} second decodings {c.fallbacks:3d} refused {c.refused}", flush=True)
                 for t in refused[:5]:
                     print(f"    refused: {t[:160]!r}")
-    summary = total.__dict__ | {"fallback_no_repeat_ngram": ngram, "max_length_a": SearchOptions().max_length_a, "seconds": round(time.perf_counter() - t0)}
+    summary = total.__dict__ | {"fallback_no_repeat_ngram": ngram, "max_length_a": TranslationOptions().max_length_a, "seconds": round(time.perf_counter() - t0)}
     print(json.dumps(summary))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

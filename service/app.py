@@ -2,10 +2,11 @@
 
 The lifespan starts a background load: models are read from their directories onto the
 configured device and dtype, checked and warmed up (``service.readiness``: finite weights, a
-tokenizer that matches the model, a real translation and a real embedding), and then one
-``Batcher`` per model starts.  The server answers ``/health/live`` at once and
-``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
-``rendition serve`` exits with status 1).  On shutdown the batchers finish their queues.
+tokenizer that matches the model, a real translation and a real embedding), and then each model's
+queue starts: the translator's step-level scheduler (``service.scheduler.TranslationQueue``), the
+encoder's dynamic batcher (``service.batcher.Batcher``).  The server answers ``/health/live`` at
+once and ``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
+``rendition serve`` exits with status 1).  On shutdown the queues finish their work.
 
     uvicorn --factory service.app:create_app      # settings from RENDITION_* env vars
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +36,6 @@ from service.batcher import Batcher
 from service.deps import AppState
 from service.engines import (
     EmbeddingEngine,
-    Engine,
     TranslationEngine,
     dtype_name,
     load_encoder,
@@ -59,17 +60,13 @@ def version() -> str:
 
 def _set_threads(s: Settings) -> None:
     if s.torch_threads:
-        torch.set_num_threads(s.torch_threads)  # also in the model thread (OpenMP settings are per thread)
+        torch.set_num_threads(s.torch_threads)
 
 
-def _set_loader_threads(s: Settings) -> None:
-    """The model thread's threads: the batch engine computes there; with the continuous engine it
-    only loads and warms up, on one thread, so that it keeps no OpenMP team beside the workers'
-    (model.translation.scheduler.worker_layout)."""
-    if s.translation_engine == "continuous":
-        torch.set_num_threads(1)
-    else:
-        _set_threads(s)
+def _set_loader_threads() -> None:
+    """The model thread only loads and warms up, on one thread, so that it keeps no OpenMP team
+    beside the translation workers' (model.translation.scheduler.worker_layout)."""
+    torch.set_num_threads(1)
 
 
 def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
@@ -106,13 +103,6 @@ def _load_engine(state: AppState, kind: str, load: Callable, make_engine: Callab
     return engine
 
 
-def _batcher(name: str, engine: Engine, limits: dict) -> Batcher:
-    """The model's batcher, running the engine's core on each batch; a batch whose requests have
-    all gone is told to stop (the translator stops at its next decoding step)."""
-    batcher = Batcher(name, lambda key, batch: engine.core(key, batch, batcher.running_batch_abandoned), **limits)
-    return batcher
-
-
 async def _start(
     state: AppState,
     translator: Translator | None,
@@ -129,25 +119,13 @@ async def _start(
         if on_failure is not None:
             on_failure()
         return
-    limits = dict(
-        max_batch_tokens=s.max_batch_tokens,
-        max_batch_size=s.max_batch_size,
-        max_wait_ms=s.max_wait_ms,
-        max_queue=s.max_queue,
-        metrics=state.metrics,
-        delay_ms=s.batch_delay_ms,
-        executor=state.model_thread,
-    )
     workers, threads = worker_layout(s.translation_workers, s.worker_threads, cores, state.device)
     if state.translator is not None:
-        if s.translation_engine == "continuous":
-            state.batchers["translator"] = TranslationQueue(
-                "translator", state.translator, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
-                max_batch_size=s.max_batch_size, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
-                nice=s.worker_nice,
-            )  # fmt: skip
-        else:
-            state.batchers["translator"] = _batcher("translator", state.translator, limits)
+        state.queues["translator"] = TranslationQueue(
+            "translator", state.translator, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
+            max_batch_size=s.max_batch_size, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
+            nice=s.worker_nice,
+        )  # fmt: skip
     if state.encoder is not None:
         # Embeddings never wait behind a translation: their batches run on a thread of their own.
         # (torch.set_num_threads is process-wide for torch.get_num_threads, which the kernels read:
@@ -155,14 +133,18 @@ async def _start(
         state.embedding_thread = ThreadPoolExecutor(
             1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(threads)
         )
-        state.batchers["encoder"] = _batcher("encoder", state.encoder, {**limits, "executor": state.embedding_thread})
-    for b in state.batchers.values():
-        b.start()
+        state.queues["encoder"] = Batcher(
+            "encoder", state.encoder.core, max_batch_tokens=s.max_batch_tokens, max_batch_size=s.max_batch_size,
+            max_wait_ms=s.max_wait_ms, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
+            executor=state.embedding_thread,
+        )  # fmt: skip
+    for q in state.queues.values():
+        q.start()
     state.ready = True
     log.info(
         "ready",
-        extra={"models": sorted(state.batchers), "device": state.device, "dtype": state.dtype,
-               "engine": s.translation_engine, "workers": workers, "threads_per_worker": threads},
+        extra={"models": sorted(state.queues), "device": state.device, "dtype": state.dtype,
+               "workers": workers, "threads_per_worker": threads},
     )  # fmt: skip
 
 
@@ -176,13 +158,17 @@ def create_app(
     """Build the app.  ``translator`` / ``encoder`` may be given already loaded (tests);
     otherwise they are loaded from ``settings`` paths (default: the shipped models)."""
     settings = settings or Settings()
+    if "RENDITION_TRANSLATION_ENGINE" in os.environ:
+        log.warning(
+            "RENDITION_TRANSLATION_ENGINE is no longer read: translations always run on the step-level scheduler"
+        )
     _set_threads(settings)
     metrics = Metrics()
-    # One thread runs every model call: loading, warm-up and all batches.  Each thread that runs
-    # torch's OpenMP work keeps its own team of worker threads; two such threads on the same cores
-    # (a loader and a batcher, or two batchers) make OpenMP stop spinning between parallel regions
-    # and a translation took 2-2.6x as long (13 -> 26-33 ms for a short sentence on 2 cores).
-    model_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-model", initializer=lambda: _set_loader_threads(settings))
+    # One thread loads and warms up the models, on one torch thread: each thread that runs torch's
+    # OpenMP work keeps its own team of worker threads, and teams beyond the cores make OpenMP stop
+    # spinning between parallel regions (the translation workers and the embedding thread then slow
+    # down; docs/experiments.md).
+    model_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-model", initializer=_set_loader_threads)
     state = AppState(settings=settings, metrics=metrics, model_thread=model_thread)
     state.ledger = Ledger(settings.request_timeout_s)
     try:
@@ -205,8 +191,8 @@ def create_app(
         state.draining = True
         if loader is not None:
             await loader  # a load in progress cannot be interrupted; let it finish
-        for b in state.batchers.values():
-            await b.stop()  # finishes queued and running work
+        for q in state.queues.values():
+            await q.stop()  # finishes queued and running work
         state.model_thread.shutdown(wait=True)
         if state.embedding_thread is not None:
             state.embedding_thread.shutdown(wait=True)

@@ -1,8 +1,9 @@
-"""Dynamic batching: the sentences of all waiting requests run together (TEI / infinity style).
+"""Dynamic batching for the encoder: the sentences of all waiting requests run together (TEI /
+infinity style).  (The translator's queue is the step-level scheduler, ``service.scheduler``; both
+are a ``service.queues.Queue``.)
 
-One ``Batcher`` per model. ``submit`` queues a request's sentences (each with a token cost and a
-*key*: only sentences with equal keys, e.g. the same beam-search options, share a batch) and
-waits for their results, which come back in the request's own order.
+``submit`` queues a request's sentences (each with a token cost and a *key*: only sentences with
+equal keys share a batch) and waits for their results, which come back in the request's own order.
 
 A single worker task forms batches from the queue in FIFO order under three limits:
 
@@ -11,10 +12,10 @@ A single worker task forms batches from the queue in FIFO order under three limi
     wait window    a batch that is not full waits until its oldest sentence is max_wait_ms old
 
 and runs the model in a dedicated worker thread (``run_in_executor``), so the event loop keeps
-answering health checks and metrics while a batch runs.  The app gives all its batchers one such
-thread, the one that also loaded the models (see ``service.app``).  The queue is bounded (``QueueFull`` at
-once, for a 429), a cancelled ``submit`` (client gone, timeout) drops its still-queued sentences,
-and an exception inside a batch fails only the requests that had sentences in that batch.
+answering health checks and metrics while a batch runs (``service.app`` gives the encoder's batcher
+a thread of its own).  The queue is bounded (``QueueFull`` at once, for a 429), a cancelled
+``submit`` (client gone, timeout) drops its still-queued sentences, and an exception inside a batch
+fails only the requests that had sentences in that batch.
 """
 
 from __future__ import annotations
@@ -31,24 +32,13 @@ from typing import Any
 
 from service import tracing
 from service.metrics import Metrics
+from service.queues import BatcherClosed, BatchFailed, QueueFull
+
+__all__ = ["Batcher", "BatcherClosed", "BatchFailed", "QueueFull"]
 
 log = logging.getLogger("rendition.batcher")
 
 RunBatch = Callable[[Hashable, list[Any]], list[Any]]
-
-
-class QueueFull(Exception):
-    def __init__(self, model: str, retry_after: int):
-        super().__init__(f"the {model} queue is full; retry in {retry_after} s")
-        self.retry_after = retry_after
-
-
-class BatchFailed(RuntimeError):
-    """The batch a request's sentences ran in raised; carries the original error's message."""
-
-
-class BatcherClosed(RuntimeError):
-    pass
 
 
 @dataclass(eq=False)
@@ -101,7 +91,6 @@ class Batcher:
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batcher-{name}")
         self._task: asyncio.Task | None = None
         self._closing = False
-        self._running: list[_Job] = []  # the jobs of the batch in the worker thread now
         self._avg_batch_s = 0.05  # running mean of batch time, for Retry-After
 
     # -- public API ---------------------------------------------------------------------------------
@@ -143,12 +132,6 @@ class Batcher:
         except asyncio.CancelledError as e:
             self._drop(job, str(e.args[0]) if e.args and e.args[0] else "cancelled")
             raise
-
-    def running_batch_abandoned(self) -> bool:
-        """True when every request of the running batch has gone (disconnected, timed out): a
-        model can poll this between decoding steps (``SearchOptions.should_stop``) and stop early."""
-        jobs = self._running
-        return bool(jobs) and all(j.cancelled for j in jobs)
 
     def retry_after(self) -> int:
         batches = math.ceil((len(self._queue) + 1) / self.max_batch_size)
@@ -229,7 +212,6 @@ class Batcher:
             m.batch_tokens.labels(self.name).observe(sum(it.tokens for it in batch))
             m.input_tokens.labels(self.name).inc(sum(it.tokens for it in batch))
         payloads = [it.payload for it in batch]
-        self._running = list({id(it.job): it.job for it in batch}.values())
         try:
             results = await loop.run_in_executor(self._executor, self._call, batch[0].key, payloads)
             if len(results) != len(batch):
@@ -245,7 +227,6 @@ class Batcher:
                 self._drop(job, "batch_failed")
             return
         finally:
-            self._running = []
             elapsed = time.perf_counter() - start
             self._avg_batch_s = 0.8 * self._avg_batch_s + 0.2 * elapsed
             if m:

@@ -199,12 +199,12 @@ class Gate:
 
     def _overload(self, scope: Scope) -> APIError | None:
         model = self.model_of.get(scope["path"])
-        batcher = self.state.batchers.get(model) if model else None
-        if batcher is None:
+        queue = self.state.queues.get(model) if model else None
+        if queue is None:
             return None
         ledger = self.state.ledger
-        if batcher.queued >= batcher.max_queue or ledger.crowded(model, batcher.max_queue, batcher.max_batch_size):
-            retry = str(batcher.retry_after())
+        if queue.queued >= queue.max_queue or ledger.crowded(model, queue.max_queue, queue.max_batch_size):
+            retry = str(queue.retry_after())
             return APIError(
                 429, f"the {model} queue is full; retry in {retry} s", kind="queue_full", headers={"Retry-After": retry}
             )

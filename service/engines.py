@@ -1,16 +1,18 @@
-"""Model adapters for the batcher, one interface for every model (TEI / infinity style):
+"""Model adapters, one interface for every model (TEI / infinity style):
 
 * ``pre(job)`` runs on the request (event loop): validate and tokenize one request's texts (one
   token-id list per sentence);
-* ``key(job)`` the batch key (only sentences with equal keys share a batch) and
-  ``cost(ids, key)`` each sentence's padded-token cost for the batcher's budget;
-* ``core(key, batch, should_stop)`` runs in the batcher's worker thread on one batch that mixes
-  several requests' sentences (``should_stop``: every request of the batch has gone);
-* ``post(job, ids, raw)`` turns one request's core outputs into its typed result.
+* ``key(job)`` the queue key (only sentences with equal keys share a search or a batch: for a
+  translation its ``TranslationOptions``) and ``cost(ids, key)`` each sentence's cost for the
+  queue's budget;
+* ``post(job, ids, raw)`` turns one request's outputs into its typed result;
+* ``core(key, batch)`` (the encoder only) runs in the batcher's worker thread on one batch that
+  mixes several requests' sentences.  The translator's core is the step-level scheduler
+  (``service.scheduler``), not a call per batch.
 
 A job is the request as the engine sees it (``TranslationJob``, ``EmbeddingJob``); results are
 ``TranslationOutput`` / ``EmbeddingOutput``.  ``service.inference`` runs a job through its
-engine and the engine's batcher; the routes call only that.  Engines are built from loaded models
+engine and the engine's queue; the routes call only that.  Engines are built from loaded models
 (``load_translator`` / ``load_encoder``) or, in tests, from any ``Translator`` /
 ``SentenceEncoder`` instance, and never change the model object they are given.
 """
@@ -18,7 +20,7 @@ engine and the engine's batcher; the routes call only that.  Engines are built f
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,8 +29,9 @@ import numpy as np
 import torch
 
 from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.translation.search import Hypothesis, SearchOptions, max_output_lengths
-from model.translation.translator import DEFAULT_TRANSLATOR, NO_SPLIT, Translation, Translator
+from model.translation.options import TranslationOptions
+from model.translation.search import Hypothesis, max_output_lengths
+from model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
 from model.weights import resolve_device
 from service.metrics import Metrics
 
@@ -65,7 +68,7 @@ def _split_on_oom(fn, items: list, *args):
 
 
 class Engine(Protocol):
-    """What ``service.inference`` and the batcher drive (see the module docstring)."""
+    """What ``service.inference`` drives (see the module docstring)."""
 
     name: str
     task: str
@@ -75,8 +78,6 @@ class Engine(Protocol):
     def key(self, job: Any) -> Hashable: ...
 
     def cost(self, ids: list[int], key: Hashable) -> int: ...
-
-    def core(self, key: Hashable, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[Any]: ...
 
     def post(self, job: Any, ids: list[list[int]], raw: list[Any]) -> Any: ...
 
@@ -89,27 +90,11 @@ class Engine(Protocol):
 
 
 @dataclass(frozen=True)
-class DecodeOptions:
-    """The batch key of a translation: only sentences with equal options share a beam search."""
-
-    beam_size: int = 4
-    num_hypotheses: int = 1
-    length_penalty: float = 1.0
-    max_length: int = 256
-    min_length: int = 0  # EOS is forbidden before this many tokens
-    repetition_penalty: float = 1.0
-    no_repeat_ngram_size: int = 0
-    target_prefix: tuple[int, ...] = ()  # token ids
-    sampling_topk: int = 1
-    sampling_temperature: float = 1.0
-
-
-@dataclass(frozen=True)
 class TranslationJob:
     texts: Sequence[str]
     source: str
     target: str
-    options: DecodeOptions = DecodeOptions()
+    options: TranslationOptions = TranslationOptions()
     truncate: bool = False  # a translation ended by its length limit is kept (marked), else TranslationTooLong
 
 
@@ -159,55 +144,19 @@ class TranslationEngine:
         self.check_pair(job.source, job.target)
         return self.translator.preprocess(job.texts, job.target)
 
-    def key(self, job: TranslationJob) -> DecodeOptions:
+    def key(self, job: TranslationJob) -> TranslationOptions:
         return job.options
 
     @staticmethod
-    def cost(ids: list[int], key: DecodeOptions) -> int:
-        return len(ids) * max(key.beam_size, key.num_hypotheses)  # search rows x source length (sampling: n draws)
+    def cost(ids: list[int], key: TranslationOptions) -> int:
+        return len(ids) * key.rows  # search rows x source length (sampling: n draws)
 
-    # core: one mixed batch -> n-best hypotheses per sentence
-    def core(
-        self, key: DecodeOptions, batch: list[list[int]], should_stop: Callable[[], bool] | None = None
-    ) -> list[list[Hypothesis]]:
-        """One beam search over the batch as the batcher formed it (the translator does not split
-        it again).  ``should_stop`` is polled once per decoding step; the search then ends early
-        and its partial results are discarded."""
-        stats: dict[str, int] = {}
-        search = self.search_options(key, stats, should_stop)
-        out = _split_on_oom(lambda items: self.translator.core(items, search, max_batch_tokens=NO_SPLIT), batch)
-        if self.metrics:
-            self.metrics.decode_steps.inc(stats.get("decode_steps", 0))
-            self.metrics.kv_cache_bytes.labels("batch").set(stats.get("kv_cache_bytes", 0))
-            self.metrics.generated_tokens.inc(sum(len(hyps[0].tokens) for hyps in out if hyps))
-        return out
-
-    @staticmethod
-    def search_options(
-        key: DecodeOptions, stats: dict[str, int] | None = None, should_stop: Callable[[], bool] | None = None
-    ) -> SearchOptions:
-        """The beam search's options for a request's ``DecodeOptions``."""
-        return SearchOptions(
-            beam_size=key.beam_size,
-            num_hypotheses=key.num_hypotheses,
-            length_penalty=key.length_penalty,
-            max_length=key.max_length,
-            min_length=key.min_length,
-            stats={} if stats is None else stats,
-            should_stop=should_stop,
-            repetition_penalty=key.repetition_penalty,
-            no_repeat_ngram_size=key.no_repeat_ngram_size,
-            target_prefix=key.target_prefix,
-            sampling_topk=key.sampling_topk,
-            sampling_temperature=key.sampling_temperature,
-        )
-
-    # post: one request's core outputs -> Translation objects; nothing cut silently
+    # post: one request's n-best hypotheses -> Translation objects; nothing cut silently
     def post(self, job: TranslationJob, ids: list[list[int]], raw: list[list[Hypothesis]]) -> TranslationOutput:
         """A best hypothesis that reached its length limit (``max_output_lengths``: ended by the
         limit, not by EOS) raises ``TranslationTooLong`` unless ``job.truncate``; without it, cut
         hypotheses further down the n-best are dropped."""
-        limits = max_output_lengths([len(x) for x in ids], SearchOptions(max_length=job.options.max_length))
+        limits = max_output_lengths([len(x) for x in ids], job.options)
         cut = [len(hyps[0].tokens) + 1 >= limit for hyps, limit in zip(raw, limits)]
         if not job.truncate:  # (a cut sentence keeps its cut hypotheses, for the error's ``output``)
             raw = [hyps if c else [h for h in hyps if len(h.tokens) + 1 < limit] for hyps, c, limit in zip(raw, cut, limits)]
@@ -301,7 +250,7 @@ class EmbeddingEngine:
         return max(1, len(ids))
 
     # core: one mixed batch -> raw (unnormalised) float32 vectors (SentenceEncoder.embed_ids)
-    def core(self, key: None, batch: list[list[int]], should_stop: Callable[[], bool] | None = None) -> list[np.ndarray]:
+    def core(self, key: None, batch: list[list[int]]) -> list[np.ndarray]:
         return list(_split_on_oom(self._forward, batch))
 
     def _forward(self, batch: list[list[int]]) -> list[np.ndarray]:

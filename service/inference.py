@@ -2,20 +2,23 @@
 
 ``translate`` / ``embed`` take a job (``service.engines.TranslationJob`` / ``EmbeddingJob``) and
 return its typed result; in between: the engine (404 when disabled, 503 while loading), its
-``pre``, the batch key and costs, the model's batcher (with the request's timeout and
-client-disconnect handling of ``service.deps.run_batched``), and ``post``.
+``pre``, the queue key and costs, the model's queue (``service.queues.Queue``: the translator's
+step-level scheduler, the encoder's batcher) with the request's timeout, client-disconnect and
+drain-deadline handling (``run_queued``), and ``post``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from fastapi import Request
 
-from service.deps import AppState, engine_or_503, run_batched
+from service.deps import AppState, engine_or_503
 from service.engines import (
     EmbeddingJob,
     EmbeddingOutput,
@@ -25,7 +28,10 @@ from service.engines import (
     UnsupportedLanguagePair,
 )
 from service.errors import APIError
+from service.queues import BatcherClosed, BatchFailed, Queue, QueueFull
 from service.settings import Settings
+
+log = logging.getLogger("rendition.inference")
 
 Admit = Callable[[Any, list[list[int]]], AbstractContextManager]
 
@@ -33,17 +39,17 @@ Admit = Callable[[Any, list[list[int]]], AbstractContextManager]
 async def run(
     request: Request, state: AppState, settings: Settings, model: str, job: Any, admit: Admit | None = None
 ) -> Any:
-    """One job through the engine and batcher of ``model`` ("translator" / "encoder").
+    """One job through the engine and queue of ``model`` ("translator" / "encoder").
 
-    ``admit(engine, ids)``, when given, runs after ``pre`` and before the batcher: it may refuse
+    ``admit(engine, ids)``, when given, runs after ``pre`` and before the queue: it may refuse
     the job (raise) and returns a context held while the job runs (the admission ledger)."""
     engine: Engine
-    engine, batcher = engine_or_503(state, model)
+    engine, queue = engine_or_503(state, model)
     ids = engine.pre(job)
     key = engine.key(job)
     costs = [engine.cost(x, key) for x in ids]
     with admit(engine, ids) if admit is not None else contextlib.nullcontext():
-        raw = await run_batched(request, settings, batcher, ids, costs, key=key, tokens=[len(x) for x in ids])
+        raw = await run_queued(request, settings, queue, ids, costs, key=key, tokens=[len(x) for x in ids])
     return engine.post(job, ids, raw)
 
 
@@ -73,3 +79,93 @@ async def translate(
 
 async def embed(request: Request, state: AppState, settings: Settings, job: EmbeddingJob) -> EmbeddingOutput:
     return await run(request, state, settings, "encoder", job)
+
+
+# -- a request's sentences through a queue ---------------------------------------------------------
+
+
+async def _wait_disconnect(request: Request) -> None:
+    """Returns when the client goes away (the body has already been read, so the next ASGI
+    message is http.disconnect)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _submit_in_chunks(
+    queue: Queue,
+    max_queue: int,
+    payloads: Sequence[Any],
+    costs: Sequence[int],
+    key: Hashable,
+    tokens: Sequence[int] | None,
+) -> list[Any]:
+    if len(payloads) <= max_queue:
+        return await queue.submit(payloads, costs, key, tokens)
+    step, out = max(1, max_queue // 2), []
+    for i in range(0, len(payloads), step):
+        part = slice(i, i + step)
+        out += await queue.submit(payloads[part], costs[part], key, None if tokens is None else tokens[part])
+    return out
+
+
+async def run_queued(
+    request: Request,
+    settings: Settings,
+    queue: Queue,
+    payloads: Sequence[Any],
+    costs: Sequence[int],
+    key: Hashable = None,
+    tokens: Sequence[int] | None = None,
+) -> list[Any]:
+    """Queue a request's sentences, wait for their results; map overload/timeout/disconnect/model
+    errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
+    request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
+    half the queue, each after the one before has finished."""
+    state: AppState = request.app.state.rendition
+    state.ledger.observe(queue.name, len(payloads))  # sentences per request, for the gate (service.connections)
+    work = asyncio.ensure_future(_submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens))
+    gone = asyncio.ensure_future(_wait_disconnect(request))
+    stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (service.main)
+    done: set = set()
+    waited = False
+    try:
+        done, _ = await asyncio.wait(
+            {work, gone, stop}, timeout=settings.request_timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        waited = True
+    finally:
+        gone.cancel()
+        stop.cancel()
+        if not work.done():  # the reason becomes the `reason` label of rendition_dropped_sentences_total
+            reason = "disconnected" if gone in done else "shutdown" if stop in done else "timeout" if waited else "cancelled"
+            work.cancel(msg=reason)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await gone
+    if work in done:
+        try:
+            return work.result()
+        except QueueFull as e:
+            raise APIError(429, str(e), kind="queue_full", headers={"Retry-After": str(e.retry_after)}) from None
+        except BatchFailed as e:
+            raise APIError(500, str(e), kind="model_error") from None
+        except BatcherClosed as e:
+            raise APIError(503, str(e), kind="shutting_down") from None
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await work
+    if gone in done:
+        raise APIError(499, "client closed the request", kind="client_disconnected")
+    if stop in done:
+        state.metrics.shutdown_cancelled.inc()
+        log.warning("request cancelled at the drain deadline", extra={"deadline_s": settings.drain_deadline_s})
+        raise APIError(
+            503,
+            f"the server is shutting down and this request did not finish within the drain deadline of "
+            f"{settings.drain_deadline_s:g} s (RENDITION_DRAIN_DEADLINE_S); retry it, another instance will answer",
+            kind="shutdown_deadline",
+            headers={"Retry-After": "1"},
+        )
+    raise APIError(
+        504, f"no result within {settings.request_timeout_s} s (RENDITION_REQUEST_TIMEOUT_S)", kind="timeout"
+    )

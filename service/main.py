@@ -72,7 +72,7 @@ class Drain:
         self.server.should_exit = True
 
     def deadline(self) -> None:
-        """Work still running is cancelled; its requests get 503 + Retry-After (``run_batched``)."""
+        """Work still running is cancelled; its requests get 503 + Retry-After (``service.inference.run_queued``)."""
         log.warning("drain deadline reached", extra={"deadline_s": self.deadline_s})
         self.state.deadline.set()
         self.close()

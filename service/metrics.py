@@ -80,8 +80,7 @@ class Metrics:
         self.decode_steps = Counter("rendition_decode_steps", "decoder steps run by the translator", registry=r)
         self.kv_cache_bytes = Gauge(
             "rendition_kv_cache_bytes",
-            "KV-cache bytes held by the translator's running searches, per worker (batch engine: the running "
-            "batch's peak)",
+            "KV-cache bytes held by the translator's running searches, per worker",
             ["worker"],
             registry=r,
         )

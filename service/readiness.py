@@ -57,16 +57,17 @@ def check_encoder(engine) -> None:
 
 
 def warm_translator(engine) -> None:
-    """Translate a known sentence (pre -> core -> post, as a request would)."""
-    from service.engines import DecodeOptions, TranslationJob  # (engines imports the model code; keep this light)
+    """Translate a known sentence (pre -> one search in this thread -> post, as a request would)."""
+    from model.translation.options import TranslationOptions
+    from service.engines import TranslationJob  # (engines imports the model code; keep this light)
 
     langs = engine.languages
     source = "en" if "en" in langs else langs[0]
     target = next((x for x in langs if x != source), source)
-    opts = DecodeOptions(beam_size=2, num_hypotheses=1, max_length=16)
+    opts = TranslationOptions(beam_size=2, num_hypotheses=1, max_length=16)
     job = TranslationJob([WARMUP_TEXT.get(source, "Hello world.")], source, target, opts, truncate=True)
     ids = engine.pre(job)
-    (out,) = engine.post(job, ids, engine.core(engine.key(job), ids)).translations
+    (out,) = engine.post(job, ids, engine.translator.core(ids, job.options)).translations
     if not out.text.strip() or not math.isfinite(out.score):
         raise ModelCheckFailed(
             f"translator: warm-up translation {source}->{target} gave {out.text!r} (score {out.score}); "

@@ -3,12 +3,12 @@
 a running search at the next decoding step and each request is answered the step its last
 sentence is done.
 
-``TranslationQueue`` has the batcher's interface (``service.batcher.Batcher``: ``submit``,
-``queued``, ``retry_after``, ``start``, ``stop``), so the routes, the facade
-(``service.inference``) and the pre-body gate (``service.connections``) use either.  A request
-that goes away (disconnect, timeout, drain deadline) is cancelled in the scheduler: its sentences
-not admitted yet are dropped at once, its running beams leave at the worker's next step.
-``RENDITION_TRANSLATION_ENGINE=batch`` keeps the previous engine (the batcher; whole batches).
+``TranslationQueue`` is a ``service.queues.Queue`` (``submit``, ``queued``, ``retry_after``,
+``start``, ``stop``), as the encoder's batcher is, so the facade (``service.inference``) and the
+pre-body gate (``service.connections``) use either.  The queue key is the request's frozen
+``TranslationOptions``, handed to the scheduler as they are.  A request that goes away
+(disconnect, timeout, drain deadline) is cancelled through its ticket: its sentences not admitted
+yet are dropped at once, its running beams leave at the worker's next step.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from model.translation.options import TranslationOptions
 from model.translation.scheduler import TranslationScheduler
 from service import tracing
-from service.batcher import BatcherClosed, BatchFailed, QueueFull
-from service.engines import DecodeOptions, TranslationEngine
+from service.engines import TranslationEngine
 from service.metrics import Metrics
+from service.queues import BatcherClosed, BatchFailed, QueueFull
 
 log = logging.getLogger("rendition.scheduler")
 
@@ -59,8 +60,8 @@ class MetricsObserver:
 
 
 class TranslationQueue:
-    """``submit`` a request's sentences (token ids) with their ``DecodeOptions``; await the n-best
-    hypotheses per sentence."""
+    """``submit`` a request's sentences (token ids) with their ``TranslationOptions``; await the
+    n-best hypotheses per sentence."""
 
     def __init__(
         self,
@@ -109,7 +110,11 @@ class TranslationQueue:
         await asyncio.get_running_loop().run_in_executor(None, self.scheduler.close)
 
     async def submit(
-        self, payloads: Sequence[list[int]], costs: Sequence[int], key: DecodeOptions, tokens: Sequence[int] | None = None
+        self,
+        payloads: Sequence[list[int]],
+        costs: Sequence[int],
+        key: TranslationOptions,
+        tokens: Sequence[int] | None = None,
     ) -> list[Any]:
         if self._closing:
             raise BatcherClosed(f"the {self.name} queue is shutting down")
@@ -121,12 +126,12 @@ class TranslationQueue:
         if m:
             m.input_tokens.labels(self.name).inc(sum(len(p) for p in payloads) if tokens is None else sum(tokens))
         trace = tracing.capture()
-        ticket = self.scheduler.submit(list(payloads), self.engine.search_options(key))
+        ticket = self.scheduler.submit(list(payloads), key)
         self._set_depth()
         try:
             out = await asyncio.wrap_future(ticket.future)
         except asyncio.CancelledError as e:
-            never_ran = self.scheduler.cancel(ticket)  # (running beams leave at the next step)
+            never_ran = ticket.cancel()  # (running beams leave at the next step)
             reason = str(e.args[0]) if e.args and e.args[0] else "cancelled"
             if m and never_ran:
                 m.dropped.labels(self.name, reason).inc(never_ran)

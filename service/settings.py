@@ -57,18 +57,16 @@ class Settings(BaseSettings):
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 
-    # -- the translator's engine (service.scheduler) ----------------------------------------------
-    # continuous: step-level scheduler, sentences join running beam searches (model.translation.scheduler);
-    # batch: the batcher's whole batches (the previous engine)
-    translation_engine: Literal["continuous", "batch"] = "continuous"
+    # -- the translator's engine: the step-level scheduler (service.scheduler) -----------------------
+    # sentences join running beam searches between decoding steps (model.translation.scheduler)
     translation_workers: int = Field(0, ge=0)  # workers, each its own searches (CTranslate2's inter_threads); 0: auto
     worker_threads: int = Field(0, ge=0)  # torch/kernel threads per worker (intra_threads); 0: cores / workers
     worker_nice: int = Field(0, ge=0, le=19)  # the workers' threads run this much nicer (Linux): requests and embeddings first, at a cost in throughput
 
-    # -- dynamic batching (per model) -------------------------------------------------------------
-    max_batch_tokens: int = Field(16384, ge=1)  # padded tokens per batch (x beam size for translation)
-    max_batch_size: int = Field(128, ge=1)  # sentences per batch (continuous engine: running per worker)
-    max_wait_ms: float = Field(0.0, ge=0)  # how long a batch waits for more work once the worker is free
+    # -- queues (per model: the translator's scheduler, the encoder's batcher) ----------------------
+    max_batch_tokens: int = Field(16384, ge=1)  # translator: source tokens x beam per worker; encoder: padded tokens per batch
+    max_batch_size: int = Field(128, ge=1)  # translator: sentences running per worker; encoder: sentences per batch
+    max_wait_ms: float = Field(0.0, ge=0)  # encoder: how long a batch waits for more work once the thread is free
     max_queue: int = Field(1024, ge=1)  # queued sentences per model; beyond it requests get 429
     request_timeout_s: float = Field(60.0, gt=0)  # end-to-end wait for a result; beyond it 504
     # admission (service.admission): seconds of model time per unit of source tokens x beam x max output
@@ -77,7 +75,7 @@ class Settings(BaseSettings):
     # while the estimates of the work admitted and not finished exceed it
     decode_unit_s: float = Field(4.0e-5, gt=0)
     min_max_length: int = Field(4, ge=1)  # a request's max_length below this is a 422 (no room for an answer)
-    batch_delay_ms: float = Field(0.0, ge=0)  # testing aid: sleep before every batch (simulates a slow model)
+    batch_delay_ms: float = Field(0.0, ge=0)  # testing aid (a slow model): a pause before every encoder batch and whenever sentences join a translation worker
 
     # -- request limits ---------------------------------------------------------------------------
     max_body_bytes: int = Field(1_000_000, ge=1)  # 413 beyond

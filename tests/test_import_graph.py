@@ -69,3 +69,19 @@ def test_no_import_cycles() -> None:
         if m not in state:
             visit(m, [m])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+ROUTERS = sorted(m for m in GRAPH if m.startswith("service.routers."))
+
+
+def test_the_routers_are_read() -> None:
+    assert {"service.routers.translate", "service.routers.files", "service.routers.tei"} <= set(ROUTERS)
+    assert "service.translation" in GRAPH["service.routers.files"]
+
+
+@pytest.mark.parametrize("module", ROUTERS)
+def test_a_router_imports_no_other_router(module: str) -> None:
+    """What routers share lives in modules they import (``service.translation``,
+    ``service.embedding``, ``service.deps``), never in another router."""
+    others = {d for d in GRAPH[module] if d.startswith("service.routers") and d != module}
+    assert not others, f"{module} imports {sorted(others)}"

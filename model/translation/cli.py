@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from model.segment import InputTooLong
 from model.translation.glossary import Glossary, GlossaryError, load_glossary
-from model.translation.search import SearchOptions
+from model.translation.options import InvalidOption, TranslationOptions
 from model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from model.weights import ModelLoadError
 
@@ -77,7 +77,7 @@ def translate_lines(
             sources = translator.preprocess([lines[i].strip() for i in todo], target)
         except InputTooLong as e:
             raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
-        opts = SearchOptions(**options)
+        opts = TranslationOptions(**options)
         tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in range(0, len(todo), batch_size)]
         results = (translator.postprocess(t.future.result()) for t in tickets)
     else:
@@ -130,8 +130,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
     args = p.parse_args(argv)
-    if args.beam_size < 1 or args.batch_size < 1 or args.max_length < 1:
-        p.error("--beam-size, --batch-size and --max-length must be >= 1")
+    if args.batch_size < 1:
+        p.error("--batch-size must be >= 1")
+    options = dict(beam_size=args.beam_size, length_penalty=args.length_penalty, max_length=args.max_length)
+    try:
+        TranslationOptions(**options)
+    except InvalidOption as e:
+        p.error(f"--{e.field.replace('_', '-')}: {e}")
     glossary = None
     if args.glossary:
         try:
@@ -161,9 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 batch_size=args.batch_size,
                 progress=not args.quiet,
                 glossary=glossary,
-                beam_size=args.beam_size,
-                length_penalty=args.length_penalty,
-                max_length=args.max_length,
+                **options,
             )
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, ct2 device errors
             print(f"rendition translate: error: {e}", file=sys.stderr)

@@ -48,7 +48,8 @@ import torch
 from torch import Tensor
 
 from model.tokenizer import EOS_ID, UNK_ID, Tokenizer
-from model.translation.search import Hypothesis, SearchOptions, max_lengths
+from model.translation.options import SearchStats, TranslationOptions
+from model.translation.search import Hypothesis, max_lengths
 from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator, source_ids
 from model.weights import ModelLoadError, load_weights
@@ -221,11 +222,14 @@ class CT2Engine:
         return [self.ids.get(p, UNK_ID) for p in pieces]
 
     def core(
-        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
+        self,
+        sources: list[list[int]],
+        opts: TranslationOptions,
+        max_batch_tokens: int | None = None,
+        stats: SearchStats | None = None,
     ) -> list[list[Hypothesis]]:
         """Like ``Translator.core``; ct2 sorts by length and splits under the token budget itself.
-        ``opts.stats["decode_steps"]`` gets the longest output + 1 (ct2 does not report steps)."""
-        opts.validate()
+        ``stats.decode_steps``, when given, gets the longest output + 1 (ct2 does not report steps)."""
         if not sources:
             return []
         lens = torch.tensor([len(s) for s in sources])
@@ -258,7 +262,8 @@ class CT2Engine:
                 hyps.append(Hypothesis([i for i in ids if i != EOS_ID], float(score)))
             out.append(hyps)
         longest = max(len(h.tokens) for hyps in out for h in hyps)
-        opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + min(longest + 1, max_len)
+        if stats is not None:
+            stats.decode_steps += min(longest + 1, max_len)
         return out
 
     def score(self, sources: list[list[int]], targets: list[list[int]]) -> list[list[float]]:
@@ -278,7 +283,7 @@ class CT2Translator(Translator):
         self.tokenizer = tokenizer
         self.cfg = cfg
         self.max_batch_tokens = engine.max_batch_tokens
-        self.stats: dict[str, int] = {}
+        self.stats = SearchStats()
 
     @classmethod
     def from_pretrained(  # type: ignore[override]
@@ -311,10 +316,8 @@ class CT2Translator(Translator):
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
         return source_ids(self.tokenizer, texts, target, self.cfg.max_positions - 2)
 
-    def core(
-        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
-    ) -> list[list[Hypothesis]]:
-        return self.engine.core(sources, opts, self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens)
+    def core(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
+        return self.engine.core(sources, opts, self.max_batch_tokens, self.stats)
 
 
 # -- CLI ---------------------------------------------------------------------------------------

@@ -2,19 +2,22 @@
 queue with a fair share per request.
 
     sched = TranslationScheduler(backend, workers=2, threads=1)
-    ticket = sched.submit(sources, SearchOptions(beam_size=4))   # one request's sentences
-    hyps = ticket.future.result()                                # n-best per sentence, in order
-    sched.cancel(ticket)                                         # its beams leave at the next step
-    sched.run(sources, opts)                                     # submit and wait
+    ticket = sched.submit(sources, TranslationOptions(beam_size=4))   # one request's sentences
+    hyps = ticket.future.result()                                     # n-best per sentence, in order
+    ticket.cancel()                                                   # its beams leave at the next step
+    ticket.stats                                                      # decoding steps, cache size so far
+    sched.run(sources, opts)                                          # submit and wait
     sched.close()
 
-Each worker owns one ``BeamSearch`` (``model.translation.search``) per set of search options and steps them in turn.
-Between two steps it admits waiting sentences while it runs fewer than ``max_sentences`` and their
-source tokens x beam size stay within ``max_tokens`` (a worker with nothing running takes one
-sentence whatever its size); a full worker is refilled once ``max_sentences / 8`` places are free,
-so that under load sentences join several at a time (one encoder pass, one cache join).  The next sentence admitted is always one of the request with the
-fewest sentences running, oldest first: a one-sentence request waits for one free place, never
-for a heavy request's whole batch.  A sentence's result is answered the step it is done.
+Each worker owns one ``BeamSearch`` (``model.translation.search``) per set of options (the frozen
+``TranslationOptions`` are the key) and steps them in turn.  Between two steps it admits waiting
+sentences while it runs fewer than ``max_sentences`` and their source tokens x beam size stay
+within ``max_tokens`` (a worker with nothing running takes one sentence whatever its size); a full
+worker is refilled once ``max_sentences / 8`` places are free, so that under load sentences join
+several at a time (one encoder pass, one cache join).  The next sentence admitted is always one of
+the request with the fewest sentences running, oldest first: a one-sentence request waits for one
+free place, never for a heavy request's whole batch.  A sentence's result is answered the step it
+is done.
 
 ``workers`` x ``threads`` is CTranslate2's inter_threads x intra_threads: with one core per worker,
 two single-threaded workers keep both cores busy where one two-threaded worker leaves them idle
@@ -28,26 +31,15 @@ import os
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import torch
 
-from model.translation.search import BeamSearch, Hypothesis, SearchOptions, Seq2Seq
+from model.translation.options import SearchStats, TranslationOptions
+from model.translation.search import BeamSearch, Hypothesis, Seq2Seq
 
 log = logging.getLogger("rendition.scheduler")
-
-_NOT_KEYS = {"stats", "should_stop"}
-
-
-def options_key(opts: SearchOptions) -> tuple:
-    """What makes two sentences' searches compatible: every option but the per-call ones."""
-    return tuple(getattr(opts, f.name) for f in fields(opts) if f.name not in _NOT_KEYS)
-
-
-def _rows(opts: SearchOptions) -> int:
-    """Cache rows a sentence takes: its beams, or its draws when sampling n hypotheses."""
-    return opts.num_hypotheses if opts.sampling else opts.beam_size
 
 
 def worker_layout(workers: int = 0, threads: int = 0, cores: int = 0, device: str = "cpu") -> tuple[int, int]:
@@ -76,11 +68,16 @@ class Observer(Protocol):
 
 @dataclass(eq=False)
 class Ticket:
-    """One request's sentences in the scheduler; ``future`` resolves to their n-best lists."""
+    """One request's sentences in the scheduler; ``future`` resolves to their n-best lists.
+    ``cancel()`` drops them (see ``TranslationScheduler.cancel``); ``stats`` counts the decoding
+    steps its sentences took part in (per worker, a step counted once however many of them it
+    ran) and the largest cache they ran in."""
 
     sources: list[list[int]]
-    opts: SearchOptions
+    opts: TranslationOptions
+    scheduler: TranslationScheduler | None = None
     future: Future = field(default_factory=Future)
+    stats: SearchStats = field(default_factory=SearchStats)
     results: list[list[Hypothesis] | None] = field(default_factory=list)
     admitted: int = 0  # sentences handed to a worker so far (in order)
     running: int = 0  # in a search now
@@ -97,11 +94,19 @@ class Ticket:
     def waiting(self) -> int:
         return len(self.sources) - self.admitted
 
+    def cancel(self) -> int:
+        """Drop this request's sentences: those not admitted at once, running ones at their
+        worker's next step; how many had not been admitted (they never ran)."""
+        if self.scheduler is None:  # (nothing to run: answered when submitted)
+            self.cancelled = True
+            return 0
+        return self.scheduler.cancel(self)
+
 
 class _Worker:
     def __init__(self, index: int):
         self.index = index
-        self.searches: dict[tuple, BeamSearch] = {}
+        self.searches: dict[TranslationOptions, BeamSearch] = {}
         self.owned: dict[tuple[Ticket, int], BeamSearch] = {}  # sentence -> its search
         self.cost = 0  # source tokens x beams of the sentences in its searches
         self.thread: threading.Thread | None = None
@@ -146,11 +151,11 @@ class TranslationScheduler:
             w.thread.start()
 
     # -- the caller's side ------------------------------------------------------------------------
-    def submit(self, sources: list[list[int]], opts: SearchOptions) -> Ticket:
-        opts.validate()
+    def submit(self, sources: list[list[int]], opts: TranslationOptions) -> Ticket:
+        """Queue one request's sentences (token ids with the target tag and </s>)."""
         if self.kv_cache_dtype is not None and opts.kv_cache_dtype is None:
-            opts.kv_cache_dtype = self.kv_cache_dtype
-        ticket = Ticket([list(s) for s in sources], opts)
+            opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)
+        ticket = Ticket([list(s) for s in sources], opts, self)
         if not sources:
             ticket.future.set_result([])
             return ticket
@@ -161,7 +166,7 @@ class TranslationScheduler:
             self._cond.notify_all()
         return ticket
 
-    def run(self, sources: list[list[int]], opts: SearchOptions) -> list[list[Hypothesis]]:
+    def run(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
         return self.submit(sources, opts).future.result()
 
     def cancel(self, ticket: Ticket) -> int:
@@ -221,7 +226,7 @@ class TranslationScheduler:
         while self._waiting:
             ticket = self._pick()
             i = ticket.admitted
-            cost = len(ticket.sources[i]) * _rows(ticket.opts)
+            cost = len(ticket.sources[i]) * ticket.opts.rows
             if w.owned and (len(w.owned) >= min(self.max_sentences, share) or w.cost + cost > self.max_tokens):
                 return n
             if n == 0 and self.max_sentences - len(w.owned) < self.refill:
@@ -230,10 +235,9 @@ class TranslationScheduler:
             ticket.running += 1
             if ticket.admitted == len(ticket.sources):
                 self._waiting.remove(ticket)
-            key = options_key(ticket.opts)
-            search = w.searches.get(key)
+            search = w.searches.get(ticket.opts)
             if search is None:
-                search = w.searches[key] = BeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
+                search = w.searches[ticket.opts] = BeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search
             w.cost += cost
@@ -254,7 +258,7 @@ class TranslationScheduler:
     def _release(self, w: _Worker, sentence: tuple[Ticket, int]) -> None:
         ticket, i = sentence
         del w.owned[sentence]
-        w.cost -= len(ticket.sources[i]) * _rows(ticket.opts)
+        w.cost -= len(ticket.sources[i]) * ticket.opts.rows
         ticket.running -= 1
 
     def _work(self, w: _Worker) -> None:
@@ -283,11 +287,12 @@ class TranslationScheduler:
 
     def _step(self, w: _Worker, search: BeamSearch) -> None:
         start = time.perf_counter()
+        tickets = {t for (t, _), s in w.owned.items() if s is search}  # (only this thread changes w.owned)
         try:
             done = search.step()
         except Exception as e:  # fail the requests with sentences in this search; start it afresh
             log.exception("a decoding step failed")
-            key = options_key(search.opts)
+            key = search.opts
             with self._cond:
                 failed = {t for (t, _), s in w.owned.items() if s is search}
                 for sentence in [s for s, srch in w.owned.items() if srch is search]:
@@ -308,8 +313,12 @@ class TranslationScheduler:
             ticket.future.set_exception(e)
         now = time.perf_counter()
         w.steps += 1
+        cache_bytes = search.cache.nbytes()
+        for t in tickets:
+            t.stats.decode_steps += 1
+            t.stats.kv_cache_bytes = max(t.stats.kv_cache_bytes, cache_bytes)
         if self.observer:
-            self.observer.stepped(w.index, search.live, search.cache.batch_size, search.cache.nbytes(), now - start)
+            self.observer.stepped(w.index, search.live, search.cache.batch_size, cache_bytes, now - start)
         complete = []
         with self._cond:
             for (ticket, i), hyps in done:

@@ -4,7 +4,7 @@ One search serves every caller: the service's scheduler adds sentences as reques
 it without end; a batch translation (``generate_ids``) adds every sentence and steps until the search
 is idle.  Sentences join at the next decoding step and leave as soon as they are done:
 
-    search = BeamSearch(backend, SearchOptions(beam_size=4))
+    search = BeamSearch(backend, TranslationOptions(beam_size=4))
     search.add("a", ids_a)            # waits for the next step
     done = search.step()              # one decoding step: [(key, hypotheses)] of the sentences done now
     search.add("b", ids_b)            # encoded and joined at the next step, next to "a"'s beams
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,6 +38,7 @@ from torch import Tensor
 
 from model.kernels import native
 from model.translation.cache import DecoderCache
+from model.translation.options import SearchStats, TranslationOptions
 from model.translation.transformer import TransformerConfig
 
 NEG_INF = float("-inf")
@@ -62,53 +63,6 @@ class Seq2Seq(Protocol):
 class Hypothesis:
     tokens: list[int]  # without BOS/EOS
     score: float  # log-probability (including EOS) divided by the length penalty
-
-
-@dataclass
-class SearchOptions:
-    beam_size: int = 4
-    num_hypotheses: int = 1
-    length_penalty: float = 1.0  # GNMT alpha; 0 = raw log-probability
-    max_length: int = 256  # absolute cap on generated tokens (EOS included)
-    max_length_a: float = 2.0  # relative cap: a * source_len + b (held-out references need up to 1.8)
-    max_length_b: int = 10
-    min_length: int = 0  # EOS is forbidden before this many tokens
-    stats: dict[str, int] = field(default_factory=dict)  # filled: decode_steps, kv_cache_bytes
-    should_stop: Callable[[], bool] | None = None  # checked once per step; True ends the search (returns what finished)
-    kv_cache_dtype: torch.dtype | None = None  # self-attention K/V storage; None: the model's dtype
-    # CTranslate2's decoding options (at their defaults the search above runs unchanged)
-    repetition_penalty: float = 1.0  # > 1: a generated token's logit is divided by it (multiplied if < 0)
-    no_repeat_ngram_size: int = 0  # > 0: no n-gram of this size occurs twice in a hypothesis
-    target_prefix: tuple[int, ...] = ()  # forced first tokens of every hypothesis (counted in its score)
-    sampling_topk: int = 1  # 1: argmax; k > 1: sample from the k most likely tokens; 0: from all (beam_size 1)
-    sampling_temperature: float = 1.0  # sampling: logits / temperature
-    sampling_seed: int | None = None  # sampling: a seed for reproducible draws (None: random)
-
-    @property
-    def sampling(self) -> bool:
-        return self.sampling_topk != 1
-
-    @property
-    def processed(self) -> bool:
-        """Whether any option changes the logits (then the generic, unfused step runs)."""
-        return self.repetition_penalty != 1.0 or self.no_repeat_ngram_size > 0 or bool(self.target_prefix)
-
-    def validate(self) -> None:
-        if self.beam_size < 1:
-            raise ValueError("beam_size must be >= 1")
-        if self.num_hypotheses < 1 or (self.num_hypotheses > self.beam_size and not self.sampling):
-            raise ValueError("num_hypotheses must be between 1 and beam_size (any number when sampling)")
-        if self.max_length < 1:
-            raise ValueError("max_length must be >= 1")
-        if self.repetition_penalty <= 0 or self.no_repeat_ngram_size < 0:
-            raise ValueError("repetition_penalty must be > 0 and no_repeat_ngram_size >= 0")
-        if self.sampling_topk < 0 or self.sampling_temperature <= 0:
-            raise ValueError("sampling_topk must be >= 0 and sampling_temperature > 0")
-        if self.sampling and self.beam_size != 1:
-            raise ValueError("sampling (sampling_topk != 1) needs beam_size 1")
-        if len(self.target_prefix) >= self.max_length:
-            raise ValueError("target_prefix must be shorter than max_length")
-
 
 
 def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
@@ -211,7 +165,7 @@ def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | N
     return lse, cmax
 
 
-def _process_logits(logits: Tensor, prev: Tensor, lengths: Tensor, opts: SearchOptions) -> Tensor:
+def _process_logits(logits: Tensor, prev: Tensor, lengths: Tensor, opts: TranslationOptions) -> Tensor:
     """CTranslate2's logits processors on logits (N, V) given each row's tokens so far: the first
     ``lengths[r]`` (N,) of ``prev[r]`` (N, W).  The repetition penalty on the tokens already
     generated, then no repeated n-gram (a token that would complete an n-gram the row holds already
@@ -248,7 +202,7 @@ def _force_prefix(logits: Tensor, lengths: Tensor, prefix: Tensor) -> Tensor:
     return torch.where(inside.unsqueeze(1), forced, logits)
 
 
-def _sample(lprobs: Tensor, opts: SearchOptions, gens: list[torch.Generator] | None) -> tuple[Tensor, Tensor]:
+def _sample(lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator] | None) -> tuple[Tensor, Tensor]:
     """One token per row of log-probabilities (N, V) from the top-k at the temperature, each row
     drawn with its own generator when given (a seeded sentence draws the same whatever runs beside
     it); returns (their log-probabilities, the tokens)."""
@@ -264,14 +218,14 @@ def _sample(lprobs: Tensor, opts: SearchOptions, gens: list[torch.Generator] | N
     return lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens
 
 
-def max_lengths(src_lens: Tensor, opts: SearchOptions) -> Tensor:
+def max_lengths(src_lens: Tensor, opts: TranslationOptions) -> Tensor:
     """Per source length (tokens with the target tag and </s>), the most tokens a search may
     generate, EOS included: min(max_length, a * source_len + b), at least 1."""
     rel = (src_lens.float() * opts.max_length_a + opts.max_length_b).long()
     return rel.clamp(max=opts.max_length).clamp(min=1)
 
 
-def max_output_lengths(src_lens: list[int], opts: SearchOptions) -> list[int]:
+def max_output_lengths(src_lens: list[int], opts: TranslationOptions) -> list[int]:
     """``max_lengths``' float32 arithmetic in numpy, not torch: the service calls this on its event
     loop, where every torch op releases the GIL and then waits to get it back from the workers.  A
     hypothesis this long was ended by the limit, not by the model."""
@@ -319,9 +273,8 @@ class BeamSearch:
     (one thread drives it; see ``model.translation.scheduler`` for the workers that do).
     ``beam_size`` 1 is greedy search (the argmax token, or a sampled one; done at EOS)."""
 
-    def __init__(self, model: Seq2Seq, opts: SearchOptions, capacity: int = 16):
+    def __init__(self, model: Seq2Seq, opts: TranslationOptions, capacity: int = 16):
         """``capacity``: how many sentences may run at once (the cache reserves their storage)."""
-        opts.validate()
         self.model, self.opts = model, opts
         self.K = opts.beam_size
         self.draws = opts.num_hypotheses if opts.sampling else 1  # independent draws per sentence
@@ -585,14 +538,16 @@ class BeamSearch:
 
 
 def generate_ids(
-    model: Seq2Seq, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int = 16384
+    model: Seq2Seq,
+    sources: list[list[int]],
+    opts: TranslationOptions,
+    max_batch_tokens: int = 16384,
+    stats: SearchStats | None = None,
 ) -> list[list[Hypothesis]]:
     """Every sentence (token ids, unpadded) through one search, stepped until it is idle: sentences
     join, shortest first, while the running ones hold at most ``max_batch_tokens`` source tokens x
-    beams (at least one at a time).  n-best per source, in input order.  ``opts.should_stop`` is
-    polled once per step (True: what finished so far, [] for the others); ``opts.stats`` gets
-    decode_steps and kv_cache_bytes (the cache's largest size)."""
-    opts.validate()
+    beams (at least one at a time).  n-best per source, in input order.  ``stats``, when given,
+    gets the decoding steps run and the cache's largest size."""
     search = BeamSearch(model, opts, capacity=min(len(sources), 128) or 1)
     results: list[list[Hypothesis]] = [[] for _ in sources]
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)  # (popped from the end)
@@ -609,14 +564,12 @@ def generate_ids(
         if search.failed:
             raise search.failed[0][1]
         kv_bytes = max(kv_bytes, search.cache.nbytes())
-        if opts.should_stop is not None and opts.should_stop():
-            break
-    opts.stats["decode_steps"] = opts.stats.get("decode_steps", 0) + search.decode_steps
-    opts.stats["kv_cache_bytes"] = max(opts.stats.get("kv_cache_bytes", 0), kv_bytes)
+    if stats is not None:
+        stats.add(SearchStats(search.decode_steps, kv_bytes))
     return results
 
 
-def generate(model: Seq2Seq, src: Tensor, opts: SearchOptions) -> list[list[Hypothesis]]:
+def generate(model: Seq2Seq, src: Tensor, opts: TranslationOptions) -> list[list[Hypothesis]]:
     """src (B, S) right-padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
     pad = model.cfg.pad_id
     return generate_ids(model, [[t for t in row if t != pad] for row in src.tolist()], opts, max_batch_tokens=1 << 62)

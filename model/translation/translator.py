@@ -16,8 +16,9 @@ from model.kernels.compute_type import resolve_compute_type, weight_bytes
 from model.segment import InputTooLong
 from model.tokenizer import EOS_ID, Tokenizer
 from model.translation.backends import TorchBackend, select_backend
+from model.translation.options import SearchStats, TranslationOptions
 from model.translation.scheduler import TranslationScheduler, worker_layout
-from model.translation.search import Hypothesis, SearchOptions, generate_ids
+from model.translation.search import Hypothesis, generate_ids
 from model.translation.transformer import Transformer, TransformerConfig
 from model.weights import load_pretrained, resolve_device
 
@@ -33,7 +34,6 @@ class Translation:
 
 
 KV_CACHE_DTYPES = ("float32", "float16", "bfloat16")
-NO_SPLIT = 1 << 62  # ``Translator.core``'s budget when the caller has formed the batch
 
 
 def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
@@ -86,7 +86,7 @@ class Translator:
             raise ValueError(f"compute_type int8 stores the K/V cache in float32 or float16, not {self.kv_cache_dtype}")
         self.backend: TorchBackend = select_backend(self.model, "int8" if int8 else "float32")
         self.compute_type = "int8" if int8 else str(next(self.model.parameters()).dtype).removeprefix("torch.")
-        self.stats: dict[str, int] = {}
+        self.stats = SearchStats()  # every search's, summed (decode steps) and at most (cache size)
         self.scheduler: TranslationScheduler | None = None
 
     @classmethod
@@ -133,18 +133,19 @@ class Translator:
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
         return source_ids(self.tokenizer, texts, target, self.model.cfg.max_positions - 2)
 
-    def core(
-        self, sources: list[list[int]], opts: SearchOptions, max_batch_tokens: int | None = None
-    ) -> list[list[Hypothesis]]:
-        """One search over every source, the running ones under a token budget (``max_batch_tokens``,
-        default ``self.max_batch_tokens``; a caller that formed the batch itself, as the service's
-        batcher does, passes ``NO_SPLIT``); n-best hypotheses per source, in input order."""
+    def core(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
+        """n-best hypotheses per source, in input order: on the step-level scheduler once
+        ``start_workers`` ran, else in one search here, the running sentences under
+        ``max_batch_tokens``."""
         if opts.kv_cache_dtype is None and self.kv_cache_dtype is not None:
-            opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)  # (same stats dict)
-        budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
-        if self.scheduler is not None and max_batch_tokens is None:
-            return self.scheduler.run(sources, opts)
-        return generate_ids(self.backend, sources, opts, budget)
+            opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)
+        if self.scheduler is not None:
+            ticket = self.scheduler.submit(sources, opts)
+            try:
+                return ticket.future.result()
+            finally:
+                self.stats.add(ticket.stats)
+        return generate_ids(self.backend, sources, opts, self.max_batch_tokens, self.stats)
 
     def start_workers(self, workers: int = 0, threads: int = 0, cores: int = 0) -> tuple[int, int]:
         """From now on ``core`` / ``translate`` run on the step-level scheduler
@@ -185,12 +186,11 @@ class Translator:
         self.check_pair(source, target)
         if not texts:
             return []
-        opts = SearchOptions(
+        opts = TranslationOptions(
             beam_size=beam_size,
             num_hypotheses=num_hypotheses,
             length_penalty=length_penalty,
             max_length=max_length,
             min_length=min_length,
-            stats=self.stats,
         )
         return self.postprocess(self.core(self.preprocess(texts, target), opts))

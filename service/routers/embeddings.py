@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import base64
 
-import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 
-from service import admission, inference
+from service import admission
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
-from service.engines import EmbeddingJob
+from service.embedding import embed
 from service.errors import APIError, invalid
 from service.schemas import (
     Embedding,
@@ -41,51 +40,6 @@ def check_model(engine, model: str | None, aliases: dict[str, str]) -> None:
             param="model",
             code="model_not_found",
         )
-
-
-TRUNCATED_HEADER = "X-Rendition-Truncated"  # indices of the inputs cut at the encoder's limit (truncate=true)
-
-
-async def embed(
-    request: Request,
-    state: AppState,
-    settings: Settings,
-    texts: list[str] | None,
-    dimensions: int | None = None,
-    *,
-    normalize: bool = True,
-    truncate: bool = False,
-    left: bool = False,
-    field: str = "input",
-    response: Response | None = None,
-    ids: list[list[int]] | None = None,
-) -> tuple[np.ndarray, int]:
-    """Tokenize here, then through the inference facade; returns ((N, dim) vectors, token count).
-
-    An input over the encoder's max_length is a 413 naming the limit; with ``truncate`` it is cut
-    (its end, or with ``left`` its start) and its index listed in the X-Rendition-Truncated header
-    of ``response``.  ``ids``: token ids given instead of texts (TEI's /embed takes them)."""
-    engine, _ = engine_or_503(state, "encoder")
-    limit = engine.encoder.max_length
-    full = engine.encoder.tokenizer.encode(texts) if ids is None else ids
-    if ids is None:
-        admission.check_usable(
-            engine.encoder.tokenizer, full, [field if len(texts) == 1 else [field, i] for i in range(len(texts))], texts
-        )
-    over = [i for i, x in enumerate(full) if len(x) > limit]
-    if over and not truncate:
-        raise APIError(
-            413,
-            f"{field}[{over[0]}] is {len(full[over[0]])} tokens long; the encoder reads at most {limit} tokens "
-            "(send truncate=true to cut it)",
-            kind="input_too_long",
-            param=field,
-        )
-    ids = [x[-limit:] if left else x[:limit] for x in full]
-    if over and response is not None:
-        response.headers[TRUNCATED_HEADER] = ",".join(map(str, over))
-    out = await inference.embed(request, state, settings, EmbeddingJob(ids=ids, dimensions=dimensions, normalize=normalize))
-    return out.vectors, out.tokens
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsResponse, summary="Sentence embeddings (OpenAI-compatible)")

@@ -32,9 +32,8 @@ from model.translation.glossary import Glossary
 from service import glossaries, inference
 from service.deps import AppState, auth_error, bearer_token, engine_or_503, get_settings, get_state, key_is_valid
 from service.errors import APIError
-from service.routers.libretranslate import detector
-from service.routers.translate import decode_options, translate_texts
 from service.settings import Settings
+from service.translation import detector, make_options, translate_texts
 
 router = APIRouter(tags=["libretranslate"])
 
@@ -136,7 +135,7 @@ async def translate_batch(
     chunks, each admitted on its own (a document may take longer than one request's timeout); a
     refused chunk is halved until the text it refuses is found.  Overload (429, 503, 504) ends
     the whole request."""
-    opts = decode_options(settings, None, 1, 1.0, None)
+    opts = make_options(settings)  # (the form has no decoding fields: the defaults)
 
     async def run(chunk: list[str]) -> list[str | None]:
         try:

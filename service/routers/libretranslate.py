@@ -13,7 +13,6 @@ input, 403 bad key, 429 overload; ``service.errors``).
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
 from model.documents import FORMATS
-from model.language_id import LanguageDetector
+from model.translation.options import TranslationOptions
 from model.translation.translator import Translation
 from service import glossaries, inference
 from service.deps import (
@@ -37,10 +36,10 @@ from service.deps import (
     get_state,
     key_is_valid,
 )
-from service.errors import APIError, invalid
-from service.routers.translate import decode_options, translate_texts
+from service.errors import APIError
 from service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
 from service.settings import Settings
+from service.translation import detector, make_options, translate_texts
 
 router = APIRouter(tags=["libretranslate"])
 
@@ -125,11 +124,6 @@ async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
     return body
 
 
-@lru_cache(maxsize=4)
-def detector(languages: tuple[str, ...]) -> LanguageDetector:
-    return LanguageDetector(languages)
-
-
 def detected(candidates: list[tuple[str, float]]) -> DetectedLanguage:
     language, p = candidates[0]
     return DetectedLanguage(confidence=round(100 * p, 1), language=language)
@@ -163,6 +157,14 @@ class HtmlDoc:
         return str(soup)
 
 
+def options(settings: Settings, alternatives: int = 0) -> TranslationOptions:
+    """LibreTranslate's request -> ``TranslationOptions``: ``alternatives`` more hypotheses than
+    the one answered, from a beam at least that wide (else the default beam); the rest defaults."""
+    n = alternatives + 1
+    names = {"beam_size": "alternatives", "num_hypotheses": "alternatives"}
+    return make_options(settings, names, beam_size=max(settings.default_beam_size, n), num_hypotheses=n)
+
+
 def _unique_alternatives(main: str, candidates: list[str], n: int) -> list[str]:
     out: list[str] = []
     for c in candidates:
@@ -178,15 +180,8 @@ async def translate(
     body: LibreTranslateRequest = await _parse_body(request, LibreTranslateRequest)
     texts = as_list(body.q, "q", settings)
     engine, _ = engine_or_503(state, "translator")
-    n = body.alternatives + 1
-    beam = max(settings.default_beam_size, n)
-    if beam > settings.max_beam_size:
-        raise invalid(
-            "alternatives",
-            f"{body.alternatives} alternatives need a beam of {beam}; the limit is {settings.max_beam_size} (RENDITION_MAX_BEAM_SIZE)",
-            "too_many_alternatives",
-        )
-    opts = decode_options(settings, beam, n, 1.0, None)
+    opts = options(settings, body.alternatives)
+    n = opts.num_hypotheses
     html = [HtmlDoc(t) for t in texts] if body.format == "html" else None
     pieces = [d.texts for d in html] if html else [[t] for t in texts]  # what gets translated, per text
     found = None

@@ -28,8 +28,8 @@ async def ready(state: AppState = Depends(get_state)) -> JSONResponse:
         return JSONResponse({"status": "draining"}, status_code=503)
     if not state.ready:
         return JSONResponse({"status": "loading"}, status_code=503, headers={"Retry-After": "1"})
-    queues = {name: b.queued for name, b in state.batchers.items()}
-    return JSONResponse({"status": "ready", "models": sorted(state.batchers), "queued": queues})
+    queued = {name: q.queued for name, q in state.queues.items()}
+    return JSONResponse({"status": "ready", "models": sorted(state.queues), "queued": queued})
 
 
 @router.get(

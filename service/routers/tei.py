@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from service import admission
 from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from service.embedding import embed
 from service.errors import invalid
-from service.routers.embeddings import embed
 from service.settings import Settings
 
 router = APIRouter(tags=["tei"], dependencies=[Depends(require_api_key)])

@@ -4,9 +4,9 @@ concurrent ones, and model files that are missing, truncated, of the wrong shape
 (tests/service/test_lifecycle.py already covers: a SIGTERM drain with six queued requests, a
 disconnected client's *queued* sentences dropped, 504 timeouts, a missing model directory; and
 tests/service/test_inprocess.py a single failing batch.  These tests add the versions under
-load, the other broken-file cases, and a disconnect while the batch is *decoding*: the search
-polls ``SearchOptions.should_stop`` once per step, and the batcher answers True once every
-request of the running batch has gone.)
+load, the other broken-file cases, and a disconnect while the request is *decoding*: its ticket
+is cancelled and its beams leave the scheduler's search at the next step; the unit test of that
+is tests/model/translation/test_scheduler.py.)
 """
 
 from __future__ import annotations
@@ -218,26 +218,7 @@ def test_broken_model_files_stop_the_server_with_the_message(start_server, model
         assert "Uvicorn running" not in log or "/health/ready" not in log
 
 
-# -- a client that disconnects mid-decode: its batch stops at the next decoding step ---------------------
-
-
-@pytest.mark.parametrize("beam", [1, 3])
-def test_should_stop_ends_the_search_after_exactly_that_step(model_dirs, beam):
-    from model.translation.search import SearchOptions
-
-    tr = Translator.from_pretrained(model_dirs["translator"], device="cpu")
-    ids = tr.preprocess(["the cat sat on the mat " * 10] * 3, "fr")
-    polls = []
-
-    def stop_after_7() -> bool:
-        polls.append(1)
-        return len(polls) >= 7
-
-    full, stopped = {}, {}
-    tr.core(ids, SearchOptions(beam_size=beam, max_length=60, stats=full))
-    tr.core(ids, SearchOptions(beam_size=beam, max_length=60, stats=stopped, should_stop=stop_after_7))
-    assert full["decode_steps"] > 7
-    assert stopped["decode_steps"] == 7 and len(polls) == 7  # polled once per step, stopped right after
+# -- a client that disconnects mid-decode: its sentences leave the search at the next decoding step -------
 
 
 def test_disconnect_mid_decode_stops_the_running_batch(start_server):

@@ -28,7 +28,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from model.tokenizer import Tokenizer, train_tokenizer
-from model.translation.search import SearchOptions, max_output_lengths
+from model.translation.options import TranslationOptions
+from model.translation.search import max_output_lengths
 from service.admission import has_byte_fallback
 
 TR = {"source": "en", "target": "fr"}
@@ -77,7 +78,7 @@ SENTENCE = "The committee will meet again next week to discuss the budget."
 def units(tok: Tokenizer, texts: list[str], beam: int, max_length: int) -> int:
     """source tokens (+ tag and </s>, at least 32) x beam x max output tokens, computed from the tokenizer and the search's limit."""
     lens = [len(ids) + 2 for ids in tok.encode(texts)]
-    limits = max_output_lengths(lens, SearchOptions(max_length=max_length))
+    limits = max_output_lengths(lens, TranslationOptions(max_length=max_length))
     return sum(max(s, 32) * beam * n for s, n in zip(lens, limits))  # sources count as at least 32 tokens
 
 

@@ -1,17 +1,16 @@
 """Overload: ``scripts/loadgen.py`` drives a real server past its capacity on loopback.
 
-The server's capacity is pinned by ``RENDITION_BATCH_DELAY_MS`` (every batch takes >= 200 ms, at
-most 8 sentences per batch: about 70 sentences/s here) so the test does not depend on how fast
-this machine is.  First a closed loop with three batches' worth of workers (never more than the queue holds)
-measures capacity; then
-an open loop offers 4x that rate.  Checked (no timing assertions; the figures are printed and
+The server's capacity is pinned by ``RENDITION_BATCH_DELAY_MS`` (a 200 ms pause whenever sentences
+join the one translation worker, at most 4 sentences running: at most 20 sentences/s, whatever the
+speed of this machine) so the test does not depend on how fast this machine is.  First a closed
+loop with three queues' worth of workers (never more than the queue holds) measures capacity;
+then an open loop offers 4x that rate.  Checked (no timing assertions; the figures are printed and
 recorded in docs/reliability.md):
 
 * every answer is 200 or 429, no other status, no transport error;
 * every 429 carries an integer ``Retry-After`` >= 1 and says the queue is full;
 * every accepted (200) request got the right translation (the model called directly);
-* the server kept running *full* batches during the overload (mean batch size >= 90% of
-  ``max_batch_size``): with the batch time fixed, that is throughput at capacity, not a collapse;
+* the server kept translating during the overload (goodput > 0 while the excess was shed);
 * the queue never holds more than ``RENDITION_MAX_QUEUE`` sentences, and drains to 0 afterwards.
 """
 
@@ -29,10 +28,9 @@ BATCH, DELAY_MS, QUEUE = 4, 200, 16
 
 @pytest.fixture(scope="module")
 def server(start_server):
-    # The batch engine: its capacity is exactly BATCH sentences per DELAY_MS.  (The continuous engine's
-    # testing delay is per join, so its capacity under staggered arrivals is not pinned; its behaviour under
-    # load is measured by benchmarks/bench_serving.py and tests/reliability/test_hardening.py.)
-    return start_server(batch_delay_ms=DELAY_MS, translation_engine="batch", max_batch_size=BATCH, max_wait_ms=2, max_queue=QUEUE, max_items=4,
+    # One worker, at most BATCH sentences running, DELAY_MS whenever sentences join it: at most BATCH
+    # sentences per DELAY_MS (fewer under staggered arrivals, which join a few at a time).
+    return start_server(batch_delay_ms=DELAY_MS, translation_workers=1, max_batch_size=BATCH, max_wait_ms=2, max_queue=QUEUE, max_items=4,
                         default_beam_size=1, default_max_length=4)
 
 
@@ -57,7 +55,7 @@ def check_answers(result, expected) -> None:
 
 @pytest.mark.slow
 def test_overload_sheds_with_429_and_keeps_serving_at_capacity(server, expected):
-    # capacity: a closed loop that keeps the queue busy (3 batches of workers, fewer than the queue holds)
+    # capacity: a closed loop that keeps the queue busy (3 x BATCH clients, fewer than the queue holds)
     at_cap = asyncio.run(run_load(server.url, concurrency=3 * BATCH, seconds=5, keep_bodies=True, timeout=30))
     cap = summarize(at_cap)
     check_answers(at_cap, expected)
@@ -71,15 +69,13 @@ def test_overload_sheds_with_429_and_keeps_serving_at_capacity(server, expected)
     count1, sum1 = batches(server)
     print(f"\nat capacity (closed loop, {3 * BATCH} workers; ceiling {BATCH / DELAY_MS * 1000:.0f}/s): {cap}\noverload (open loop, {rate:.0f}/s): {ov}")
     print(f"goodput over capacity / capacity = {ov['goodput_per_s'] / cap['goodput_per_s']:.2f}; "
-          f"mean batch size in overload = {(sum1 - sum0) / (count1 - count0):.2f} of {BATCH}")
+          f"mean sentences per decoding step in overload = {(sum1 - sum0) / max(1, count1 - count0):.2f} of {BATCH}")
     check_answers(over, expected)
     shed = [r for r in over.records if r.status == 429]
     assert len(shed) > 0 and ov["ok"] > 0
     assert all(r.retry_after is not None and r.retry_after.isdigit() and int(r.retry_after) >= 1 for r in shed)
     assert all("queue is full" in r.error for r in shed)
     assert over.skipped == 0  # the load generator really offered every scheduled request
-    # throughput at capacity: the batches stayed full while the excess was shed
-    assert (sum1 - sum0) / (count1 - count0) >= 0.9 * BATCH
     assert server.sample("rendition_queue_depth", model="translator") == 0
     assert server.http.get("/health/ready").status_code == 200
 

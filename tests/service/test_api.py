@@ -271,6 +271,32 @@ def test_bad_input_gets_a_clear_4xx(server, path, body, status, needle):
         assert "detail" in err
 
 
+@pytest.mark.parametrize(
+    ("body", "field", "needle"),
+    [
+        ({"min_length": 8, "max_length": 8}, "min_length", "min_length 8 must be below max_length 8"),
+        ({"sampling_topk": 2, "beam_size": 3}, "beam_size", "sampling (sampling_topk 2) needs beam_size 1, not 3"),
+        ({"beam_size": 2, "num_hypotheses": 3}, "num_hypotheses", "num_hypotheses 3 is larger than beam_size 2"),
+        ({"target_prefix": "word " * 40, "max_length": 8}, "target_prefix", "it must be at most 6"),
+        ({"max_length": 2}, "max_length", "RENDITION_MIN_MAX_LENGTH"),
+        ({"sampling_topk": 3, "num_hypotheses": 9}, "num_hypotheses", "the limit is 8 (RENDITION_MAX_BEAM_SIZE)"),
+    ],
+)
+def test_translation_options_refused_with_a_422_naming_the_field(server, body, field, needle):
+    """``TranslationOptions`` (and the deployment's limits) refuse the value; the answer is a 422
+    whose message says why and whose ``detail`` names the request's field."""
+    r = post(server, "/v1/translate", {"text": "a", **TR, **body})
+    assert r.status_code == 422, r.text
+    (detail,) = r.json()["detail"]
+    assert detail["loc"] == ["body", field] and needle in detail["msg"], detail
+
+
+def test_libretranslate_alternatives_beyond_the_beam_limit_are_a_400_naming_alternatives(server):
+    r = post(server, "/translate", {"q": "a", **TR, "alternatives": 8})  # a beam of 9; the limit is 8
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("alternatives: ") and "RENDITION_MAX_BEAM_SIZE" in r.json()["error"]
+
+
 def test_malformed_bodies_and_size_limit(server):
     bad_json = server.http.post("/v1/translate", content=b"{not json", headers={"content-type": "application/json"}, timeout=10)
     assert bad_json.status_code == 422

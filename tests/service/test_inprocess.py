@@ -81,7 +81,7 @@ def test_default_worker_layout_counts_the_cores_before_the_model_thread_loads(mo
             while c.get("/health/ready").status_code != 200:
                 assert time.monotonic() < deadline, "not ready"
                 time.sleep(0.05)
-            queue = c.app.state.rendition.batchers["translator"]
+            queue = c.app.state.rendition.queues["translator"]
             assert (queue.scheduler.workers, queue.scheduler.threads) == worker_layout(cores=2) == (2, 1)
     finally:
         torch.set_num_threads(threads)

@@ -11,7 +11,7 @@ import pytest
 
 from model.segment import split
 from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.search import SearchOptions
+from model.translation.options import TranslationOptions
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 
@@ -110,7 +110,7 @@ def test_decoding_options_match_the_model_called_directly(server, shipped, optio
     if "target_prefix" in options:
         search["target_prefix"] = tuple(shipped.tokenizer.encode([options["target_prefix"]])[0])
     ids = shipped.preprocess([SRC.strip()], "fr")
-    (hyps,) = shipped.core(ids, SearchOptions(beam_size=2, max_length=256, **search))
+    (hyps,) = shipped.core(ids, TranslationOptions(beam_size=2, max_length=256, **search))
     assert got["text"].strip() == shipped.tokenizer.decode([hyps[0].tokens])[0]
     assert got["score"] == pytest.approx(hyps[0].score, abs=1e-4)
     plain = server.http.post("/v1/translate", json={"text": SRC, "source": "en", "target": "fr", "beam_size": 2})

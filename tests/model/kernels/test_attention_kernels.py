@@ -10,7 +10,8 @@ from model.kernels import attention as attention_kernels
 from model.kernels import native
 from model.translation.backends import AttentionKernelBackend, TorchBackend, select_backend
 from model.translation.cache import DenseCache, ReferenceCache
-from model.translation.search import SearchOptions, generate
+from model.translation.options import TranslationOptions
+from model.translation.search import generate
 from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 # Where the native library was not built the module is skipped, unless RENDITION_REQUIRE_NATIVE=1 (CI):
@@ -182,8 +183,8 @@ def test_translation_by_reference_equals_dense(beam_size: int, shipped_batch) ->
         mem, mask = tr.model.encode(src)
         assert isinstance(by_ref_backend.init_cache(mem, mask, 4, beams=beam_size), ReferenceCache)
         assert isinstance(dense_backend.init_cache(mem, mask, 4, beams=beam_size), DenseCache)
-    by_ref = generate(by_ref_backend, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
-    dense = generate(dense_backend, src, SearchOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    by_ref = generate(by_ref_backend, src, TranslationOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    dense = generate(dense_backend, src, TranslationOptions(beam_size=beam_size, num_hypotheses=beam_size))
     assert len({len(hyps[0].tokens) for hyps in dense}) > 1  # sentences really finish at different steps
     for a, b in zip(by_ref, dense):
         assert [h.tokens for h in a] == [h.tokens for h in b]

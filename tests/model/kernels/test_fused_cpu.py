@@ -13,7 +13,8 @@ import torch
 from model.kernels import fused_cpu, native
 from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend, select_backend
 from model.translation.cache import ReferenceCache
-from model.translation.search import SearchOptions, generate
+from model.translation.options import TranslationOptions
+from model.translation.search import generate
 from model.translation.transformer import Transformer, TransformerConfig
 
 # Where the native library was not built the module is skipped, unless RENDITION_REQUIRE_NATIVE=1 (CI):
@@ -221,8 +222,8 @@ def test_shipped_translator_same_hypotheses_with_and_without_fused_kernels(beam_
     tr, src = shipped_batch
     assert type(tr.backend) is FusedCPUBackend  # (chosen at load)
     opts = dict(beam_size=beam_size, num_hypotheses=beam_size)
-    fused = generate(tr.backend, src, SearchOptions(**opts))
-    plain = generate(AttentionKernelBackend(tr.model), src, SearchOptions(**opts))
+    fused = generate(tr.backend, src, TranslationOptions(**opts))
+    plain = generate(AttentionKernelBackend(tr.model), src, TranslationOptions(**opts))
     for a, b in zip(fused, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)

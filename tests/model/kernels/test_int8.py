@@ -16,7 +16,8 @@ import torch
 from model.kernels import fused_cpu, native
 from model.kernels.compute_type import resolve_compute_type
 from model.translation.backends import FusedCPUBackend
-from model.translation.search import SearchOptions, generate
+from model.translation.options import TranslationOptions
+from model.translation.search import generate
 from model.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -296,6 +297,6 @@ def test_int8_translator_runs_the_torch_path_nowhere(translators) -> None:
     src = torch.nn.utils.rnn.pad_sequence(
         [torch.tensor(ids) for ids in i8.preprocess(SENTENCES[:3], "fr")], batch_first=True, padding_value=0
     )
-    hyps = generate(i8.backend, src, SearchOptions(beam_size=4, num_hypotheses=2))
+    hyps = generate(i8.backend, src, TranslationOptions(beam_size=4, num_hypotheses=2))
     assert all(torch.isfinite(torch.tensor([h.score for h in hs])).all() for hs in hyps)
     assert all(hs[0].tokens for hs in hyps) and all(i8.tokenizer.decode([hs[0].tokens])[0].strip() for hs in hyps)

@@ -12,7 +12,8 @@ import torch
 from model.kernels import native
 from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
 from model.translation.cache import DenseCache, ReferenceCache
-from model.translation.search import BeamSearch, SearchOptions, encoder_buckets, generate
+from model.translation.options import TranslationOptions
+from model.translation.search import BeamSearch, encoder_buckets, generate
 from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import Translator
 
@@ -43,7 +44,7 @@ def random_sources(n: int, vocab: int, seed: int = 1) -> list[list[int]]:
     return [[rng.randrange(4, vocab) for _ in range(rng.randint(1, 14))] + [3] for _ in range(n)]
 
 
-def alone(backend, src: list[int], opts: SearchOptions):
+def alone(backend, src: list[int], opts: TranslationOptions):
     return generate(backend, torch.tensor([src]), opts)[0]
 
 
@@ -87,7 +88,7 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: s
     need(backend_cls)
     backend = backend_cls(random_model(rel))
     sources = random_sources(24, 96)
-    opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
+    opts = TranslationOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
     search = BeamSearch(backend, opts)
     out = run_staggered(search, sources)
     assert sorted(out) == list(range(len(sources)))
@@ -99,15 +100,15 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: s
 @pytest.mark.parametrize(
     "opts",
     [
-        SearchOptions(beam_size=3, length_penalty=0.0, max_length=6),  # most end at the absolute cap
-        SearchOptions(beam_size=2, min_length=5, length_penalty=0.6),  # EOS forbidden early, per sentence's own step
-        SearchOptions(beam_size=5, num_hypotheses=5, max_length_a=0.5, max_length_b=2),  # n-best, short relative caps
-        SearchOptions(beam_size=4, kv_cache_dtype=torch.float16),  # half storage
-        SearchOptions(beam_size=1, min_length=2, length_penalty=0.8),  # greedy
+        TranslationOptions(beam_size=3, length_penalty=0.0, max_length=6),  # most end at the absolute cap
+        TranslationOptions(beam_size=2, min_length=5, length_penalty=0.6),  # EOS forbidden early, per sentence's own step
+        TranslationOptions(beam_size=5, num_hypotheses=5, max_length_a=0.5, max_length_b=2),  # n-best, short relative caps
+        TranslationOptions(beam_size=4, kv_cache_dtype=torch.float16),  # half storage
+        TranslationOptions(beam_size=1, min_length=2, length_penalty=0.8),  # greedy
     ],
     ids=["abs-cap", "min-length", "n-best", "kv-half", "greedy"],
 )
-def test_joined_searches_keep_every_rule_of_generate(opts: SearchOptions) -> None:
+def test_joined_searches_keep_every_rule_of_generate(opts: TranslationOptions) -> None:
     need(FusedCPUBackend)
     backend = FusedCPUBackend(random_model("kv", seed=3))
     sources = random_sources(16, 96, seed=4)
@@ -122,7 +123,7 @@ def test_the_shipped_translator_joined_mid_flight_equals_alone(shipped_translato
              "Good morning", "A library for parsing and writing configuration files, with a command line tool.",
              "Click the button to save the document.", "Yes", "I see a rose."]  # fmt: skip
     sources = tr.preprocess(texts, "fr")
-    opts = SearchOptions(beam_size=4)
+    opts = TranslationOptions(beam_size=4)
     out = run_staggered(BeamSearch(tr.backend, opts), sources, seed=5)
     for i, src in enumerate(sources):
         assert_same(out[i], alone(tr.backend, src, opts))
@@ -132,7 +133,7 @@ def test_the_shipped_translator_joined_mid_flight_equals_alone(shipped_translato
 def test_a_cancelled_sentence_leaves_at_the_next_step_and_the_others_are_unchanged(backend_cls) -> None:
     need(backend_cls)
     backend = backend_cls(random_model("kv", seed=5))
-    opts = SearchOptions(beam_size=4, max_length=40, max_length_a=3.0)
+    opts = TranslationOptions(beam_size=4, max_length=40, max_length_a=3.0)
     sources = random_sources(3, 96, seed=9)
     search = BeamSearch(backend, opts)
     for i, src in enumerate(sources):
@@ -154,7 +155,7 @@ def test_a_cancelled_sentence_leaves_at_the_next_step_and_the_others_are_unchang
 
 def test_a_cancelled_sentence_that_has_not_joined_never_runs() -> None:
     backend = TorchBackend(random_model())
-    search = BeamSearch(backend, SearchOptions(beam_size=2))
+    search = BeamSearch(backend, TranslationOptions(beam_size=2))
     search.add("a", [5, 6, 3])
     search.cancel("a")
     assert search.idle and search.step() == []
@@ -163,7 +164,7 @@ def test_a_cancelled_sentence_that_has_not_joined_never_runs() -> None:
 def test_the_reference_cache_reuses_the_storage_of_finished_sentences() -> None:
     need(FusedCPUBackend)
     backend = FusedCPUBackend(random_model("kv", seed=7))
-    search = BeamSearch(backend, SearchOptions(beam_size=4))
+    search = BeamSearch(backend, TranslationOptions(beam_size=4))
     assert isinstance(search.cache, ReferenceCache)
     sources = random_sources(200, 96, seed=11)
     queue, out, most = list(range(len(sources))), {}, 0
@@ -189,15 +190,15 @@ def test_the_torch_back_end_keeps_a_dense_cache_and_bfloat16_storage_stays_dense
 @pytest.mark.parametrize(
     "opts",
     [
-        SearchOptions(beam_size=1, sampling_topk=5, sampling_seed=3),
-        SearchOptions(beam_size=1, sampling_topk=0, sampling_temperature=1.5, sampling_seed=4, num_hypotheses=3),
-        SearchOptions(beam_size=3, repetition_penalty=1.5, no_repeat_ngram_size=2),
-        SearchOptions(beam_size=1, no_repeat_ngram_size=1),
-        SearchOptions(beam_size=2, target_prefix=(5, 7)),
+        TranslationOptions(beam_size=1, sampling_topk=5, sampling_seed=3),
+        TranslationOptions(beam_size=1, sampling_topk=0, sampling_temperature=1.5, sampling_seed=4, num_hypotheses=3),
+        TranslationOptions(beam_size=3, repetition_penalty=1.5, no_repeat_ngram_size=2),
+        TranslationOptions(beam_size=1, no_repeat_ngram_size=1),
+        TranslationOptions(beam_size=2, target_prefix=(5, 7)),
     ],
     ids=["sample", "sample-n", "processors", "greedy-no-repeat", "prefix"],
 )
-def test_sampling_processors_and_prefix_run_joined_mid_flight(opts: SearchOptions) -> None:
+def test_sampling_processors_and_prefix_run_joined_mid_flight(opts: TranslationOptions) -> None:
     """The options that change the logits, and seeded sampling (each sentence draws with its own
     generator), give a sentence joining a running search the result it gets alone."""
     backend = TorchBackend(random_model("kv", seed=6))

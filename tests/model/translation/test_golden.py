@@ -18,7 +18,8 @@ import torch
 from golden import GOLDEN, SCORE_TOL, kernels_off, load, outputs  # (this directory is on sys.path)
 
 from model.translation.backends import FusedCPUBackend, TorchBackend
-from model.translation.search import BeamSearch, SearchOptions, generate_ids
+from model.translation.options import TranslationOptions
+from model.translation.search import BeamSearch, generate_ids
 from model.translation.translator import Translator
 
 Runner = Callable[[list[list[int]], dict], list]
@@ -26,7 +27,7 @@ Runner = Callable[[list[list[int]], dict], list]
 
 def _native(tr: Translator) -> Runner:
     def run(ids, opts):
-        return generate_ids(tr.backend, ids, SearchOptions(**opts), tr.max_batch_tokens)
+        return generate_ids(tr.backend, ids, TranslationOptions(**opts), tr.max_batch_tokens)
 
     return run
 
@@ -36,7 +37,7 @@ def _torch(tr: Translator) -> Runner:
 
     def run(ids, opts):
         with kernels_off():
-            return generate_ids(backend, ids, SearchOptions(**opts), tr.max_batch_tokens)
+            return generate_ids(backend, ids, TranslationOptions(**opts), tr.max_batch_tokens)
 
     return run
 
@@ -45,7 +46,7 @@ def _pool(tr: Translator) -> Runner:
     backend = TorchBackend(tr.model)
 
     def run(ids, opts):
-        o = SearchOptions(**opts)
+        o = TranslationOptions(**opts)
         with kernels_off():
             search = BeamSearch(backend, o, capacity=len(ids))
             out = {}

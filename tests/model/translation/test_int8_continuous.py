@@ -10,8 +10,9 @@ from test_continuous import alone, assert_same, random_model, random_sources, ru
 
 from model.kernels import fused_cpu, native
 from model.translation.backends import FusedCPUBackend, select_backend
+from model.translation.options import TranslationOptions
 from model.translation.scheduler import TranslationScheduler
-from model.translation.search import BeamSearch, SearchOptions
+from model.translation.search import BeamSearch
 
 
 def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
@@ -29,7 +30,7 @@ def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
 def test_a_sentence_joining_mid_flight_gets_its_result_alone_in_int8(rel: str) -> None:
     backend = int8_backend(rel)
     sources = random_sources(24, 96)
-    opts = SearchOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
+    opts = TranslationOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
     search = BeamSearch(backend, opts)
     out = run_staggered(search, sources)
     assert sorted(out) == list(range(len(sources)))
@@ -42,7 +43,7 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone_in_int8(rel: str) -
 def test_scheduler_results_equal_searches_alone_in_int8(workers: int) -> None:
     backend = int8_backend("kv", seed=21)
     sources = random_sources(20, 96, seed=3)
-    opts = SearchOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
+    opts = TranslationOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
     sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
     try:
         tickets = [sched.submit(sources[i : i + 5], opts) for i in range(0, 20, 5)]

@@ -13,8 +13,9 @@ import torch
 from test_continuous import assert_same, random_model, random_sources  # (this directory is on sys.path)
 
 from model.translation.backends import select_backend
+from model.translation.options import SearchStats, TranslationOptions
 from model.translation.scheduler import TranslationScheduler, worker_layout
-from model.translation.search import SearchOptions, generate
+from model.translation.search import generate, generate_ids
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def alone(backend, src, opts):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_results_equal_searches_alone(backend, workers: int) -> None:
     sources = random_sources(20, 96, seed=3)
-    opts = SearchOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
+    opts = TranslationOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
     sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
     try:
         tickets = [sched.submit(sources[i : i + 5], opts) for i in range(0, 20, 5)]  # four requests at once
@@ -44,7 +45,7 @@ def test_sampling_and_logits_processors_run_in_the_continuous_search(backend) ->
     sources = random_sources(6, 96, seed=4)
     sched = TranslationScheduler(backend, workers=1, threads=1)
     try:
-        for opts in (SearchOptions(beam_size=1, sampling_topk=3, sampling_seed=1), SearchOptions(beam_size=2, repetition_penalty=1.5)):
+        for opts in (TranslationOptions(beam_size=1, sampling_topk=3, sampling_seed=1), TranslationOptions(beam_size=2, repetition_penalty=1.5)):
             got = sched.run(sources, opts)
             want = [alone(backend, s, opts) for s in sources]
             for g, w in zip(got, want):
@@ -72,7 +73,7 @@ def test_a_one_sentence_request_is_not_held_behind_a_heavy_one(backend) -> None:
     """64 long sentences first, 2 sentences running at a time; a one-sentence request that arrives
     after them gets the next free place (fair share), not the place after the 64."""
     heavy_src = random_sources(64, 96, seed=5)
-    opts = SearchOptions(beam_size=2, max_length=12, max_length_a=0, max_length_b=12)
+    opts = TranslationOptions(beam_size=2, max_length=12, max_length_a=0, max_length_b=12)
     sched = TranslationScheduler(SlowSteps(backend, 0.002), workers=1, threads=1, max_sentences=2)
     try:
         heavy = sched.submit(heavy_src, opts)
@@ -88,24 +89,49 @@ def test_a_one_sentence_request_is_not_held_behind_a_heavy_one(backend) -> None:
 
 
 def test_a_cancelled_request_leaves_at_the_next_step_and_the_next_one_runs(backend) -> None:
-    opts = SearchOptions(beam_size=4, max_length=60, max_length_a=0, max_length_b=60)
+    opts = TranslationOptions(beam_size=4, max_length=60, max_length_a=0, max_length_b=60)
     sched = TranslationScheduler(SlowSteps(backend, 0.005), workers=1, threads=1, max_sentences=8)
     try:
         gone = sched.submit(random_sources(16, 96, seed=7), opts)
         while sched.running_sentences < 8:
             time.sleep(0.001)
-        assert sched.cancel(gone) == 8  # the 8 not admitted never run
+        assert gone.cancel() == 8  # the 8 not admitted never run
+        assert gone.cancelled and gone.cancel() == 0  # (a second cancel drops nothing more)
         deadline = time.monotonic() + 5
         while sched.running_sentences:
             assert time.monotonic() < deadline
             time.sleep(0.005)
         assert not gone.future.done()  # (nobody waits for it)
+        steps = gone.stats.decode_steps
+        assert steps >= 1 and gone.stats.kv_cache_bytes > 0  # it ran, and stopped short of its 60 steps
+        assert steps < 60
         src = random_sources(2, 96, seed=8)
-        after = sched.run(src, SearchOptions(beam_size=4))
+        after = sched.run(src, TranslationOptions(beam_size=4))
         for s, h in zip(src, after):
-            assert_same(h, alone(backend, s, SearchOptions(beam_size=4)))
+            assert_same(h, alone(backend, s, TranslationOptions(beam_size=4)))
+        assert gone.stats.decode_steps == steps  # the steps after it left are not its
     finally:
         sched.close()
+
+
+@pytest.mark.parametrize("opts", [TranslationOptions(beam_size=3), TranslationOptions(beam_size=1, min_length=3)])
+def test_a_tickets_stats_count_the_steps_its_sentences_ran(backend, opts: TranslationOptions) -> None:
+    """A request alone on one worker: its sentences all join at the first step, so its ticket counts
+    the steps of one search over them, what ``generate_ids`` reports for the same sentences."""
+    sources = random_sources(5, 96, seed=12)
+    want = SearchStats()
+    ref = generate_ids(backend, sources, opts, stats=want)
+    sched = TranslationScheduler(backend, workers=1, threads=1)
+    try:
+        ticket = sched.submit(sources, opts)
+        got = ticket.future.result(timeout=60)
+    finally:
+        sched.close()
+    for a, b in zip(got, ref):
+        assert_same(a, b)
+    assert ticket.stats.decode_steps == want.decode_steps > 0
+    assert ticket.stats.kv_cache_bytes > 0
+    assert not ticket.cancelled
 
 
 class FailOnce:
@@ -127,12 +153,12 @@ class FailOnce:
 def test_a_failing_search_fails_its_requests_and_the_scheduler_goes_on(backend) -> None:
     sched = TranslationScheduler(FailOnce(backend), workers=1, threads=1)
     try:
-        first = sched.submit(random_sources(2, 96, seed=9), SearchOptions(beam_size=2))
+        first = sched.submit(random_sources(2, 96, seed=9), TranslationOptions(beam_size=2))
         with pytest.raises(RuntimeError, match="boom"):
             first.future.result(timeout=30)
         src = random_sources(3, 96, seed=10)
-        for s, h in zip(src, sched.run(src, SearchOptions(beam_size=2))):
-            assert_same(h, alone(backend, s, SearchOptions(beam_size=2)))
+        for s, h in zip(src, sched.run(src, TranslationOptions(beam_size=2))):
+            assert_same(h, alone(backend, s, TranslationOptions(beam_size=2)))
     finally:
         sched.close()
 
@@ -165,7 +191,7 @@ def test_sentences_arriving_together_are_spread_over_the_workers(backend) -> Non
     """16 sentences arriving at once on two idle workers with room for 128 each: each worker takes
     its share (8), not the first to wake all of them; results as alone."""
     sources = random_sources(16, 96, seed=8)
-    opts = SearchOptions(beam_size=2, max_length_a=1.0, max_length_b=3)
+    opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3)
     log = StepLog()
     sched = TranslationScheduler(backend, workers=2, threads=1, max_sentences=128, observer=log)
     try:
@@ -183,7 +209,7 @@ def test_workers_run_nicer_than_the_process(backend) -> None:
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     sched = TranslationScheduler(backend, workers=2, threads=1, nice=3)
     try:
-        sched.run(random_sources(2, 96, seed=9), SearchOptions(beam_size=2, max_length_a=1.0, max_length_b=3))
+        sched.run(random_sources(2, 96, seed=9), TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3))
         workers = [t for t in threading.enumerate() if t.name.startswith("rendition-translate-")]
         assert len(workers) == 2
         assert [os.getpriority(os.PRIO_PROCESS, t.native_id) for t in workers] == [min(19, own + 3)] * 2

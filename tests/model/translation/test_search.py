@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from model.tokenizer import Tokenizer
-from model.translation.search import SearchOptions, beam_step, generate, length_penalty, lse_chunk_max, row_max
+from model.translation.options import TranslationOptions
+from model.translation.search import beam_step, generate, length_penalty, lse_chunk_max, row_max
 from model.translation.transformer import Transformer, TransformerConfig
 from model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
@@ -117,7 +118,7 @@ def random_table(seed: int):
 
 
 def run(table, n_src: int = 1, **kw) -> list[list]:
-    opts = SearchOptions(max_length_a=100, **kw)
+    opts = TranslationOptions(max_length_a=100, **kw)
     src = torch.full((n_src, 3), 9)
     return generate(ScriptedModel(table), src, opts)
 
@@ -324,7 +325,7 @@ def test_min_length_fast_path_equals_log_softmax_path(random_translator: Transla
     fast = random_translator.translate(SENTS, "en", "fr", **kw)
     monkeypatch.setattr(search, "_chunk_size", lambda V, n: None)
     slow = random_translator.translate(SENTS, "en", "fr", **kw)
-    rel_a, rel_b = SearchOptions().max_length_a, SearchOptions().max_length_b
+    rel_a, rel_b = TranslationOptions().max_length_a, TranslationOptions().max_length_b
     caps = [min(24, int(rel_a * len(ids) + rel_b)) for ids in random_translator.preprocess(SENTS, "fr")]
     assert min(caps) < 18  # one sentence reaches its max length before min_length: it still ends there
     for a, b, cap in zip(fast, slow, caps):
@@ -348,7 +349,7 @@ def test_max_output_lengths_equal_the_search_caps() -> None:
     rng = random.Random(5)
     for _ in range(300):
         lens = [rng.randint(0, 600) for _ in range(rng.randint(1, 40))]
-        opts = SearchOptions(
+        opts = TranslationOptions(
             max_length=rng.choice([1, 2, 7, 64, 256, 1024]),
             max_length_a=rng.choice([0.0, 0.3, 1.1, 1.2, 1.5, 2.0, 1 / 3, rng.uniform(0, 3)]),
             max_length_b=rng.choice([0, 1, 5, 10, rng.randint(0, 50)]),

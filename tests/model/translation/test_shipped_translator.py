@@ -85,7 +85,7 @@ def test_float16_kv_cache_same_translations_half_the_self_attention_memory(trans
     b = half.translate(texts, "en", "fr", beam_size=4)
     assert [x.tokens for x in a] == [x.tokens for x in b]
     assert [x.score for x in a] == pytest.approx([x.score for x in b], abs=1e-3)
-    assert translator.stats["kv_cache_bytes"] > half.stats["kv_cache_bytes"]
+    assert translator.stats.kv_cache_bytes > half.stats.kv_cache_bytes
     for bad in ("int8", torch.int8):
         with pytest.raises(ValueError, match="kv_cache_dtype"):
             Translator(translator.model, translator.tokenizer, kv_cache_dtype=bad)

@@ -1,0 +1,58 @@
+"""The one interface a model's queue has: the translator's ``TranslationQueue`` (``service.scheduler``,
+the step-level scheduler) and the encoder's ``Batcher`` (``service.batcher``, dynamic batching).
+
+``service.inference`` submits a request's sentences through it; the pre-body gate
+(``service.connections``) reads ``queued`` and ``retry_after``; the app starts and stops it.
+The errors a ``submit`` raises are the same for both queues, and the facade maps them to HTTP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
+
+
+class QueueFull(Exception):
+    def __init__(self, model: str, retry_after: int):
+        super().__init__(f"the {model} queue is full; retry in {retry_after} s")
+        self.retry_after = retry_after
+
+
+class BatchFailed(RuntimeError):
+    """The model call a request's sentences ran in raised; carries the original error's message."""
+
+
+class BatcherClosed(RuntimeError):
+    """The queue is shutting down and takes no new work."""
+
+
+class Queue(Protocol):
+    """A model's queue (see the module docstring)."""
+
+    name: str
+    max_queue: int  # sentences waiting, at most (beyond: QueueFull)
+    max_batch_size: int  # sentences run at once (the translator: per worker)
+
+    @property
+    def queued(self) -> int:
+        """Sentences waiting, not yet running."""
+        ...
+
+    def retry_after(self) -> int:
+        """Seconds until the queue ahead has drained (an estimate, >= 1)."""
+        ...
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None:
+        """Finish everything queued or running, then stop."""
+        ...
+
+    async def submit(
+        self, payloads: Sequence[Any], costs: Sequence[int], key: Hashable, tokens: Sequence[int] | None = None
+    ) -> list[Any]:
+        """Queue one request's sentences (token ids) and return their results in order.  Raises
+        ``QueueFull`` at once when they do not fit, ``BatchFailed`` when the model raised,
+        ``BatcherClosed`` while shutting down; cancelling the awaiting task drops the request's
+        sentences that are still waiting (and, for the translator, its running ones at the next step)."""
+        ...
