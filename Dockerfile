@@ -97,8 +97,8 @@ COPY --from=wheel /dist/ /tmp/dist/
 RUN set -eux; \
     /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl; \
     rm -rf /tmp/dist; \
-    /opt/venv/bin/python -c "import service.main; from model.translation.translator import DEFAULT_TRANSLATOR; from model.embedding.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"; \
-    RENDITION_REQUIRE_NATIVE=1 /opt/venv/bin/python -c "from model.kernels import native; print('native kernels:', native.built(), 'using', native.isa())"
+    /opt/venv/bin/python -c "import rendition.service.main; from rendition.model.translation.translator import DEFAULT_TRANSLATOR; from rendition.model.embedding.encoder import DEFAULT_ENCODER; print('shipped models:', [str(p) for d in (DEFAULT_TRANSLATOR, DEFAULT_ENCODER) if d.is_dir() for p in sorted(d.iterdir())])"; \
+    RENDITION_REQUIRE_NATIVE=1 /opt/venv/bin/python -c "from rendition.model.kernels import native; print('native kernels:', native.built(), 'using', native.isa())"
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -20,7 +20,7 @@ import os
 import platform
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 CSRC = "model/kernels/csrc"
@@ -66,10 +66,16 @@ class BuildNative(build_ext):
             self.build_temp = build_temp
 
 
+# one installed package named after the project: model/ -> rendition.model, service/ -> rendition.service
+PACKAGE_DIR = {"rendition.model": "model", "rendition.service": "service"}
+PACKAGES = [f"rendition.{p}" for p in find_packages(include=["model", "model.*", "service", "service.*"])]
+
 setup(
+    packages=PACKAGES,
+    package_dir=PACKAGE_DIR,
     ext_modules=[
         Extension(
-            f"model.kernels._native_{isa}",
+            f"rendition.model.kernels._native_{isa}",
             sources=SOURCES,
             depends=DEPENDS,
             include_dirs=[CSRC],

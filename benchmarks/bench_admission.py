@@ -1,5 +1,5 @@
 """Measure ``RENDITION_DECODE_UNIT_S``: seconds of translator time per admission unit
-(source tokens x beam x max output tokens, ``service.admission``).
+(source tokens x beam x max output tokens, ``rendition.service.admission``).
 
 Runs the shipped translator (or ``--model``) on one search per group of sentences
 (``Translator.core``, groups under a token budget), with EOS forbidden until the length limit
@@ -17,10 +17,10 @@ import time
 
 import torch
 
-from model.translation.options import TranslationOptions
-from model.translation.search import max_output_lengths
-from service.admission import translation_units
-from service.engines import TranslationEngine, TranslationJob, load_translator
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import max_output_lengths
+from rendition.service.admission import translation_units
+from rendition.service.engines import TranslationEngine, TranslationJob, load_translator
 
 SENTENCE = "The committee will meet again next week to discuss the budget of the new school in the village."
 

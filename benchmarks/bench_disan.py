@@ -28,10 +28,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 
-from model.embedding.disan import DiSAN, DiSANConfig  # noqa: E402
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder  # noqa: E402
-from model.tokenizer import Tokenizer  # noqa: E402
-from model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
+from rendition.model.embedding.disan import DiSAN, DiSANConfig  # noqa: E402
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder  # noqa: E402
+from rendition.model.tokenizer import Tokenizer  # noqa: E402
+from rendition.model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
 
 
 def load_encoder(d_model: int | None) -> SentenceEncoder:
@@ -103,8 +103,8 @@ def memory(impl: str, batch: int, tokens: int, d_model: int | None) -> dict:
 
 def width_sweep(args: argparse.Namespace) -> None:
     """sent/s of MiniLM and of DiSANs of several widths (d_embed = d_model, head to 384), same sentences."""
-    from model.training.distill import load_teacher
-    from model.training.distill_data import general_held_out
+    from rendition.model.training.distill import load_teacher
+    from rendition.model.training.distill_data import general_held_out
 
     sents = general_held_out("test")[: args.sentences] if args.general else sentences(args.sentences, 15, 25)
     teacher = load_teacher()
@@ -144,7 +144,7 @@ def main() -> None:
         return
 
     enc = load_encoder(args.d_model)
-    from model.training.distill import load_teacher
+    from rendition.model.training.distill import load_teacher
 
     teacher = load_teacher()
     sents = sentences(args.sentences, 15, 25)

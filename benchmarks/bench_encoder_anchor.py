@@ -47,9 +47,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from model.embedding.encoder import SentenceEncoder  # noqa: E402
-from model.training.distill import fidelity, sentence_pairs, throughput  # noqa: E402
-from model.training.distill_data import general_held_out  # noqa: E402
+from rendition.model.embedding.encoder import SentenceEncoder  # noqa: E402
+from rendition.model.training.distill import fidelity, sentence_pairs, throughput  # noqa: E402
+from rendition.model.training.distill_data import general_held_out  # noqa: E402
 
 LOSSLESS = 0.999  # mean cosine to the configuration's own float32 vectors
 

@@ -1,6 +1,6 @@
 """Tokenizers for the sentence encoder, by measurement: tokens per sentence and <unk> rate on the
 held-out splits, for the shipped tokenizer extended with byte fallback and for new byte-fallback
-unigram models of several sizes trained on the broad distillation set (model.training.distill_data).
+unigram models of several sizes trained on the broad distillation set (rendition.model.training.distill_data).
 
 Fewer tokens per sentence means less token2token work (DiSAN is quadratic in length); a larger
 vocabulary costs embedding parameters (vocab x d_embed) and needs more data per piece.
@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from model.embedding.encoder import DEFAULT_ENCODER  # noqa: E402
-from model.tokenizer import UNK_ID, Tokenizer, train_tokenizer, with_byte_fallback  # noqa: E402
-from model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
-from model.training.distill_data import GENERAL_SOURCES, english_list, parallel_pairs  # noqa: E402
+from rendition.model.embedding.encoder import DEFAULT_ENCODER  # noqa: E402
+from rendition.model.tokenizer import UNK_ID, Tokenizer, train_tokenizer, with_byte_fallback  # noqa: E402
+from rendition.model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
+from rendition.model.training.distill_data import GENERAL_SOURCES, english_list, parallel_pairs  # noqa: E402
 
 
 def held_out_sets() -> dict[str, list[str]]:
@@ -49,7 +49,7 @@ def measure(tok: Tokenizer, sets: dict[str, list[str]]) -> dict[str, dict[str, f
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=Path, required=True, help="directory with english.txt (python -m model.training.distill_data build)")
+    ap.add_argument("--runs", type=Path, required=True, help="directory with english.txt (python -m rendition.model.training.distill_data build)")
     ap.add_argument("--sizes", type=int, nargs="*", default=[8000, 16000], help="new unigram models to train and measure")
     ap.add_argument("--multiword", action="store_true", help="train them with pieces that span words (train_tokenizer(multiword=True))")
     ap.add_argument("--models", type=Path, nargs="*", default=[], help="SentencePiece models to measure as they are")

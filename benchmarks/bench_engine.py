@@ -66,9 +66,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_translate import EngineProcess, _tempdir  # noqa: E402
 
-from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.translation.options import TranslationOptions  # noqa: E402
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+from rendition.model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
+from rendition.model.translation.options import TranslationOptions  # noqa: E402
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 SPLITS = ROOT / "data" / "splits"
 SETS = {"ddtp": "test.en-fr.tsv", "everyday": "test.everyday.en-fr.tsv"}  # --sets: name -> split file
@@ -139,7 +139,7 @@ class ConfigBench:
         else:
             torch.set_num_threads(self.threads)
         if self.kind in ("sched", "sched8"):  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
-            from model.translation.scheduler import TranslationScheduler
+            from rendition.model.translation.scheduler import TranslationScheduler
 
             self.sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
         self._translate(next(iter(self.sources.values()))[:16])  # warm-up
@@ -246,7 +246,7 @@ def main() -> None:
 
     import ctranslate2
 
-    from model.tokenizer import Tokenizer
+    from rendition.model.tokenizer import Tokenizer
 
     tokenizer = Tokenizer(DEFAULT_TRANSLATOR / "sentencepiece.model")
     print(f"# bench_engine  {time.strftime('%Y-%m-%d %H:%M:%S')}")

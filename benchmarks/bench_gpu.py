@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     import sacrebleu
 
-    from model.translation.ct2 import CT2Translator, export_ct2
-    from model.translation.translator import DEFAULT_TRANSLATOR, Translator
+    from rendition.model.translation.ct2 import CT2Translator, export_ct2
+    from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
     for path in (*SETS.values(), DEFAULT_TRANSLATOR / "model.safetensors"):
         if not path.is_file():

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from model.language_id import LanguageDetector
-from model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.language_id import LanguageDetector
+from rendition.model.training.data import SPLITS_DIR, read_tsv
 
 
 def lines(pairs: tuple[str, ...]) -> list[tuple[str, str]]:

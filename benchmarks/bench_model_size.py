@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.translator import Translator
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.translation.translator import Translator
 
 
 def run(tr: Translator, sentences: list[str], batch: int) -> tuple[float, int]:

@@ -1,6 +1,6 @@
 """Sizing one replica: tokens/s and memory of a real server on the shipped models (docs/deploy.md).
 
-Starts ``python -m service.main`` for each thread count, waits until it is ready, drives a
+Starts ``python -m rendition.service.main`` for each thread count, waits until it is ready, drives a
 closed-loop load of short translations (``scripts/loadgen.py``) and reads the service's own
 counters before and after: input and generated tokens per wall second and per CPU-second of the
 server process (the fairer number on a shared machine), plus its resident memory (RSS after the
@@ -57,7 +57,7 @@ def run(threads: int, seconds: float, concurrency: int) -> list[str]:
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")}
     env.update(RENDITION_TORCH_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
-    proc = subprocess.Popen([sys.executable, "-m", "service.main", "--port", str(port)], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "rendition.service.main", "--port", str(port)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = []
     try:

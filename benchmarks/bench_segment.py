@@ -15,7 +15,7 @@ import time
 
 from sentencex import segment
 
-from model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.training.data import SPLITS_DIR, read_tsv
 
 
 def spans(pieces: list[str]) -> set[int]:

@@ -3,7 +3,7 @@
     python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--root DIR]
     python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
 
-The script starts ``python -m service.main`` (``rendition serve``; with ``--root`` another checkout's,
+The script starts ``python -m rendition.service.main`` (``rendition serve``; with ``--root`` another checkout's,
 for a before/after comparison), waits for ``/health/ready`` and measures, in this order:
 
 (a) HTTP efficiency: ``--n`` (256) single-sentence ``POST /v1/translate`` requests, the first
@@ -72,7 +72,7 @@ SEED = 17
 # -- the server -------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def serve(root: Path, port: int, extra_env: dict[str, str], timeout: float = 300.0) -> Iterator[str]:
-    """``python -m service.main`` from ``root`` on ``port`` (0: a free one); yields its URL once ready."""
+    """``python -m rendition.service.main`` from ``root`` on ``port`` (0: a free one); yields its URL once ready."""
     if port == 0:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -80,7 +80,7 @@ def serve(root: Path, port: int, extra_env: dict[str, str], timeout: float = 300
     env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")} | extra_env
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "service.main", "--port", str(port)], cwd=root, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "rendition.service.main", "--port", str(port)], cwd=root, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             deadline = time.monotonic() + timeout
@@ -142,7 +142,7 @@ def latencies(result: LoadResult) -> dict:
 def route_options():
     """A fresh ``TranslationOptions`` with ``POST /v1/translate``'s defaults (beam 4, length penalty 1.0,
     max_length 256): what the in-process references run."""
-    from model.translation.options import TranslationOptions
+    from rendition.model.translation.options import TranslationOptions
 
     return TranslationOptions(beam_size=4, length_penalty=1.0, max_length=256)
 
@@ -159,8 +159,8 @@ def in_process_seconds(
     requests as (a)'s closed loop does, each a ticket of its own and ``in_flight`` at a time, without HTTP."""
     import torch
 
-    from model import segment
-    from model.translation.translator import Translator
+    from rendition.model import segment
+    from rendition.model.translation.translator import Translator
 
     global _TORCH_THREADS
     _TORCH_THREADS = _TORCH_THREADS or torch.get_num_threads()

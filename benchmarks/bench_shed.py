@@ -1,6 +1,6 @@
 """Overload shedding: how fast a 429 is decided server-side under 500 concurrent clients.
 
-Starts ``python -m service.main`` (the shipped models, or ``--translator``/``--encoder``) with a
+Starts ``python -m rendition.service.main`` (the shipped models, or ``--translator``/``--encoder``) with a
 small queue and a pinned batch time, fires ``--clients`` concurrent 8-item ``/v1/translate``
 requests at once (one connection each, loopback), and reports the client-side statuses and the
 server-side duration of each answer from the server's own JSON access log (``duration_ms``, the
@@ -70,7 +70,7 @@ def main() -> None:
     if args.translator:
         env["RENDITION_TRANSLATOR_PATH"] = args.translator
     with tempfile.NamedTemporaryFile("w+b", suffix=".log") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "service.main", "--port", str(port)], cwd=args.root, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "rendition.service.main", "--port", str(port)], cwd=args.root, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:

@@ -13,7 +13,7 @@ Throughput is generated tokens (best hypothesis, </s> included when emitted) per
 time and per second of the engine process's CPU time (the robust figure when other jobs share the
 CPU); the engines take turns for --rounds rounds and each figure is the median round.
 
-(a) ours: ``model.translation.search.generate`` with the KV cache (``Transformer.decode_step``);
+(a) ours: ``rendition.model.translation.search.generate`` with the KV cache (``Transformer.decode_step``);
 (b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
     decoder stack on the whole prefix every step (logits for the last position only);
 (c) CTranslate2 float32 on the exported weights (``rendition export-ct2``);
@@ -48,13 +48,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from model.tokenizer import Tokenizer  # noqa: E402
-from model.translation.backends import select_backend  # noqa: E402
-from model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
-from model.translation.options import TranslationOptions  # noqa: E402
-from model.translation.search import generate  # noqa: E402
-from model.translation.transformer import Transformer, TransformerConfig  # noqa: E402
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+from rendition.model.tokenizer import Tokenizer  # noqa: E402
+from rendition.model.translation.backends import select_backend  # noqa: E402
+from rendition.model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
+from rendition.model.translation.options import TranslationOptions  # noqa: E402
+from rendition.model.translation.search import generate  # noqa: E402
+from rendition.model.translation.transformer import Transformer, TransformerConfig  # noqa: E402
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
 
 
 # -- (b) the no-cache baseline ---------------------------------------------------------------------
@@ -93,7 +93,7 @@ class PrefixCache:
 
 
 class NoCacheModel:
-    """A search back end (``model.translation.search``): every step recomputes the decoder over the
+    """A search back end (``rendition.model.translation.search``): every step recomputes the decoder over the
     whole prefix."""
 
     def __init__(self, model: Transformer):

@@ -25,9 +25,9 @@ import re
 import time
 from collections import Counter
 
-from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.glossary import STAND_INS, Glossary
-from model.translation.translator import Translator
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.translation.glossary import STAND_INS, Glossary
+from rendition.model.translation.translator import Translator
 
 SPLITS = ("test.en-fr.tsv", "test.ui.en-fr.tsv", "test.help.en-fr.tsv")
 WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")

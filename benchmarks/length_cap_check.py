@@ -1,6 +1,6 @@
 """Is legitimate text ever refused for length?  Every sentence of the held-out test splits, alone
 and doubled (``sentence + " " + sentence``), through the service's rules: split into sentences
-(``model.segment``), beam search under the length caps (``TranslationOptions``: min(max_length,
+(``rendition.model.segment``), beam search under the length caps (``TranslationOptions``: min(max_length,
 a x source + b)), and for a translation that reaches its cap without ending the second decoding
 with no repeated n-gram (RENDITION_LENGTH_FALLBACK_NO_REPEAT_NGRAM); a text is *refused* when a
 sentence of it still reaches its cap.
@@ -20,11 +20,11 @@ import sys
 import time
 from dataclasses import dataclass
 
-from model import segment
-from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.options import TranslationOptions
-from model.translation.search import max_output_lengths
-from model.translation.translator import Translator
+from rendition.model import segment
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import max_output_lengths
+from rendition.model.translation.translator import Translator
 
 SPLITS = (
     "test.en-fr.tsv",
@@ -46,7 +46,7 @@ class Counts:
 
 
 def default_fallback_ngram() -> int:
-    from service.settings import Settings
+    from rendition.service.settings import Settings
 
     return Settings.model_fields["length_fallback_no_repeat_ngram"].default
 

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_serving import SEED, median_sentence, mixed_pool, route_options  # noqa: E402
 
-from model.tokenizer import Tokenizer  # noqa: E402
+from rendition.model.tokenizer import Tokenizer  # noqa: E402
 
 TRANSLATOR_SPM = Path(__file__).resolve().parents[1] / "model" / "pretrained" / "translator" / "sentencepiece.model"
 
@@ -133,7 +133,7 @@ def first_come_first_served(work: np.ndarray, load: float, workers: int, n: int,
 def _translator(workers: int = 0):
     import torch
 
-    from model.translation.translator import Translator
+    from rendition.model.translation.translator import Translator
 
     torch.set_num_threads(1)
     tr = Translator.from_pretrained(device="cpu")
@@ -151,7 +151,7 @@ def measure_step_ms(
     the memory bus: a step costs more when every core runs one)."""
     import torch
 
-    from model.translation.search import BeamSearch
+    from rendition.model.translation.search import BeamSearch
 
     tr, opts = _translator()
     pool = mixed_pool()
@@ -185,7 +185,7 @@ def engine_open_loop(workers: int, loads: list[float], seconds: float, in_flight
     """The scheduler on Poisson arrivals of the mix's sentences (one request each) at ``loads`` of
     its capacity (a closed loop of ``in_flight``, 20 s); latencies in units of the median sentence
     alone (median of 10)."""
-    from model import segment
+    from rendition.model import segment
 
     tr, opts = _translator(workers)
     sched = tr.scheduler

@@ -13,11 +13,11 @@ __all__ = ["Translator", "SentenceEncoder", "__version__"]
 
 def __getattr__(name: str):  # lazy: importing `model` stays cheap
     if name == "Translator":
-        from model.translation.translator import Translator
+        from rendition.model.translation.translator import Translator
 
         return Translator
     if name == "SentenceEncoder":
-        from model.embedding.encoder import SentenceEncoder
+        from rendition.model.embedding.encoder import SentenceEncoder
 
         return SentenceEncoder
     raise AttributeError(name)

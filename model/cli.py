@@ -1,7 +1,7 @@
-"""The model's commands of ``rendition`` (``python -m model.cli``), implemented beside their code.
+"""The model's commands of ``rendition`` (``python -m rendition.model.cli``), implemented beside their code.
 
 Each subcommand is ``module:function`` taking ``argv``; modules are imported only when their
-subcommand runs.  The installed ``rendition`` script is ``service.cli``, which adds ``serve`` to
+subcommand runs.  The installed ``rendition`` script is ``rendition.service.cli``, which adds ``serve`` to
 these: ``model`` never imports ``service``.
 """
 
@@ -12,15 +12,15 @@ import sys
 from collections.abc import Mapping, Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "translate": ("model.translation.cli:main", "translate lines from stdin to stdout"),
-    "translate-file": ("model.documents.cli:main", "translate a document (.txt .html .docx .pptx .odt .po .srt)"),
-    "embed": ("model.embedding.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
-    "data": ("model.training.corpus.build:data_main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),
-    "train": ("model.training.train:main", "train the translator"),
-    "evaluate": ("model.training.evaluate:main", "BLEU/chrF of a translator on the test split"),
-    "train-encoder": ("model.training.distill:main", "train the DiSAN sentence encoder by distillation"),
-    "evaluate-encoder": ("model.training.distill:evaluate_main", "retrieval accuracy and fidelity of the sentence encoder"),
-    "export-ct2": ("model.translation.ct2:main", "export a translator to a CTranslate2 model directory"),
+    "translate": ("rendition.model.translation.cli:main", "translate lines from stdin to stdout"),
+    "translate-file": ("rendition.model.documents.cli:main", "translate a document (.txt .html .docx .pptx .odt .po .srt)"),
+    "embed": ("rendition.model.embedding.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
+    "data": ("rendition.model.training.corpus.build:data_main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),
+    "train": ("rendition.model.training.train:main", "train the translator"),
+    "evaluate": ("rendition.model.training.evaluate:main", "BLEU/chrF of a translator on the test split"),
+    "train-encoder": ("rendition.model.training.distill:main", "train the DiSAN sentence encoder by distillation"),
+    "evaluate-encoder": ("rendition.model.training.distill:evaluate_main", "retrieval accuracy and fidelity of the sentence encoder"),
+    "export-ct2": ("rendition.model.translation.ct2:main", "export a translator to a CTranslate2 model directory"),
 }
 
 

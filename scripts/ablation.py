@@ -16,9 +16,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from model.training.train import TrainConfig, train
-from model.translation.transformer import TransformerConfig
-from model.translation.translator import DEFAULT_TRANSLATOR
+from rendition.model.training.train import TrainConfig, train
+from rendition.model.translation.transformer import TransformerConfig
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = TransformerConfig(vocab_size=0, d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=1)

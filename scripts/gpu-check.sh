@@ -35,7 +35,7 @@ if (( DRY )); then
     step "dry run: every step's pieces"
     bash -n "$0"
     "$PY" -m pytest --collect-only -q -m gpu tests/gpu | tail -1
-    "$PY" -c "import service.main, model.translation.ct2, model.embedding.encoder"
+    "$PY" -c "import rendition.service.main, rendition.model.translation.ct2, rendition.model.embedding.encoder"
     "$PY" benchmarks/bench_gpu.py --dry-run --n "$N"
     step "dry run passed"
     exit 0
@@ -49,7 +49,7 @@ status=0
 timeout 180 "$PY" -m pytest -q -m gpu tests/gpu 2>&1 | tee "$OUT/pytest-gpu.txt" || status=1
 
 step "3. the service on CUDA"
-RENDITION_DEVICE=cuda RENDITION_DTYPE=float16 "$PY" -m service.main --port "$PORT" >"$OUT/serve.log" 2>&1 &
+RENDITION_DEVICE=cuda RENDITION_DTYPE=float16 "$PY" -m rendition.service.main --port "$PORT" >"$OUT/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 90); do

@@ -131,7 +131,7 @@ log "prometheus: $up targets up; translations served per replica: $(curl -fsS "h
     --data-urlencode 'query=sum by (instance) (rendition_requests_total{route="/v1/translate"})' \
     | "$PY" -c 'import json, sys; print(" ".join(r["metric"]["instance"] + "=" + r["value"][1] for r in json.load(sys.stdin)["data"]["result"]))')"
 log "memory per replica: $(docker stats --no-stream --format '{{.Name}}={{.MemUsage}}' "${CIDS[@]}" | tr '\n' ' ')"
-log "native kernels (built into the image, read-only root fs): $(docker exec "${CIDS[0]}" python -c 'from model.kernels import native; print(native.built(), "using", native.isa())')"
+log "native kernels (built into the image, read-only root fs): $(docker exec "${CIDS[0]}" python -c 'from rendition.model.kernels import native; print(native.built(), "using", native.isa())')"
 
 # -- 5. kill one replica mid-load ---------------------------------------------------------------------
 VICTIM="${CIDS[1]}"

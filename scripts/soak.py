@@ -1,6 +1,6 @@
 """Soak test: steady closed-loop load on a real server for minutes; latency and RSS over time.
 
-Starts ``python -m service.main`` on a free loopback port (or targets ``--url`` with ``--pid``),
+Starts ``python -m rendition.service.main`` on a free loopback port (or targets ``--url`` with ``--pid``),
 drives it with ``scripts/loadgen.py`` at a fixed concurrency, and every ``--interval`` seconds
 records the p50/p99 latency of the requests completed in that window, the error count and the
 server's resident set size (``VmRSS`` from ``/proc/<pid>/status``).  After a warm-up (the first
@@ -44,9 +44,9 @@ def write_random_models(root: Path, seed: int = 0) -> dict[str, Path]:
     import torch
     from safetensors.torch import save_file
 
-    from model.embedding.disan import DiSAN, DiSANConfig
-    from model.tokenizer import Tokenizer
-    from model.translation.transformer import Transformer, TransformerConfig
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.model.translation.transformer import Transformer, TransformerConfig
 
     tok = Tokenizer(SPM)
     torch.manual_seed(seed)
@@ -79,13 +79,13 @@ def free_port() -> int:
 
 
 def start_server(env_overrides: dict[str, str], log_path: Path, timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
-    """``python -m service.main`` on a free port; returns (process, url) once /health/ready is 200."""
+    """``python -m rendition.service.main`` on a free port; returns (process, url) once /health/ready is 200."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")}
     env.update(OMP_NUM_THREADS="1", RENDITION_TORCH_THREADS="1", RENDITION_DISAN_COMPILE="0")
     env.update(env_overrides)
     log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "service.main", "--host", "127.0.0.1", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "rendition.service.main", "--host", "127.0.0.1", "--port", str(port)],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

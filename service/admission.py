@@ -31,9 +31,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from model.tokenizer import UNK_ID
-from service.errors import APIError, invalid
-from service.settings import Settings
+from rendition.model.tokenizer import UNK_ID
+from rendition.service.errors import APIError, invalid
+from rendition.service.settings import Settings
 
 MIN_SOURCE_TOKENS = 32  # a decoding step has a cost that does not grow with the source (decoder, output layer)
 UNSUPPORTED_SHARE = 0.5  # without byte fallback: a text with more <unk> pieces than this is refused

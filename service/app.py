@@ -1,14 +1,14 @@
 """``create_app(settings)``: the FastAPI application (full-stack-fastapi-template layout).
 
 The lifespan starts a background load: models are read from their directories onto the
-configured device and dtype, checked and warmed up (``service.readiness``: finite weights, a
+configured device and dtype, checked and warmed up (``rendition.service.readiness``: finite weights, a
 tokenizer that matches the model, a real translation and a real embedding), and then each model's
 queue starts: the translator's step-level scheduler (``service.scheduler.TranslationQueue``), the
 encoder's dynamic batcher (``service.batcher.Batcher``).  The server answers ``/health/live`` at
 once and ``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
 ``rendition serve`` exits with status 1).  On shutdown the queues finish their work.
 
-    uvicorn --factory service.app:create_app      # settings from RENDITION_* env vars
+    uvicorn --factory rendition.service.app:create_app      # settings from RENDITION_* env vars
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ import torch
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from model.embedding.encoder import SentenceEncoder
-from model.translation.scheduler import worker_layout
-from model.translation.translator import Translator
-from model.weights import resolve_device
-from service import connections, errors, readiness, tracing
-from service.admission import Ledger
-from service.batcher import Batcher
-from service.deps import AppState
-from service.engines import (
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.translation.scheduler import worker_layout
+from rendition.model.translation.translator import Translator
+from rendition.model.weights import resolve_device
+from rendition.service import connections, errors, readiness, tracing
+from rendition.service.admission import Ledger
+from rendition.service.batcher import Batcher
+from rendition.service.deps import AppState
+from rendition.service.engines import (
     EmbeddingEngine,
     TranslationEngine,
     dtype_name,
@@ -42,11 +42,11 @@ from service.engines import (
     load_translator,
     resolve_dtype,
 )
-from service.metrics import Metrics
-from service.middleware import ServiceMiddleware
-from service.routers import embeddings, files, libretranslate, system, tei, translate, ui
-from service.scheduler import TranslationQueue
-from service.settings import Settings
+from rendition.service.metrics import Metrics
+from rendition.service.middleware import ServiceMiddleware
+from rendition.service.routers import embeddings, files, libretranslate, system, tei, translate, ui
+from rendition.service.scheduler import TranslationQueue
+from rendition.service.settings import Settings
 
 log = logging.getLogger("rendition.app")
 
@@ -65,7 +65,7 @@ def _set_threads(s: Settings) -> None:
 
 def _set_loader_threads() -> None:
     """The model thread only loads and warms up, on one thread, so that it keeps no OpenMP team
-    beside the translation workers' (model.translation.scheduler.worker_layout)."""
+    beside the translation workers' (rendition.model.translation.scheduler.worker_layout)."""
     torch.set_num_threads(1)
 
 

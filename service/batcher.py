@@ -1,5 +1,5 @@
 """Dynamic batching for the encoder: the sentences of all waiting requests run together (TEI /
-infinity style).  (The translator's queue is the step-level scheduler, ``service.scheduler``; both
+infinity style).  (The translator's queue is the step-level scheduler, ``rendition.service.scheduler``; both
 are a ``service.queues.Queue``.)
 
 ``submit`` queues a request's sentences (each with a token cost and a *key*: only sentences with
@@ -12,7 +12,7 @@ A single worker task forms batches from the queue in FIFO order under three limi
     wait window    a batch that is not full waits until its oldest sentence is max_wait_ms old
 
 and runs the model in a dedicated worker thread (``run_in_executor``), so the event loop keeps
-answering health checks and metrics while a batch runs (``service.app`` gives the encoder's batcher
+answering health checks and metrics while a batch runs (``rendition.service.app`` gives the encoder's batcher
 a thread of its own).  The queue is bounded (``QueueFull`` at once, for a 429), a cancelled
 ``submit`` (client gone, timeout) drops its still-queued sentences, and an exception inside a batch
 fails only the requests that had sentences in that batch.
@@ -30,9 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from service import tracing
-from service.metrics import Metrics
-from service.queues import BatcherClosed, BatchFailed, QueueFull
+from rendition.service import tracing
+from rendition.service.metrics import Metrics
+from rendition.service.queues import BatcherClosed, BatchFailed, QueueFull
 
 __all__ = ["Batcher", "BatcherClosed", "BatchFailed", "QueueFull"]
 
@@ -47,7 +47,7 @@ class _Job:
     results: list[Any]
     remaining: int
     cancelled: bool = False
-    trace: Any = field(default_factory=tracing.capture)  # the request's trace context (service.tracing)
+    trace: Any = field(default_factory=tracing.capture)  # the request's trace context (rendition.service.tracing)
 
 
 @dataclass(eq=False)

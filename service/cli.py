@@ -1,4 +1,4 @@
-"""The ``rendition`` command: ``serve`` (this package) and the model's commands (``model.cli``).
+"""The ``rendition`` command: ``serve`` (this package) and the model's commands (``rendition.model.cli``).
 
 It lives on the service side because the service depends on the model and not the other way
 round; modules are still imported only when their subcommand runs, so ``rendition translate``
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from model import cli as model_cli
+from rendition.model import cli as model_cli
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("service.main:main", "start the HTTP service (uvicorn) on the shipped models"),
+    "serve": ("rendition.service.main:main", "start the HTTP service (uvicorn) on the shipped models"),
     **model_cli.COMMANDS,
 }
 

@@ -18,7 +18,7 @@ timer added.  In the ASGI app (``ServiceMiddleware``):
 ``Gate`` also answers, before the body is read: 401/403 for a missing or wrong API key on a
 protected route (an API key in a LibreTranslate body is still accepted: those routes are checked
 here only when the body cannot carry one), and 429 with ``Retry-After`` when the model's queue is
-full or the estimated work in flight already fills the request timeout (``service.admission``).
+full or the estimated work in flight already fills the request timeout (``rendition.service.admission``).
 Memory of an abandoned upload is given back to the OS (``release_memory``: glibc ``malloc_trim``).
 """
 
@@ -36,10 +36,10 @@ from fastapi.routing import APIRoute
 from starlette.types import Scope
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from service.deps import AppState, auth_error, key_is_valid, require_api_key
-from service.errors import APIError
-from service.routers.ui import wants_html
-from service.settings import Settings
+from rendition.service.deps import AppState, auth_error, key_is_valid, require_api_key
+from rendition.service.errors import APIError
+from rendition.service.routers.ui import wants_html
+from rendition.service.settings import Settings
 
 log = logging.getLogger("rendition.connections")
 
@@ -189,7 +189,7 @@ class Gate:
             elif k == b"accept":
                 accept = v.decode("latin-1")
         if path == "/" and method == "GET" and wants_html(accept):
-            return None  # the web page (service.routers.ui), open like /ui; TEI's route is POST /
+            return None  # the web page (rendition.service.routers.ui), open like /ui; TEI's route is POST /
         scheme, _, token = auth.partition(" ")
         if key_is_valid(settings, token.strip() if scheme.lower() == "bearer" else None):
             return None

@@ -1,6 +1,6 @@
 """Dependencies and helpers shared by the routers: settings, app state, API keys, input limits and
 the engine of a model (404 when disabled, 503 while loading).  Running a job through a model's
-queue, with the request's timeout and client-disconnect handling, is ``service.inference``'s."""
+queue, with the request's timeout and client-disconnect handling, is ``rendition.service.inference``'s."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 
 from fastapi import Depends, Request
 
-from service.admission import Ledger
-from service.engines import EmbeddingEngine, TranslationEngine
-from service.errors import APIError, invalid
-from service.metrics import Metrics
-from service.queues import Queue
-from service.settings import Settings
+from rendition.service.admission import Ledger
+from rendition.service.engines import EmbeddingEngine, TranslationEngine
+from rendition.service.errors import APIError, invalid
+from rendition.service.metrics import Metrics
+from rendition.service.queues import Queue
+from rendition.service.settings import Settings
 
 
 @dataclass
@@ -32,9 +32,9 @@ class AppState:
     load_error: str | None = None
     device: str = "cpu"
     dtype: str = "float32"
-    model_thread: ThreadPoolExecutor | None = None  # loads and warms up the models (service.app)
+    model_thread: ThreadPoolExecutor | None = None  # loads and warms up the models (rendition.service.app)
     embedding_thread: ThreadPoolExecutor | None = None  # the encoder's batches
-    ledger: Ledger = field(default_factory=lambda: Ledger(0.0))  # estimated work in flight (service.admission)
+    ledger: Ledger = field(default_factory=lambda: Ledger(0.0))  # estimated work in flight (rendition.service.admission)
     deadline: asyncio.Event = field(default_factory=asyncio.Event)  # set at the drain deadline: running work -> 503
 
 

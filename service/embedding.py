@@ -1,18 +1,18 @@
 """The embedding helper the embedding routes share (routers never import each other): texts or
 token ids -> the encoder's limit (413, or cut with ``truncate``) -> the inference facade ->
-vectors.  Used by the OpenAI-compatible routes (``service.routers.embeddings``) and TEI's
-(``service.routers.tei``)."""
+vectors.  Used by the OpenAI-compatible routes (``rendition.service.routers.embeddings``) and TEI's
+(``rendition.service.routers.tei``)."""
 
 from __future__ import annotations
 
 import numpy as np
 from fastapi import Request, Response
 
-from service import admission, inference
-from service.deps import AppState, engine_or_503
-from service.engines import EmbeddingJob
-from service.errors import APIError
-from service.settings import Settings
+from rendition.service import admission, inference
+from rendition.service.deps import AppState, engine_or_503
+from rendition.service.engines import EmbeddingJob
+from rendition.service.errors import APIError
+from rendition.service.settings import Settings
 
 TRUNCATED_HEADER = "X-Rendition-Truncated"  # indices of the inputs cut at the encoder's limit (truncate=true)
 

@@ -8,10 +8,10 @@
 * ``post(job, ids, raw)`` turns one request's outputs into its typed result;
 * ``core(key, batch)`` (the encoder only) runs in the batcher's worker thread on one batch that
   mixes several requests' sentences.  The translator's core is the step-level scheduler
-  (``service.scheduler``), not a call per batch.
+  (``rendition.service.scheduler``), not a call per batch.
 
 A job is the request as the engine sees it (``TranslationJob``, ``EmbeddingJob``); results are
-``TranslationOutput`` / ``EmbeddingOutput``.  ``service.inference`` runs a job through its
+``TranslationOutput`` / ``EmbeddingOutput``.  ``rendition.service.inference`` runs a job through its
 engine and the engine's queue; the routes call only that.  Engines are built from loaded models
 (``load_translator`` / ``load_encoder``) or, in tests, from any ``Translator`` /
 ``SentenceEncoder`` instance, and never change the model object they are given.
@@ -28,12 +28,12 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.translation.options import TranslationOptions
-from model.translation.search import Hypothesis, max_output_lengths
-from model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
-from model.weights import resolve_device
-from service.metrics import Metrics
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import Hypothesis, max_output_lengths
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
+from rendition.model.weights import resolve_device
+from rendition.service.metrics import Metrics
 
 log = logging.getLogger("rendition.engines")
 
@@ -68,7 +68,7 @@ def _split_on_oom(fn, items: list, *args):
 
 
 class Engine(Protocol):
-    """What ``service.inference`` drives (see the module docstring)."""
+    """What ``rendition.service.inference`` drives (see the module docstring)."""
 
     name: str
     task: str

@@ -3,7 +3,7 @@
 * ``RENDITION_METRICS_TOKEN``: ``/metrics`` answers 401 unless the request carries
   ``Authorization: Bearer <token>`` (compared in constant time), on whichever port serves it.
 * ``RENDITION_METRICS_PORT``: ``/metrics`` moves to a second HTTP server in the same process
-  (``metrics_app`` below, run by ``service.main``), so the API port can be exposed while the
+  (``metrics_app`` below, run by ``rendition.service.main``), so the API port can be exposed while the
   metrics port stays on the cluster network; the API port then answers 404 for ``/metrics``.
 """
 
@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, make_asgi_app
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.settings import Settings
+from rendition.service.settings import Settings
 
 METRICS_PATH = "/metrics"
 UNAUTHORIZED = "missing or invalid metrics token (send 'Authorization: Bearer <RENDITION_METRICS_TOKEN>')"

@@ -18,8 +18,8 @@ from typing import Any
 
 from fastapi import Request
 
-from service.deps import AppState, engine_or_503
-from service.engines import (
+from rendition.service.deps import AppState, engine_or_503
+from rendition.service.engines import (
     EmbeddingJob,
     EmbeddingOutput,
     Engine,
@@ -27,9 +27,9 @@ from service.engines import (
     TranslationOutput,
     UnsupportedLanguagePair,
 )
-from service.errors import APIError
-from service.queues import BatcherClosed, BatchFailed, Queue, QueueFull
-from service.settings import Settings
+from rendition.service.errors import APIError
+from rendition.service.queues import BatcherClosed, BatchFailed, Queue, QueueFull
+from rendition.service.settings import Settings
 
 log = logging.getLogger("rendition.inference")
 
@@ -124,10 +124,10 @@ async def run_queued(
     request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
     half the queue, each after the one before has finished."""
     state: AppState = request.app.state.rendition
-    state.ledger.observe(queue.name, len(payloads))  # sentences per request, for the gate (service.connections)
+    state.ledger.observe(queue.name, len(payloads))  # sentences per request, for the gate (rendition.service.connections)
     work = asyncio.ensure_future(_submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens))
     gone = asyncio.ensure_future(_wait_disconnect(request))
-    stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (service.main)
+    stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (rendition.service.main)
     done: set = set()
     waited = False
     try:

@@ -11,7 +11,7 @@ signal skips the remaining drain delay; a third forces the exit.
 The signals are handled here, on the event loop, not by uvicorn: ``Server.capture_signals`` (a
 public method) is a no-op, and the drain ends by setting the public ``should_exit`` /
 ``force_exit`` flags.  With ``RENDITION_METRICS_PORT`` a second, small uvicorn server in the same
-event loop serves ``/metrics`` (``service.exposition``); it stays up until the API has drained.
+event loop serves ``/metrics`` (``rendition.service.exposition``); it stays up until the API has drained.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from collections.abc import Generator, Sequence
 
 import uvicorn
 
-from service import connections
-from service.app import create_app
-from service.deps import AppState
-from service.exposition import metrics_app
-from service.logs import setup_logging
-from service.settings import Settings
+from rendition.service import connections
+from rendition.service.app import create_app
+from rendition.service.deps import AppState
+from rendition.service.exposition import metrics_app
+from rendition.service.logs import setup_logging
+from rendition.service.settings import Settings
 
 log = logging.getLogger("rendition.main")
 
@@ -72,7 +72,7 @@ class Drain:
         self.server.should_exit = True
 
     def deadline(self) -> None:
-        """Work still running is cancelled; its requests get 503 + Retry-After (``service.inference.run_queued``)."""
+        """Work still running is cancelled; its requests get 503 + Retry-After (``rendition.service.inference.run_queued``)."""
         log.warning("drain deadline reached", extra={"deadline_s": self.deadline_s})
         self.state.deadline.set()
         self.close()

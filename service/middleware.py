@@ -22,10 +22,10 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.connections import Gate, release_memory
-from service.errors import error_response
-from service.logs import request_id
-from service.metrics import Metrics
+from rendition.service.connections import Gate, release_memory
+from rendition.service.errors import error_response
+from rendition.service.logs import request_id
+from rendition.service.metrics import Metrics
 
 log = logging.getLogger("rendition.access")
 _RID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")

@@ -1,8 +1,8 @@
-"""The one interface a model's queue has: the translator's ``TranslationQueue`` (``service.scheduler``,
-the step-level scheduler) and the encoder's ``Batcher`` (``service.batcher``, dynamic batching).
+"""The one interface a model's queue has: the translator's ``TranslationQueue`` (``rendition.service.scheduler``,
+the step-level scheduler) and the encoder's ``Batcher`` (``rendition.service.batcher``, dynamic batching).
 
-``service.inference`` submits a request's sentences through it; the pre-body gate
-(``service.connections``) reads ``queued`` and ``retry_after``; the app starts and stops it.
+``rendition.service.inference`` submits a request's sentences through it; the pre-body gate
+(``rendition.service.connections``) reads ``queued`` and ``retry_after``; the app starts and stops it.
 The errors a ``submit`` raises are the same for both queues, and the facade maps them to HTTP.
 """
 

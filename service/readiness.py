@@ -58,8 +58,8 @@ def check_encoder(engine) -> None:
 
 def warm_translator(engine) -> None:
     """Translate a known sentence (pre -> one search in this thread -> post, as a request would)."""
-    from model.translation.options import TranslationOptions
-    from service.engines import TranslationJob  # (engines imports the model code; keep this light)
+    from rendition.model.translation.options import TranslationOptions
+    from rendition.service.engines import TranslationJob  # (engines imports the model code; keep this light)
 
     langs = engine.languages
     source = "en" if "en" in langs else langs[0]
@@ -76,7 +76,7 @@ def warm_translator(engine) -> None:
 
 
 def warm_encoder(engine) -> None:
-    from service.engines import EmbeddingJob
+    from rendition.service.engines import EmbeddingJob
 
     job = EmbeddingJob(["Hello world."])
     ids = engine.pre(job)

@@ -1,11 +1,11 @@
 """The translator's queue in the service: requests go to the step-level scheduler
-(``model.translation.scheduler``), whose workers run continuous beam searches; each sentence joins
+(``rendition.model.translation.scheduler``), whose workers run continuous beam searches; each sentence joins
 a running search at the next decoding step and each request is answered the step its last
 sentence is done.
 
 ``TranslationQueue`` is a ``service.queues.Queue`` (``submit``, ``queued``, ``retry_after``,
-``start``, ``stop``), as the encoder's batcher is, so the facade (``service.inference``) and the
-pre-body gate (``service.connections``) use either.  The queue key is the request's frozen
+``start``, ``stop``), as the encoder's batcher is, so the facade (``rendition.service.inference``) and the
+pre-body gate (``rendition.service.connections``) use either.  The queue key is the request's frozen
 ``TranslationOptions``, handed to the scheduler as they are.  A request that goes away
 (disconnect, timeout, drain deadline) is cancelled through its ticket: its sentences not admitted
 yet are dropped at once, its running beams leave at the worker's next step.
@@ -20,18 +20,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from model.translation.options import TranslationOptions
-from model.translation.scheduler import TranslationScheduler
-from service import tracing
-from service.engines import TranslationEngine
-from service.metrics import Metrics
-from service.queues import BatcherClosed, BatchFailed, QueueFull
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.scheduler import TranslationScheduler
+from rendition.service import tracing
+from rendition.service.engines import TranslationEngine
+from rendition.service.metrics import Metrics
+from rendition.service.queues import BatcherClosed, BatchFailed, QueueFull
 
 log = logging.getLogger("rendition.scheduler")
 
 
 class MetricsObserver:
-    """The scheduler's reports as Prometheus metrics (``service.metrics``), and a running mean of
+    """The scheduler's reports as Prometheus metrics (``rendition.service.metrics``), and a running mean of
     a sentence's compute time (for Retry-After)."""
 
     def __init__(self, metrics: Metrics | None, model: str):

@@ -2,7 +2,7 @@
 
 Every field below is ``RENDITION_<FIELD>`` in upper case, e.g. ``RENDITION_MAX_BATCH_TOKENS=4096``.
 The app receives one ``Settings`` object and hands it to routes through the ``get_settings``
-dependency (``service.deps``), so tests can build or override it freely.
+dependency (``rendition.service.deps``), so tests can build or override it freely.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Settings(BaseSettings):
     # longer than drain_seconds, or the deadline ends the drain early)
     drain_deadline_s: float = Field(20.0, gt=0)
 
-    # -- connections (service.connections) ---------------------------------------------------------
+    # -- connections (rendition.service.connections) ---------------------------------------------------------
     max_header_bytes: int = Field(16_384, ge=1024)  # request line + headers; beyond it the connection gets 431
     max_headers: int = Field(100, ge=1)  # header fields per request; beyond it 431
     header_timeout_s: float = Field(10.0, gt=0)  # a request's line and headers must arrive within this (else 408)
@@ -50,15 +50,15 @@ class Settings(BaseSettings):
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # auto: float16 on CUDA, float32 on CPU
     kv_cache_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # translator's K/V cache; auto: = dtype
     encoder_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"  # the encoder's weights; auto: = dtype
-    # the translator's compute type (model.kernels.compute_type): auto = int8 on a CPU with VNNI or AVX2, else dtype
+    # the translator's compute type (rendition.model.kernels.compute_type): auto = int8 on a CPU with VNNI or AVX2, else dtype
     compute_type: Literal["auto", "int8", "float32", "float16", "bfloat16"] = "auto"
     # the encoder's (resolve_encoder_compute_type): auto = its linear maps in int8 or bfloat16 where the CPU runs it
     encoder_compute_type: Literal["auto", "int8", "bfloat16", "float32", "float16"] = "auto"
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 
-    # -- the translator's engine: the step-level scheduler (service.scheduler) -----------------------
-    # sentences join running beam searches between decoding steps (model.translation.scheduler)
+    # -- the translator's engine: the step-level scheduler (rendition.service.scheduler) -----------------------
+    # sentences join running beam searches between decoding steps (rendition.model.translation.scheduler)
     translation_workers: int = Field(0, ge=0)  # workers, each its own searches (CTranslate2's inter_threads); 0: auto
     worker_threads: int = Field(0, ge=0)  # torch/kernel threads per worker (intra_threads); 0: cores / workers
     worker_nice: int = Field(0, ge=0, le=19)  # the workers' threads run this much nicer (Linux): requests and embeddings first, at a cost in throughput
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(0.0, ge=0)  # encoder: how long a batch waits for more work once the thread is free
     max_queue: int = Field(1024, ge=1)  # queued sentences per model; beyond it requests get 429
     request_timeout_s: float = Field(60.0, gt=0)  # end-to-end wait for a result; beyond it 504
-    # admission (service.admission): seconds of model time per unit of source tokens x beam x max output
+    # admission (rendition.service.admission): seconds of model time per unit of source tokens x beam x max output
     # tokens (measured with the shipped translator on 2 CPU cores, docs/reliability.md); a request whose
     # estimate alone exceeds request_timeout_s is refused at once (422), and new work is refused (429)
     # while the estimates of the work admitted and not finished exceed it
@@ -93,13 +93,13 @@ class Settings(BaseSettings):
     # more with no n-gram of this size repeated; its result is kept when it ends (0: no second try)
     length_fallback_no_repeat_ngram: int = Field(4, ge=0, le=64)
 
-    # -- glossaries (service.glossaries) -------------------------------------------------------------
+    # -- glossaries (rendition.service.glossaries) -------------------------------------------------------------
     glossary_dir: Path | None = None  # <dir>/<source>-<target>/<name>.tsv, chosen by a request's glossary_name
     glossary_max_terms: int = Field(1000, ge=1)  # terms per glossary (a request's own, or a file)
     glossary_max_term_chars: int = Field(200, ge=1)  # characters per source or target term
     glossary_max_file_bytes: int = Field(1_000_000, ge=1)  # a glossary file (or a form field's JSON)
 
-    # -- document translation (POST /translate_file, service.routers.files) -------------------------
+    # -- document translation (POST /translate_file, rendition.service.routers.files) -------------------------
     max_file_bytes: int = Field(10_000_000, ge=1)  # an uploaded file; 413 beyond (its request body may be 64 KiB more)
     max_file_unpacked_bytes: int = Field(50_000_000, ge=1)  # .docx/.pptx/.odt: total size of the zip's members, unpacked
     max_file_members: int = Field(2000, ge=1)  # .docx/.pptx/.odt: members of the zip

@@ -4,10 +4,10 @@ request values -> ``TranslationOptions`` under this deployment's limits (``make_
 behind ``source: "auto"``.
 
 Each API family maps its request schema onto ``make_options`` in one place: the native API in
-``service.routers.translate`` (``request_options``), LibreTranslate's ``/translate`` in
-``service.routers.libretranslate`` (``options``: ``alternatives`` -> the n-best); its
+``rendition.service.routers.translate`` (``request_options``), LibreTranslate's ``/translate`` in
+``rendition.service.routers.libretranslate`` (``options``: ``alternatives`` -> the n-best); its
 ``/translate_file`` form has no decoding fields (the defaults).  (The OpenAI-compatible routes
-only embed.)  ``TranslationOptions`` checks the values themselves (``model.translation.options``);
+only embed.)  ``TranslationOptions`` checks the values themselves (``rendition.model.translation.options``);
 this module adds the deployment's limits and turns either refusal into a 422 (LibreTranslate's
 routes answer 400) that names the request's field.
 """
@@ -21,18 +21,18 @@ from typing import Any
 
 from fastapi import Request
 
-from model import segment
-from model.language_id import LanguageDetector
-from model.segment import InputTooLong, Segmented
-from model.translation.glossary import Glossary, Marked
-from model.translation.options import InvalidOption, TranslationOptions
-from model.translation.search import max_output_lengths
-from model.translation.translator import Translation
-from service import admission, inference
-from service.deps import AppState, engine_or_503
-from service.engines import TranslationEngine, TranslationJob, TranslationTooLong
-from service.errors import APIError, invalid
-from service.settings import Settings
+from rendition.model import segment
+from rendition.model.language_id import LanguageDetector
+from rendition.model.segment import InputTooLong, Segmented
+from rendition.model.translation.glossary import Glossary, Marked
+from rendition.model.translation.options import InvalidOption, TranslationOptions
+from rendition.model.translation.search import max_output_lengths
+from rendition.model.translation.translator import Translation
+from rendition.service import admission, inference
+from rendition.service.deps import AppState, engine_or_503
+from rendition.service.engines import TranslationEngine, TranslationJob, TranslationTooLong
+from rendition.service.errors import APIError, invalid
+from rendition.service.settings import Settings
 
 
 def make_options(settings: Settings, fields: Mapping[str, str] | None = None, **values: Any) -> TranslationOptions:
@@ -174,7 +174,7 @@ async def translate_texts(
 
     def admit(engine: TranslationEngine, ids: list[list[int]]):
         """422 for a text with no usable tokens; a 4xx for a job that cannot finish alone within
-        the request timeout (service.admission); else the ledger entry held while it runs."""
+        the request timeout (rendition.service.admission); else the ledger entry held while it runs."""
         per_text: list[list[int]] = [[] for _ in docs]
         for (i, _), x in zip(owner, ids):
             per_text[i] += x[1:-1]  # without the target tag and </s>

@@ -4,6 +4,8 @@ back through others (every import counts, those inside functions too)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def module_name(path: Path) -> str:
+    """The installed name: model/x.py is ``rendition.model.x`` (setup.py maps the folders)."""
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return "rendition." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -43,13 +46,32 @@ GRAPH = import_graph()
 
 
 def test_the_graph_is_read() -> None:
-    assert "model.translation.search" in GRAPH["model.translation.translator"]
-    assert "model.cli" in GRAPH["service.cli"]
+    assert "rendition.model.translation.search" in GRAPH["rendition.model.translation.translator"]
+    assert "rendition.model.cli" in GRAPH["rendition.service.cli"]
 
 
-@pytest.mark.parametrize("module", sorted(m for m in GRAPH if m.startswith("model")))
+@pytest.mark.parametrize("module", sorted(m for m in GRAPH if m.startswith("rendition.model")))
 def test_model_does_not_import_service(module: str) -> None:
-    assert not {d for d in GRAPH[module] if d.split(".")[0] == "service"}
+    assert not {d for d in GRAPH[module] if d.startswith("rendition.service")}
+
+
+def test_every_import_of_the_project_names_the_installed_package() -> None:
+    """``import model`` / ``from service.x import y`` would load a second copy of a module (or a
+    user's own ``model``): the project imports itself as ``rendition.model`` / ``rendition.service``."""
+    bad = []
+    for path in [*ROOT.glob("model/**/*.py"), *ROOT.glob("service/**/*.py"), *ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/**/*.py"), *ROOT.glob("scripts/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in ("model", "service")]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_installed_distribution_has_no_top_level_model_or_service(tmp_path: Path) -> None:
+    """Outside the repository, ``model`` and ``service`` are not importable; ``rendition.*`` is."""
+    code = ("import importlib.util as u; assert u.find_spec('model') is None and u.find_spec('service') is None;"
+            "import rendition.model.translation.translator, rendition.service.app; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 def test_no_import_cycles() -> None:
@@ -71,17 +93,17 @@ def test_no_import_cycles() -> None:
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
-ROUTERS = sorted(m for m in GRAPH if m.startswith("service.routers."))
+ROUTERS = sorted(m for m in GRAPH if m.startswith("rendition.service.routers."))
 
 
 def test_the_routers_are_read() -> None:
-    assert {"service.routers.translate", "service.routers.files", "service.routers.tei"} <= set(ROUTERS)
-    assert "service.translation" in GRAPH["service.routers.files"]
+    assert {"rendition.service.routers.translate", "rendition.service.routers.files", "rendition.service.routers.tei"} <= set(ROUTERS)
+    assert "rendition.service.translation" in GRAPH["rendition.service.routers.files"]
 
 
 @pytest.mark.parametrize("module", ROUTERS)
 def test_a_router_imports_no_other_router(module: str) -> None:
-    """What routers share lives in modules they import (``service.translation``,
-    ``service.embedding``, ``service.deps``), never in another router."""
-    others = {d for d in GRAPH[module] if d.startswith("service.routers") and d != module}
+    """What routers share lives in modules they import (``rendition.service.translation``,
+    ``rendition.service.embedding``, ``rendition.service.deps``), never in another router."""
+    others = {d for d in GRAPH[module] if d.startswith("rendition.service.routers") and d != module}
     assert not others, f"{module} imports {sorted(others)}"

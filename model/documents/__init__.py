@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from model.documents.base import (
+from rendition.model.documents.base import (
     Document,
     DocumentError,
     DocumentTooLarge,
@@ -28,10 +28,10 @@ from model.documents.base import (
     Limits,
     UnsupportedFormat,
 )
-from model.documents.office import Docx, Odt, Pptx
-from model.documents.placeholders import Protected, protect, restore
-from model.documents.po import PoCatalog
-from model.documents.textfiles import Html, PlainText, Subtitles
+from rendition.model.documents.office import Docx, Odt, Pptx
+from rendition.model.documents.placeholders import Protected, protect, restore
+from rendition.model.documents.po import PoCatalog
+from rendition.model.documents.textfiles import Html, PlainText, Subtitles
 
 __all__ = [
     "FORMATS",

@@ -4,8 +4,8 @@
     rendition translate-file messages.pot fr.po --source en --target fr
 
 The formats are ``model.documents.FORMATS`` (by the input's extension); the output has the input's
-format.  Each text of the document is split into sentences (``model.segment``) and all of them are
-translated together (``model.translation.cli.translate_lines``); a text the translator cannot take
+format.  Each text of the document is split into sentences (``rendition.model.segment``) and all of them are
+translated together (``rendition.model.translation.cli.translate_lines``); a text the translator cannot take
 (a sentence over its input limit) or whose placeholders do not come back stays as it was, and the
 count is reported on stderr.
 """
@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from model import documents, segment
-from model.documents import DocumentError, Limits
-from model.segment import InputTooLong
+from rendition.model import documents, segment
+from rendition.model.documents import DocumentError, Limits
+from rendition.model.segment import InputTooLong
 
 
 def sentence_translator(
@@ -54,7 +54,7 @@ def sentence_translator(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from model.translation.translator import DEFAULT_TRANSLATOR
+    from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 
     p = argparse.ArgumentParser(prog="rendition translate-file", description=__doc__.split("\n\n")[0])
     p.add_argument("input", type=Path, help=f"the document ({', '.join(documents.FORMATS)})")
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         p.error("--beam-size and --max-length must be >= 1")
     glossary = None
     if args.glossary:
-        from model.translation.glossary import GlossaryError, load_glossary
+        from rendition.model.translation.glossary import GlossaryError, load_glossary
 
         try:
             glossary = load_glossary(args.glossary)
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     import torch
 
-    from model.translation.cli import load_translator, translate_lines
+    from rendition.model.translation.cli import load_translator, translate_lines
 
     cores = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             translator = load_translator(load_args, stack)
             source = args.source
             if source == "auto":
-                from model.language_id import LanguageDetector
+                from rendition.model.language_id import LanguageDetector
 
                 sample = " ".join(doc.segments)[:5000]
                 source = LanguageDetector(translator.languages).detect(sample)[0][0] if sample.strip() else args.target

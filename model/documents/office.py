@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from model.documents.base import Document, InvalidDocument, Limits, spread
-from model.documents.safezip import ZipContents, parse_xml, write_xml
+from rendition.model.documents.base import Document, InvalidDocument, Limits, spread
+from rendition.model.documents.safezip import ZipContents, parse_xml, write_xml
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"

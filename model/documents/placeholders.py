@@ -1,7 +1,7 @@
 """Placeholders (``%s``, ``%(name)s``, ``{0}``, ``<b>``...) protected through translation.
 
 The translator never saw placeholders in training: the gettext part of its corpus had them
-replaced by stand-ins (``model.training.corpus.clean.fill_placeholders``), ``X``, ``Y``, ``Z``...
+replaced by stand-ins (``rendition.model.training.corpus.clean.fill_placeholders``), ``X``, ``Y``, ``Z``...
 for strings and numbers (3, 7, 12...) for integer conversions.  ``protect`` does the same before
 translation and ``restore`` puts the originals back; ``restore`` answers ``None`` (keep the text
 untranslated) when a stand-in is missing or repeated, when unnumbered printf conversions came back

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import polib
 
-from model.documents.base import Document, InvalidDocument, Limits
+from rendition.model.documents.base import Document, InvalidDocument, Limits
 
 # the target language's plural rule for templates without one (gettext manual, "Plural forms")
 PLURAL_FORMS = {

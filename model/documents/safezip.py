@@ -17,7 +17,7 @@ import defusedxml.ElementTree as DET
 from defusedxml import DefusedXmlException
 from lxml import etree
 
-from model.documents.base import DocumentTooLarge, InvalidDocument, Limits
+from rendition.model.documents.base import DocumentTooLarge, InvalidDocument, Limits
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_comments=False)
 

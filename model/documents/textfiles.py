@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import srt
 from bs4 import BeautifulSoup, NavigableString
 
-from model.documents.base import Document, InvalidDocument, Limits, decode_text
+from rendition.model.documents.base import Document, InvalidDocument, Limits, decode_text
 
 _LIST_ITEM = re.compile(r"\s|[-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s")
 

@@ -50,8 +50,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.kernels import native
-from model.weights import JsonConfig
+from rendition.model.kernels import native
+from rendition.model.weights import JsonConfig
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,14 @@
     enc = SentenceEncoder.from_pretrained()               # the shipped model/pretrained/encoder
     vecs = enc.encode(["A tool for X.", "Un outil pour X."])  # (2, enc.dim) float32, L2-normalised
 
-On CPU with the DiSAN C kernel a batch runs packed (``model.embedding.packed``): the sentences'
+On CPU with the DiSAN C kernel a batch runs packed (``rendition.model.embedding.packed``): the sentences'
 tokens end to end, no padding, in passes of at most ``packed_tokens`` tokens.  Elsewhere it is
 sorted by token count and cut into buckets of similar length, so padding (and the quadratic
 token2token work spent on it) stays small.  Results come back in input order either way.
 
-``compute_type`` (``model.kernels.compute_type.resolve_encoder_compute_type``): "auto" is bfloat16
+``compute_type`` (``rendition.model.kernels.compute_type.resolve_encoder_compute_type``): "auto" is bfloat16
 on a CPU with AVX-512 BF16 or AMX, else float32; "int8" (CPU, opt-in) runs every linear map of the
-model in int8 (``model.kernels.linear``), the rest in float32.
+model in int8 (``rendition.model.kernels.linear``), the rest in float32.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.embedding import packed
-from model.embedding.disan import DiSAN, DiSANConfig, compile_enabled
-from model.kernels.compute_type import resolve_encoder_compute_type
-from model.kernels.linear import convert_linears
-from model.segment import InputTooLong
-from model.tokenizer import PAD_ID, Tokenizer
-from model.weights import load_pretrained, resolve_device, save_weights
+from rendition.model.embedding import packed
+from rendition.model.embedding.disan import DiSAN, DiSANConfig, compile_enabled
+from rendition.model.kernels.compute_type import resolve_encoder_compute_type
+from rendition.model.kernels.linear import convert_linears
+from rendition.model.segment import InputTooLong
+from rendition.model.tokenizer import PAD_ID, Tokenizer
+from rendition.model.weights import load_pretrained, resolve_device, save_weights
 
 DEFAULT_ENCODER = Path(__file__).resolve().parents[1] / "pretrained" / "encoder"
 
@@ -40,7 +40,7 @@ class SentenceEncoder:
     # packed passes: at most packed_tokens tokens (and batch_size sentences when one is given).
     # 2048: on 2 cores packed throughput changes little from 512 to 4096 tokens (docs/experiments.md).
     #
-    # compute_type: "int8" replaces the model's linear maps by int8 ones (model.kernels.linear; CPU
+    # compute_type: "int8" replaces the model's linear maps by int8 ones (rendition.model.kernels.linear; CPU
     # inference, float32 model); None or a float type: the model as it is.
     def __init__(
         self,

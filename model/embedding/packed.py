@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.embedding.disan import DirectionalSelfAttention, DiSAN, Source2Token, cpu_kernel, token_factors
-from model.kernels import native
+from rendition.model.embedding.disan import DirectionalSelfAttention, DiSAN, Source2Token, cpu_kernel, token_factors
+from rendition.model.kernels import native
 
 
 def available(model: DiSAN) -> bool:

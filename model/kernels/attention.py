@@ -18,7 +18,7 @@ beam, and each row's arithmetic stays that of the row alone.
 the fused Q/K/V projections to the heads-side-by-side layout the output projection takes (no
 split/merge copies, no (B, H, T, T) tensors).
 
-The C code is ``model/kernels/csrc/attention.c`` (built at install time, ``model.kernels.native``);
+The C code is ``model/kernels/csrc/attention.c`` (built at install time, ``rendition.model.kernels.native``);
 ``RENDITION_ATTENTION_KERNEL=0`` turns it off.  Where it is unavailable, or off CPU / float32, or
 with gradients, the torch path runs.
 """
@@ -30,8 +30,8 @@ import ctypes
 import torch
 from torch import Tensor, nn
 
-from model.kernels import native
-from model.kernels.native import ptr as _ptr
+from rendition.model.kernels import native
+from rendition.model.kernels.native import ptr as _ptr
 
 
 def kernel() -> ctypes.CDLL | None:

@@ -2,7 +2,7 @@
 its products computed.
 
 * ``int8``: CPU only; the fused CPU back end with every linear map in int8 (weights quantised once,
-  per output channel; activations per row at run time; ``model.kernels.fused_cpu``), float32 for
+  per output channel; activations per row at run time; ``rendition.model.kernels.fused_cpu``), float32 for
   the rest.  It needs the native kernels wired to oneDNN's int8 gemm and a CPU with VNNI (AVX-512
   VNNI or AVX-VNNI) or AVX2; elsewhere float32 runs instead, with one log line;
 * ``float32``, ``float16``, ``bfloat16``: the model's weights in that dtype (the fused CPU back end
@@ -21,7 +21,7 @@ import logging
 import torch
 from torch import nn
 
-from model.kernels import fused_cpu
+from rendition.model.kernels import fused_cpu
 
 log = logging.getLogger("rendition.compute_type")
 
@@ -94,7 +94,7 @@ def resolve_encoder_compute_type(
 
     * ``bfloat16``, ``float32``, ``float16``: the model in that dtype (on CPU the token2token
       attention computes in float32 either way);
-    * ``int8`` (CPU): every linear map in int8 (``model.kernels.linear``), the rest float32; it needs
+    * ``int8`` (CPU): every linear map in int8 (``rendition.model.kernels.linear``), the rest float32; it needs
       the native int8 kernel (VNNI or AVX2), else float32 runs, with one log line.  Opt-in only:
       it is slower than bfloat16 and its embeddings are further from float32's
       (docs/benchmarks.md, "Encoder compute types");

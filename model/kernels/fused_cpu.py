@@ -21,12 +21,12 @@ bitwise the one ``x @ W.t()`` gives).  ``RENDITION_SGEMM=mkl`` keeps MKL's.  one
 links ``libgomp.so.1`` and so shares torch's OpenMP runtime (and a worker thread's thread count).
 The biases,
 ReLU and residual adds are applied while the rows are in cache, and the decoder's self-attention
-is the by-reference kernel of ``model.kernels.attention`` (``csrc/fused.c`` includes its code).  Results
+is the by-reference kernel of ``rendition.model.kernels.attention`` (``csrc/fused.c`` includes its code).  Results
 equal the torch path up to float rounding (layer norm and softmax sums in another order, biases
 added after the product instead of before).
 
 ``FusedTransformer`` holds the weight tables of one model; the fused CPU back end of
-``model.translation.backends`` calls it when torch has an MKL ``sgemm`` and the native library is
+``rendition.model.translation.backends`` calls it when torch has an MKL ``sgemm`` and the native library is
 installed (``RENDITION_FUSED_KERNEL=0`` turns it off).  It reads the model's weights and never
 changes the model; the cache it steps is a ``model.translation.cache.ReferenceCache``, advanced
 through that cache's own methods.
@@ -57,8 +57,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from model.kernels import attention as attention_kernels
-from model.kernels import native
+from rendition.model.kernels import attention as attention_kernels
+from rendition.model.kernels import native
 
 
 def _dnnl_address(symbol: str) -> int | None:

@@ -1,5 +1,5 @@
 """Linear maps in int8, as drop-in ``nn.Module`` replacements of ``nn.Linear`` (CPU inference):
-the sentence encoder's int8 compute type (``model.kernels.compute_type``).
+the sentence encoder's int8 compute type (``rendition.model.kernels.compute_type``).
 
 ``Int8Linear``: the weight quantised once, symmetric per output channel
 (``fused_cpu.QuantizedWeight``); each call quantises its input rows to unsigned 8 bits with a zero
@@ -16,7 +16,7 @@ import ctypes
 import torch
 from torch import Tensor, nn
 
-from model.kernels import fused_cpu, native
+from rendition.model.kernels import fused_cpu, native
 
 
 class Int8Linear(nn.Module):

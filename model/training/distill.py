@@ -30,12 +30,12 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from model.embedding.disan import DiSAN, DiSANConfig
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.tokenizer import UNK_ID, Tokenizer
-from model.training.data import SPLITS_DIR, read_tsv
-from model.training.english_text import general_english, normalise
-from model.training.teacher import load_teacher, teacher_embed
+from rendition.model.embedding.disan import DiSAN, DiSANConfig
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from rendition.model.tokenizer import UNK_ID, Tokenizer
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.training.english_text import general_english, normalise
+from rendition.model.training.teacher import load_teacher, teacher_embed
 
 RUNS = Path(__file__).resolve().parents[2] / "runs" / "encoder"
 TEACHER_DIR = RUNS / "teacher"
@@ -98,7 +98,7 @@ def held_out_english() -> set[str]:
 
 def cache_teacher(max_sentences: int, general_sentences: int = 0, shard_size: int = 2048, batch_size: int = 64) -> None:
     """Embed the English corpus with the teacher, shard by shard (resumable): ``shard_*`` holds
-    DDTP English, ``general_*`` fortunes and manual pages (model.training.english_text)."""
+    DDTP English, ``general_*`` fortunes and manual pages (rendition.model.training.english_text)."""
     TEACHER_DIR.mkdir(parents=True, exist_ok=True)
     corpora = [("shard", english_corpus()[:max_sentences])]
     if general_sentences:
@@ -285,11 +285,11 @@ def evaluate(
 ) -> dict:
     """Retrieval en<->xx on the held-out DDTP pairs of ``split``; fidelity = Spearman(student cos,
     teacher cos) over random pairs of held-out English sentences: ``fidelity_general`` on the
-    general-English sides of ``split`` (ui, dialogue, help, everyday; model.training.distill_data), and
+    general-English sides of ``split`` (ui, dialogue, help, everyday; rendition.model.training.distill_data), and
     ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``; ``fidelity_graded``: the same
     general sentences, pairs spread evenly over the teacher's similarity (``graded_pairs``), as a
     similarity benchmark's pairs are.  ``limit``: only the first so many sentences (pairs) of each set."""
-    from model.training.distill_data import general_held_out, general_held_out_by_source
+    from rendition.model.training.distill_data import general_held_out, general_held_out_by_source
 
     res: dict[str, float] = {}
     for lang in langs:
@@ -407,10 +407,10 @@ def plot_curves(log: list[dict], path: Path) -> None:
 
 
 def broad_examples(runs: Path, pairs: Sequence[tuple[str, str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The broad set (``model.training.distill_data``): the English sentences embedded so far in ``runs``,
+    """The broad set (``rendition.model.training.distill_data``): the English sentences embedded so far in ``runs``,
     each towards its own teacher vector, and the (translation, English) ``pairs`` whose English is
     among them, towards the vector of the English.  Returns (texts, target rows, teacher matrix)."""
-    from model.training.distill_data import load_teacher_shards
+    from rendition.model.training.distill_data import load_teacher_shards
 
     english, teacher = load_teacher_shards(runs)
     row = {s: i for i, s in enumerate(english)}
@@ -495,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--broad",
         action="store_true",
-        help="train on the broad set of model.training.distill_data (teacher shards in --runs, embedded by its own job); "
+        help="train on the broad set of rendition.model.training.distill_data (teacher shards in --runs, embedded by its own job); "
         "the data are reloaded each epoch, so shards embedded meanwhile join",
     )
     ap.add_argument("--runs", default=None, help="run directory: teacher cache, checkpoint, log (default runs/encoder)")
@@ -507,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--byte-fallback",
         action="store_true",
-        help="with --init: extend its tokenizer with the 256 byte pieces (model.tokenizer.with_byte_fallback)",
+        help="with --init: extend its tokenizer with the 256 byte pieces (rendition.model.tokenizer.with_byte_fallback)",
     )
     ap.add_argument(
         "--sim-weight",
@@ -543,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--tokenizer",
         default=None,
         help="with --init: move the model onto this SentencePiece model's vocabulary first (``transfer_vocab``); "
-        "without: the new model's tokenizer (python -m model.training.distill_data tokenizer trains one)",
+        "without: the new model's tokenizer (python -m rendition.model.training.distill_data tokenizer trains one)",
     )
     ap.add_argument("--blocks", type=int, default=None, help="with --init: deepen the model to this many DiSA layers first (``deepen``); without: the new model's layers")
     ap.add_argument(
@@ -572,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=float,
         default=0.0,
         help="--broad: weight of the token-level loss (token_loss) on the English sentences that have token-level "
-        "targets in <runs>/tokens (python -m model.training.distill_data teacher-tokens)",
+        "targets in <runs>/tokens (python -m rendition.model.training.distill_data teacher-tokens)",
     )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(list(argv) if argv is not None else None)
@@ -584,8 +584,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ckpt_path = runs / "checkpoint.safetensors"
 
     if args.broad:
-        from model.training.data import parse_upsample
-        from model.training.distill_data import CORPUS, corpus_repeats, parallel_pairs
+        from rendition.model.training.data import parse_upsample
+        from rendition.model.training.distill_data import CORPUS, corpus_repeats, parallel_pairs
 
         corpus = Path(args.corpus) if args.corpus else CORPUS
         pairs = parallel_pairs(corpus, extra=[runs / "catalog.en-de.tsv", runs / "ding.en-de.tsv"])
@@ -613,7 +613,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     texts, targets, teacher = load_examples()
     tokens: dict[str, np.ndarray] = {}
     if args.token_weight > 0:
-        from model.training.distill_data import load_token_shards
+        from rendition.model.training.distill_data import load_token_shards
 
         if not args.broad:
             raise SystemExit("--token-weight needs --broad")
@@ -622,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise SystemExit(f"--token-weight: no token-level targets under {runs / 'tokens'}; run distill_data teacher-tokens")
         print(f"token-level targets for {len(tokens)} English sentences")
     if not len(teacher):
-        raise SystemExit(f"no teacher embeddings under {runs}; run `python -m model.training.distill_data teacher` first")
+        raise SystemExit(f"no teacher embeddings under {runs}; run `python -m rendition.model.training.distill_data teacher` first")
     dim = teacher.shape[1]
     print(f"{len(teacher)} English sentences with teacher vectors, {len(texts)} training examples, dim {dim}")
 
@@ -636,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         init = SentenceEncoder.from_pretrained(args.init, device="cpu")
         tok, model = init.tokenizer, init.model.float()
         if args.byte_fallback:
-            from model.tokenizer import with_byte_fallback
+            from rendition.model.tokenizer import with_byte_fallback
 
             tok = with_byte_fallback(tok.path, runs / "sentencepiece.model")
             model = _grow_vocab(model, tok.vocab_size)
@@ -1000,7 +1000,7 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from model.training.distill_data import general_held_out
+    from rendition.model.training.distill_data import general_held_out
 
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
     enc = SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=getattr(torch, args.dtype))

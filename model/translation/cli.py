@@ -23,11 +23,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from model.segment import InputTooLong
-from model.translation.glossary import Glossary, GlossaryError, load_glossary
-from model.translation.options import InvalidOption, TranslationOptions
-from model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
-from model.weights import ModelLoadError
+from rendition.model.segment import InputTooLong
+from rendition.model.translation.glossary import Glossary, GlossaryError, load_glossary
+from rendition.model.translation.options import InvalidOption, TranslationOptions
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
+from rendition.model.weights import ModelLoadError
 
 
 def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
@@ -39,7 +39,7 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
         return Translator.from_pretrained(
             args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type
         )
-    from model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
+    from rendition.model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
     ct2_dir = args.model_dir
     if not is_ct2_dir(ct2_dir):
@@ -61,7 +61,7 @@ def translate_lines(
 ) -> list[str]:
     """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
     scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings.
-    ``glossary``: its source terms are translated as its target terms (``model.translation.glossary``)."""
+    ``glossary``: its source terms are translated as its target terms (``rendition.model.translation.glossary``)."""
     if glossary:
         marked = [glossary.protect(line.strip()) for line in lines]
         done = translate_lines(translator, [m.text for m in marked], source, target, batch_size, progress, **options)

@@ -1,6 +1,6 @@
 """Export to CTranslate2 and run the exported model as a translation engine.
 
-CTranslate2 (OpenNMT) implements the same architecture family as ``model.translation.transformer``:
+CTranslate2 (OpenNMT) implements the same architecture family as ``rendition.model.translation.transformer``:
 ``TransformerSpec.from_config(..., with_relative_position=True, pre_norm=True)`` is the
 OpenNMT-py "Shaw et al. 2018" Transformer, whose attention is, per head,
 
@@ -47,12 +47,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from model.tokenizer import EOS_ID, UNK_ID, Tokenizer
-from model.translation.options import SearchStats, TranslationOptions
-from model.translation.search import Hypothesis, max_lengths
-from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator, source_ids
-from model.weights import ModelLoadError, load_weights
+from rendition.model.tokenizer import EOS_ID, UNK_ID, Tokenizer
+from rendition.model.translation.options import SearchStats, TranslationOptions
+from rendition.model.translation.search import Hypothesis, max_lengths
+from rendition.model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator, source_ids
+from rendition.model.weights import ModelLoadError, load_weights
 
 RENDITION_CONFIG = "rendition_config.json"  # our TransformerConfig (ct2 owns config.json)
 SP_MODEL = "sentencepiece.model"

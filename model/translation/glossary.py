@@ -6,7 +6,7 @@
 
 The translator never learned glossaries; it learned to copy placeholder stand-ins (the gettext
 part of its corpus has ``%s``, ``{0}``... replaced by ``X``, ``Y``, ``Z``... on both sides,
-``model.training.corpus.clean.fill_placeholders``).  ``protect`` replaces every source term found
+``rendition.model.training.corpus.clean.fill_placeholders``).  ``protect`` replaces every source term found
 (case-insensitive, whole words, the longest match first) by such a stand-in, the translator copies
 it, and ``restore`` puts the target term in its place.  A text in which no term occurs is left
 exactly as it was (``Marked.terms`` empty), so its translation does not change.  When the

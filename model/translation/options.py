@@ -7,7 +7,7 @@
 Every caller builds its options here and nowhere else checks them: the library (``Translator``,
 ``generate_ids``, the scheduler), the command line and the service, which turns an
 ``InvalidOption`` into a 422 naming ``InvalidOption.field`` (its own deployment limits, such as
-the largest beam it serves, are the service's, in ``service.translation``).  Being frozen and
+the largest beam it serves, are the service's, in ``rendition.service.translation``).  Being frozen and
 hashable, the options are also the key that groups compatible sentences into one search.
 
 What a search reports back (decoding steps, cache size) is not an option: it is ``SearchStats``,

@@ -9,7 +9,7 @@ queue with a fair share per request.
     sched.run(sources, opts)                                          # submit and wait
     sched.close()
 
-Each worker owns one ``BeamSearch`` (``model.translation.search``) per set of options (the frozen
+Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per set of options (the frozen
 ``TranslationOptions`` are the key) and steps them in turn.  Between two steps it admits waiting
 sentences while it runs fewer than ``max_sentences`` and their source tokens x beam size stay
 within ``max_tokens`` (a worker with nothing running takes one sentence whatever its size); a full
@@ -36,8 +36,8 @@ from typing import Protocol
 
 import torch
 
-from model.translation.options import SearchStats, TranslationOptions
-from model.translation.search import BeamSearch, Hypothesis, Seq2Seq
+from rendition.model.translation.options import SearchStats, TranslationOptions
+from rendition.model.translation.search import BeamSearch, Hypothesis, Seq2Seq
 
 log = logging.getLogger("rendition.scheduler")
 

@@ -10,7 +10,7 @@ is idle.  Sentences join at the next decoding step and leave as soon as they are
     search.add("b", ids_b)            # encoded and joined at the next step, next to "a"'s beams
     search.cancel("a")                # its beams leave at the next step
 
-Each sentence is a group of ``beam_size`` rows of a ``DecoderCache`` (``model.translation.cache``)
+Each sentence is a group of ``beam_size`` rows of a ``DecoderCache`` (``rendition.model.translation.cache``)
 at its own step: it starts with one live beam (the others at -inf, so the first step expands it),
 and its result does not depend on which sentences share its steps.  ``beam_step`` is the pure core
 (fairseq's ``search.py`` shape).  The rules: GNMT length penalty lp(L) = ((5 + L) / 6) ** alpha,
@@ -36,16 +36,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from model.kernels import native
-from model.translation.cache import DecoderCache
-from model.translation.options import SearchStats, TranslationOptions
-from model.translation.transformer import TransformerConfig
+from rendition.model.kernels import native
+from rendition.model.translation.cache import DecoderCache
+from rendition.model.translation.options import SearchStats, TranslationOptions
+from rendition.model.translation.transformer import TransformerConfig
 
 NEG_INF = float("-inf")
 
 
 class Seq2Seq(Protocol):
-    """What the search drives: a back end (``model.translation.backends``)."""
+    """What the search drives: a back end (``rendition.model.translation.backends``)."""
 
     cfg: TransformerConfig
     device: torch.device
@@ -270,7 +270,7 @@ class _Draw:
 
 class BeamSearch:
     """A beam search over a changing set of sentences, one decoding step per ``step()`` call
-    (one thread drives it; see ``model.translation.scheduler`` for the workers that do).
+    (one thread drives it; see ``rendition.model.translation.scheduler`` for the workers that do).
     ``beam_size`` 1 is greedy search (the argmax token, or a sampled one; done at EOS)."""
 
     def __init__(self, model: Seq2Seq, opts: TranslationOptions, capacity: int = 16):

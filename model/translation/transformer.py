@@ -15,10 +15,10 @@ by w^V.
 Pre-norm residual blocks with a final layer norm, ReLU feed-forward, tied source/target/output
 embeddings scaled by sqrt(d_model).  Sinusoidal absolute positions are available as an option
 (the paper's baseline).  ``encode`` / ``init_cache`` / ``decode_step`` are the seam for the KV cache
-and beam search (``model.translation.cache`` and ``model.translation.search``).
+and beam search (``rendition.model.translation.cache`` and ``rendition.model.translation.search``).
 
 This is the reference implementation, in plain torch (any device, training and inference).  The
-CPU back ends of ``model.translation.backends`` compute the same functions with the native kernels
+CPU back ends of ``rendition.model.translation.backends`` compute the same functions with the native kernels
 over these modules' weights.
 """
 
@@ -31,8 +31,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.translation.cache import DecoderCache, DenseCache, LayerCache
-from model.weights import JsonConfig
+from rendition.model.translation.cache import DecoderCache, DenseCache, LayerCache
+from rendition.model.weights import JsonConfig
 
 
 @dataclass(frozen=True)
@@ -331,7 +331,7 @@ class Transformer(nn.Module):
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """tokens (N,) at step cache.positions() -> logits (N, V); advances the cache by one.  The
-        step is one per row (sentences join a ``model.translation.cache`` cache at different times)."""
+        step is one per row (sentences join a ``rendition.model.translation.cache`` cache at different times)."""
         pos = cache.positions()  # (N,) steps
         x = F.embedding(tokens[:, None], self.embed.weight, self.cfg.pad_id) * self.emb_scale  # (N, 1, D)
         if self.positions is not None:

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import torch
 
-from model.kernels.compute_type import resolve_compute_type, weight_bytes
-from model.segment import InputTooLong
-from model.tokenizer import EOS_ID, Tokenizer
-from model.translation.backends import TorchBackend, select_backend
-from model.translation.options import SearchStats, TranslationOptions
-from model.translation.scheduler import TranslationScheduler, worker_layout
-from model.translation.search import Hypothesis, generate_ids
-from model.translation.transformer import Transformer, TransformerConfig
-from model.weights import load_pretrained, resolve_device
+from rendition.model.kernels.compute_type import resolve_compute_type, weight_bytes
+from rendition.model.segment import InputTooLong
+from rendition.model.tokenizer import EOS_ID, Tokenizer
+from rendition.model.translation.backends import TorchBackend, select_backend
+from rendition.model.translation.options import SearchStats, TranslationOptions
+from rendition.model.translation.scheduler import TranslationScheduler, worker_layout
+from rendition.model.translation.search import Hypothesis, generate_ids
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.weights import load_pretrained, resolve_device
 
 DEFAULT_TRANSLATOR = Path(__file__).resolve().parents[1] / "pretrained" / "translator"
 
@@ -63,10 +63,10 @@ class Translator:
     search (None: the model's dtype).  float16 halves the memory each step reads, which keeps the
     step cost flatter as outputs grow; the attention itself still computes in the model's dtype.
 
-    ``backend``: how the model runs (``model.translation.backends``), chosen once here for the
+    ``backend``: how the model runs (``rendition.model.translation.backends``), chosen once here for the
     model as it is given (device, dtype): move the model before making its Translator.
 
-    ``compute_type``: "int8" runs the model's linear maps in int8 (``model.kernels.compute_type``;
+    ``compute_type``: "int8" runs the model's linear maps in int8 (``rendition.model.kernels.compute_type``;
     the caller has checked it can run here); None, the model in its own dtype."""
 
     def __init__(
@@ -98,7 +98,7 @@ class Translator:
         kv_cache_dtype: str | torch.dtype | None = None,
         compute_type: str | None = None,
     ) -> Translator:
-        """``compute_type`` (``model.kernels.compute_type``): auto, int8, float32, float16 or
+        """``compute_type`` (``rendition.model.kernels.compute_type``): auto, int8, float32, float16 or
         bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  In int8 the model's float32
         copies of the quantised weights are released once the int8 tables are built."""
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
@@ -112,7 +112,7 @@ class Translator:
 
     @property
     def weight_bytes(self) -> int:
-        """Bytes of the weights resident for inference (``model.kernels.compute_type.weight_bytes``)."""
+        """Bytes of the weights resident for inference (``rendition.model.kernels.compute_type.weight_bytes``)."""
         return weight_bytes(self.model, self.backend)
 
     @property
@@ -149,7 +149,7 @@ class Translator:
 
     def start_workers(self, workers: int = 0, threads: int = 0, cores: int = 0) -> tuple[int, int]:
         """From now on ``core`` / ``translate`` run on the step-level scheduler
-        (``model.translation.scheduler``): ``workers`` continuous searches of ``threads`` threads
+        (``rendition.model.translation.scheduler``): ``workers`` continuous searches of ``threads`` threads
         each (CTranslate2's inter_threads / intra_threads; 0: ``worker_layout``'s choice for ``cores``,
         by default the threads torch uses here).  Returns the layout; ``close()`` stops the workers."""
         self.close()

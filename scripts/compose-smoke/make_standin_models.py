@@ -15,9 +15,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from model.embedding.disan import DiSAN, DiSANConfig
-from model.translation.transformer import Transformer, TransformerConfig
-from model.translation.translator import DEFAULT_TRANSLATOR
+from rendition.model.embedding.disan import DiSAN, DiSANConfig
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 
 
 def main(out: Path) -> None:

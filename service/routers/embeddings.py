@@ -11,11 +11,11 @@ import base64
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from service import admission
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
-from service.embedding import embed
-from service.errors import APIError, invalid
-from service.schemas import (
+from rendition.service import admission
+from rendition.service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from rendition.service.embedding import embed
+from rendition.service.errors import APIError, invalid
+from rendition.service.schemas import (
     Embedding,
     EmbeddingsRequest,
     EmbeddingsResponse,
@@ -23,7 +23,7 @@ from service.schemas import (
     SimilarityRequest,
     SimilarityResponse,
 )
-from service.settings import Settings
+from rendition.service.settings import Settings
 
 router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 

@@ -5,7 +5,7 @@ The request is LibreTranslate's multipart form (``file``, ``source`` — may be 
 ``target``, ``api_key``); the answer is ``{"translatedFileUrl": ...}``, where the translated file
 waits for ``RENDITION_FILE_KEEP_S`` seconds (only the newest ``RENDITION_FILE_KEEP_MAX`` are kept) in
 ``RENDITION_FILE_DIR`` (several replicas behind one address need it on a volume they share).
-The formats and their limits are ``model.documents``; a file that is not what its extension says,
+The formats and their limits are ``rendition.model.documents``; a file that is not what its extension says,
 or that is over a limit (a zip bomb, an XML entity bomb), is answered 400 or 413 naming the limit,
 in LibreTranslate's ``{"error": ...}`` shape.  The segments of a document go to the translator
 through ``translate_batch``, the one function here that calls the translation path the other
@@ -26,14 +26,22 @@ from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from model import documents
-from model.documents import DocumentError, DocumentTooLarge, Limits
-from model.translation.glossary import Glossary
-from service import glossaries, inference
-from service.deps import AppState, auth_error, bearer_token, engine_or_503, get_settings, get_state, key_is_valid
-from service.errors import APIError
-from service.settings import Settings
-from service.translation import detector, make_options, translate_texts
+from rendition.model import documents
+from rendition.model.documents import DocumentError, DocumentTooLarge, Limits
+from rendition.model.translation.glossary import Glossary
+from rendition.service import glossaries, inference
+from rendition.service.deps import (
+    AppState,
+    auth_error,
+    bearer_token,
+    engine_or_503,
+    get_settings,
+    get_state,
+    key_is_valid,
+)
+from rendition.service.errors import APIError
+from rendition.service.settings import Settings
+from rendition.service.translation import detector, make_options, translate_texts
 
 router = APIRouter(tags=["libretranslate"])
 

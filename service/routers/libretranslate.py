@@ -4,10 +4,10 @@
 LibreTranslate accepts JSON, form-encoded and multipart bodies: ``libretranslatepy`` posts
 ``application/x-www-form-urlencoded``, LibreTranslate's own web UI posts ``multipart/form-data``
 (a browser ``FormData``), other integrations JSON; all three are parsed here.  ``source: "auto"``
-detects the language of every text (``model.language_id``) and answers with
+detects the language of every text (``rendition.model.language_id``) and answers with
 ``detectedLanguage``; ``format: "html"`` translates the text nodes of the document and keeps its
 markup.  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
-input, 403 bad key, 429 overload; ``service.errors``).
+input, 403 bad key, 429 overload; ``rendition.service.errors``).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
-from model.documents import FORMATS
-from model.translation.options import TranslationOptions
-from model.translation.translator import Translation
-from service import glossaries, inference
-from service.deps import (
+from rendition.model.documents import FORMATS
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.translator import Translation
+from rendition.service import glossaries, inference
+from rendition.service.deps import (
     AppState,
     as_list,
     auth_error,
@@ -36,10 +36,10 @@ from service.deps import (
     get_state,
     key_is_valid,
 )
-from service.errors import APIError
-from service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
-from service.settings import Settings
-from service.translation import detector, make_options, translate_texts
+from rendition.service.errors import APIError
+from rendition.service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
+from rendition.service.settings import Settings
+from rendition.service.translation import detector, make_options, translate_texts
 
 router = APIRouter(tags=["libretranslate"])
 
@@ -272,7 +272,7 @@ async def frontend_settings(
         "apiKeys": bool(settings.api_keys),
         "keyRequired": bool(settings.api_keys),
         "suggestions": False,
-        "filesTranslation": True,  # POST /translate_file (service.routers.files)
+        "filesTranslation": True,  # POST /translate_file (rendition.service.routers.files)
         "supportedFilesFormat": sorted(FORMATS),
         "language": {
             "source": {"code": "auto", "name": "Auto Detect"},

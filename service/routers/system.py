@@ -6,9 +6,9 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from service.deps import AppState, get_state, require_api_key
-from service.errors import APIError
-from service.exposition import UNAUTHORIZED, metrics_token_ok
+from rendition.service.deps import AppState, get_state, require_api_key
+from rendition.service.errors import APIError
+from rendition.service.exposition import UNAUTHORIZED, metrics_token_ok
 
 router = APIRouter()
 

@@ -3,7 +3,7 @@
 ``POST /embed`` (and ``POST /``, where TEI serves an embedding model's default task and
 ``huggingface_hub.InferenceClient(base_url=...)`` posts), ``/similarity``, ``/rerank``,
 ``/tokenize``, ``/decode``, ``GET /info`` and ``GET /health``, with TEI's request and response
-shapes and its error body ``{"error": "...", "error_type": "..."}`` (``service.errors``).
+shapes and its error body ``{"error": "...", "error_type": "..."}`` (``rendition.service.errors``).
 
 Differences from TEI: ``/rerank`` scores with the same bi-encoder (cosine similarity of the
 query's and each text's embeddings, mapped to [0, 1] as (1 + cos) / 2 unless ``raw_scores``),
@@ -20,11 +20,11 @@ import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from service import admission
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
-from service.embedding import embed
-from service.errors import invalid
-from service.settings import Settings
+from rendition.service import admission
+from rendition.service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from rendition.service.embedding import embed
+from rendition.service.errors import invalid
+from rendition.service.settings import Settings
 
 router = APIRouter(tags=["tei"], dependencies=[Depends(require_api_key)])
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from model.translation.options import TranslationOptions
-from service import glossaries
-from service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
-from service.engines import TranslationEngine
-from service.errors import invalid
-from service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
-from service.settings import Settings
-from service.translation import make_options, translate_texts
+from rendition.model.translation.options import TranslationOptions
+from rendition.service import glossaries
+from rendition.service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from rendition.service.engines import TranslationEngine
+from rendition.service.errors import invalid
+from rendition.service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
+from rendition.service.settings import Settings
+from rendition.service.translation import make_options, translate_texts
 
 router = APIRouter(tags=["translation"], dependencies=[Depends(require_api_key)])
 
 
 def request_options(settings: Settings, body: TranslateRequest, engine: TranslationEngine) -> TranslationOptions:
-    """The native API's request -> ``TranslationOptions`` (``service.translation.make_options``:
+    """The native API's request -> ``TranslationOptions`` (``rendition.service.translation.make_options``:
     defaults, limits, a 422 naming the field); ``target_prefix`` is text, encoded here."""
     prefix = None
     if body.target_prefix is not None:

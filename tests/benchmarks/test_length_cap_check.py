@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import length_cap_check as lc  # noqa: E402
 
-from model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
-from model.translation.translator import Translator  # noqa: E402
+from rendition.model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
+from rendition.model.translation.translator import Translator  # noqa: E402
 
 
 @pytest.fixture(scope="module")

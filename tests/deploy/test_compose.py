@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from service.app import create_app
-from service.settings import Settings
+from rendition.service.app import create_app
+from rendition.service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from service.metrics import Metrics
+from rendition.service.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"

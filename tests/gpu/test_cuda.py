@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from model.embedding.encoder import SentenceEncoder
-from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.translator import Translator
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.translation.translator import Translator
 
 pytestmark = pytest.mark.gpu
 

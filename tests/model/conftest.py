@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from model.kernels import native
-from model.translation.translator import Translator
+from rendition.model.kernels import native
+from rendition.model.translation.translator import Translator
 
 
 @pytest.fixture

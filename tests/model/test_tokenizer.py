@@ -1,12 +1,12 @@
-"""model.tokenizer: a short list is encoded text by text on the calling thread; the result must be
+"""rendition.model.tokenizer: a short list is encoded text by text on the calling thread; the result must be
 exactly sentencepiece's own list encoding (its thread pool), ids and pieces."""
 
 from __future__ import annotations
 
 import sentencepiece as spm
 
-from model.tokenizer import Tokenizer
-from model.translation.translator import DEFAULT_TRANSLATOR as TRANSLATOR_DIR
+from rendition.model.tokenizer import Tokenizer
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR as TRANSLATOR_DIR
 
 TEXTS = [
     "Hello, how are you?",
@@ -33,8 +33,8 @@ def test_multiword_tokenizer_keeps_only_word_aligned_pieces(tmp_path) -> None:
     """``train_tokenizer(multiword=True)``: pieces may span words, but every piece that holds a word
     boundary starts at one (``word_aligned``); text still decodes to itself, any script included,
     and sentences take fewer pieces."""
-    from model.tokenizer import train_tokenizer
-    from model.training.data import SPLITS_DIR, read_tsv
+    from rendition.model.tokenizer import train_tokenizer
+    from rendition.model.training.data import SPLITS_DIR, read_tsv
 
     texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:1500]]
     plain = train_tokenizer(texts, tmp_path / "plain", 1500, ("en", "fr"), byte_fallback=True)
@@ -54,8 +54,8 @@ def test_case_folding_tokenizer_gives_every_casing_the_same_pieces(tmp_path) -> 
     """``train_tokenizer(case_fold=True)``: the rule travels in the model file, so any loader of it
     gives "Open File", "OPEN FILE" and "open file" the same ids (the uncased teacher gives them one
     vector); the default tokenizer keeps case apart; byte fallback still covers every script."""
-    from model.tokenizer import train_tokenizer
-    from model.training.data import SPLITS_DIR, read_tsv
+    from rendition.model.tokenizer import train_tokenizer
+    from rendition.model.training.data import SPLITS_DIR, read_tsv
 
     texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:1500]]
     folded = train_tokenizer(texts, tmp_path / "folded", 1200, ("en", "fr"), byte_fallback=True, multiword=True, case_fold=True)
@@ -74,8 +74,8 @@ def test_spans_cover_the_text_as_written(tmp_path) -> None:
     first piece to the last without overlap or gap (only leading whitespace is outside), each span
     is the piece's own text up to case and whitespace, and a character split into byte pieces is
     spanned once, by its last byte piece -- for a cased and a case-folding multi-word tokenizer."""
-    from model.tokenizer import train_tokenizer
-    from model.training.data import SPLITS_DIR, read_tsv
+    from rendition.model.tokenizer import train_tokenizer
+    from rendition.model.training.data import SPLITS_DIR, read_tsv
 
     texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:1500]]
     for tok in (

@@ -1,4 +1,4 @@
-"""model.weights: int8 row storage (quantize_rows / save_weights / load_weights) and its errors."""
+"""rendition.model.weights: int8 row storage (quantize_rows / save_weights / load_weights) and its errors."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from model.weights import ROW_SCALE, ModelLoadError, load_weights, quantize_rows, save_weights
+from rendition.model.weights import ROW_SCALE, ModelLoadError, load_weights, quantize_rows, save_weights
 
 
 def _matrix() -> torch.Tensor:

@@ -26,10 +26,10 @@ import torch
 import uvicorn
 from loadgen import DEFAULT_TEXTS, run_load, translate_body
 
-from model.translation.translator import Translator
-from model.weights import ModelLoadError, load_weights
-from service.app import create_app
-from service.settings import Settings
+from rendition.model.translation.translator import Translator
+from rendition.model.weights import ModelLoadError, load_weights
+from rendition.service.app import create_app
+from rendition.service.settings import Settings
 
 
 def access_log(server) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Issue 21: each finding of the hostile test, reproduced against a real ``python -m service.main``
+"""Issue 21: each finding of the hostile test, reproduced against a real ``python -m rendition.service.main``
 process on loopback (bounded counts, every wait bounded), and the limit that now holds.
 
 1. admission: a request that cannot finish within the timeout alone is refused at once (422
@@ -27,10 +27,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from model.tokenizer import Tokenizer, train_tokenizer
-from model.translation.options import TranslationOptions
-from model.translation.search import max_output_lengths
-from service.admission import has_byte_fallback
+from rendition.model.tokenizer import Tokenizer, train_tokenizer
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import max_output_lengths
+from rendition.service.admission import has_byte_fallback
 
 TR = {"source": "en", "target": "fr"}
 
@@ -339,8 +339,8 @@ def test_5_no_usable_tokens_short_max_length_nbest_count_and_scripts(start_serve
 
 
 def test_5_every_script_is_accepted_with_a_byte_fallback_tokenizer(start_server, tmp_path, byte_fallback_spm):
-    from model.embedding.disan import DiSAN, DiSANConfig
-    from model.translation.transformer import Transformer, TransformerConfig
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.translation.transformer import Transformer, TransformerConfig
 
     vocab = Tokenizer(byte_fallback_spm).vocab_size
     torch.manual_seed(0)

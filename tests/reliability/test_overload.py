@@ -21,7 +21,7 @@ import asyncio
 import pytest
 from loadgen import DEFAULT_TEXTS, run_load, summarize, translate_body
 
-from model.translation.translator import Translator
+from rendition.model.translation.translator import Translator
 
 BATCH, DELAY_MS, QUEUE = 4, 200, 16
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from model.tokenizer import Tokenizer
-from service.batcher import Batcher
+from rendition.model.tokenizer import Tokenizer
+from rendition.service.batcher import Batcher
 
 SPM = Path(__file__).resolve().parents[2] / "model" / "pretrained" / "translator" / "sentencepiece.model"
 TOK = Tokenizer(SPM)
@@ -107,7 +107,7 @@ def test_batcher_routes_every_result_to_its_own_request(requests, max_batch_size
         return results
 
     results = asyncio.run(scenario())
-    from service.batcher import QueueFull
+    from rendition.service.batcher import QueueFull
 
     for r, (spec, res) in enumerate(zip(requests, results)):
         if isinstance(res, (asyncio.CancelledError, QueueFull)):

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from model.translation.translator import Translator
-from model.weights import ModelLoadError
-from service import deps
-from service.settings import Settings
+from rendition.model.translation.translator import Translator
+from rendition.model.weights import ModelLoadError
+from rendition.service import deps
+from rendition.service.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 OPEN = {"/health/live", "/health/ready", "/metrics", "/languages", "/frontend/settings", "/health", "/download_file/{file_id}"}

@@ -1,6 +1,6 @@
 """Fixtures for the service tests: small random models on disk, and real uvicorn processes.
 
-Servers run ``python -m service.main`` (what ``rendition serve`` calls) on a free port with
+Servers run ``python -m rendition.service.main`` (what ``rendition serve`` calls) on a free port with
 ``RENDITION_*`` env vars pointing at the random models; every wait is bounded.
 """
 
@@ -21,9 +21,9 @@ import torch
 from prometheus_client.parser import text_string_to_metric_families
 from safetensors.torch import save_file
 
-from model.embedding.disan import DiSAN, DiSANConfig
-from model.tokenizer import Tokenizer
-from model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.embedding.disan import DiSAN, DiSANConfig
+from rendition.model.tokenizer import Tokenizer
+from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 SPM = ROOT / "model" / "pretrained" / "translator" / "sentencepiece.model"
@@ -62,7 +62,7 @@ class Server:
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "service.main", "--host", "127.0.0.1", "--port", str(self.port)],
+            [sys.executable, "-m", "rendition.service.main", "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
 

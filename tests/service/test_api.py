@@ -16,8 +16,8 @@ import pytest
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
-from model.embedding.encoder import SentenceEncoder
-from model.translation.translator import Translator
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.translation.translator import Translator
 
 SENTENCES = [
     "Hello world.",
@@ -168,7 +168,7 @@ def test_models_endpoint_describes_what_is_loaded(server, translator, encoder):
     assert data["embedding"]["embedding_size"] == encoder.dim == 48
     assert data["embedding"]["parameters"] == sum(p.numel() for p in encoder.model.parameters())
     # The back end each model was given at load (float32 on CPU: the native kernels, built in CI).
-    from model.kernels import native
+    from rendition.model.kernels import native
 
     if native.required() or native.library() is not None:
         assert data["translation"]["backend"] == "fused-cpu" and data["embedding"]["backend"] == "cpu-kernel-packed"

@@ -8,8 +8,8 @@ import inspect
 
 from fastapi.routing import APIRoute
 
-from service.app import create_app
-from service.settings import Settings
+from rendition.service.app import create_app
+from rendition.service.settings import Settings
 
 
 def _calls(dependant) -> list:

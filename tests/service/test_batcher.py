@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from service.batcher import Batcher, BatchFailed, QueueFull
-from service.metrics import Metrics
+from rendition.service.batcher import Batcher, BatchFailed, QueueFull
+from rendition.service.metrics import Metrics
 
 
 class Recorder:

@@ -1,6 +1,6 @@
 """Safe exposure defaults against real servers: ``/metrics`` behind a bearer token or on its own
 port (``RENDITION_METRICS_TOKEN`` / ``RENDITION_METRICS_PORT``), CORS off unless
-``RENDITION_CORS_ORIGINS`` lists origins, and the SIGTERM drain (``service.main``) with both."""
+``RENDITION_CORS_ORIGINS`` lists origins, and the SIGTERM drain (``rendition.service.main``) with both."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
-from service.settings import Settings
+from rendition.service.settings import Settings
 
 TOKEN = "metrics-s3cret"
 ORIGIN = "https://app.example"

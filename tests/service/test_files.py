@@ -13,11 +13,11 @@ import pytest
 import srt
 from bs4 import BeautifulSoup
 
-from model.documents import FORMATS
-from model.documents.placeholders import placeholders
-from model.segment import InputTooLong
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator
-from service.routers.files import FileStore
+from rendition.model.documents import FORMATS
+from rendition.model.documents.placeholders import placeholders
+from rendition.model.segment import InputTooLong
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from rendition.service.routers.files import FileStore
 from tests.model.documents.helpers import (
     BILLION_LAUGHS,
     make_docx,

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from model.translation.translator import DEFAULT_TRANSLATOR
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 
 TERMS = {"kernel": "noyau Linux", "trash": "poubelle"}
 WITH_TERMS = "The kernel could not be updated."

@@ -9,11 +9,11 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
-from model.translation.scheduler import worker_layout
-from model.translation.translator import Translator
-from service.app import create_app
-from service.deps import get_settings
-from service.settings import Settings
+from rendition.model.translation.scheduler import worker_layout
+from rendition.model.translation.translator import Translator
+from rendition.service.app import create_app
+from rendition.service.deps import get_settings
+from rendition.service.settings import Settings
 
 
 class PoisonedBackend:

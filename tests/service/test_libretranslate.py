@@ -11,8 +11,8 @@ import pytest
 from bs4 import BeautifulSoup
 from libretranslatepy import LibreTranslateAPI
 
-from model.language_id import LanguageDetector
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from rendition.model.language_id import LanguageDetector
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 EN = "This package contains the development files of the library."
 FR = "Ce paquet contient les fichiers de développement de la bibliothèque."

@@ -19,8 +19,8 @@ import torch
 from libretranslatepy import LibreTranslateAPI
 from openai import OpenAI
 
-from model.embedding.encoder import SentenceEncoder
-from model.translation.translator import Translator
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.translation.translator import Translator
 
 
 def wait_for(cond, timeout: float = 30.0, what: str = "condition"):

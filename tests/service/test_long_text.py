@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.segment import split
-from model.training.data import SPLITS_DIR, read_tsv
-from model.translation.options import TranslationOptions
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from rendition.model.segment import split
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pytest
 from langchain_openai import OpenAIEmbeddings
 from openai import OpenAI
 
-from model.embedding.encoder import SentenceEncoder
-from model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.training.data import SPLITS_DIR, read_tsv
 
 MODEL = "rendition-disan"
 

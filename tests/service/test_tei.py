@@ -11,7 +11,7 @@ import pytest
 from huggingface_hub import InferenceClient
 from huggingface_hub.errors import HfHubHTTPError
 
-from model.embedding.encoder import SentenceEncoder
+from rendition.model.embedding.encoder import SentenceEncoder
 
 TEXTS = ["A tool for converting audio files.", "Outil de conversion de fichiers audio.", "Library for parsing XML."]
 LONG = " ".join(["word"] * 100)  # over the random encoder's 64 tokens

@@ -1,4 +1,4 @@
-"""OpenTelemetry tracing (``service.tracing``): the app in-process with an in-memory span exporter.
+"""OpenTelemetry tracing (``rendition.service.tracing``): the app in-process with an in-memory span exporter.
 Requests get the FastAPI instrumentation's server span, and under it the batcher's queue-wait and
 encode/decode spans with the batch's times; health and metrics are not traced; an app without
 tracing makes no spans; and a real server with OTEL_EXPORTER_OTLP_ENDPOINT set exports them over
@@ -18,9 +18,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from service import tracing
-from service.app import create_app
-from service.settings import Settings
+from rendition.service import tracing
+from rendition.service.app import create_app
+from rendition.service.settings import Settings
 
 
 def ready_client(app) -> TestClient:

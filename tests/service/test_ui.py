@@ -26,8 +26,8 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 EN = "This package contains the development files of the library."

@@ -3,7 +3,7 @@
 Sources (``SOURCES``): ``ui`` (message catalogs of applications), ``dialogue`` (the catalogs of
 games with campaigns, dialogue and narrative: Wesnoth, FreedroidRPG, Cataclysm, Widelands
 scenarios, UFO:AI, Warzone 2100), ``help`` (GNOME help pages), ``dict`` (FreeDict), ``ddtp``
-(package descriptions, ``model.training.data``), and two of daily life (``daily``): ``lexicon``
+(package descriptions, ``rendition.model.training.data``), and two of daily life (``daily``): ``lexicon``
 (the daily-life lexicon's nouns with their articles, week days, months) and ``realised``
 (sentences of daily life realised in both languages by pyrealb from one plan).
 
@@ -26,10 +26,18 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from model.training import data
-from model.training.corpus import daily, debian, freedict, gettext_source, mallard
-from model.training.corpus.clean import language_ok
-from model.training.data import DEFAULT_SHARED, REPO_DATA, SPLITS_DIR, _bucket, build_pairs, normalise, read_tsv
+from rendition.model.training import data
+from rendition.model.training.corpus import daily, debian, freedict, gettext_source, mallard
+from rendition.model.training.corpus.clean import language_ok
+from rendition.model.training.data import (
+    DEFAULT_SHARED,
+    REPO_DATA,
+    SPLITS_DIR,
+    _bucket,
+    build_pairs,
+    normalise,
+    read_tsv,
+)
 
 CORPUS_DIR = REPO_DATA / "build" / "corpus"
 SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised")
@@ -177,7 +185,7 @@ def build(cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLIT
 
 
 def data_main(argv: list[str] | None = None) -> None:
-    """``rendition data``: the DDTP splits (``model.training.data.main``), or with ``--corpus`` first
+    """``rendition data``: the DDTP splits (``rendition.model.training.data.main``), or with ``--corpus`` first
     the broad corpus (``main``).  The dispatch lives here, not in ``data``: the corpus builds on
     ``data``, so ``data`` does not import it (no import cycle)."""
     argv = list(sys.argv[1:] if argv is None else argv)

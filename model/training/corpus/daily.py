@@ -23,7 +23,7 @@ from functools import partial
 
 import pyrealb as R
 
-from model.training.corpus.lexicon import Noun, pyrealb_form
+from rendition.model.training.corpus.lexicon import Noun, pyrealb_form
 
 CONCRETE = ("animal", "food", "clothing", "furniture", "object", "thing", "vehicle", "plant")
 # (English, French) verb pairs by the kind of object they take
@@ -421,7 +421,7 @@ def per_french_word(nouns: Sequence[Noun], keep: int = 2) -> list[Noun]:
 
 
 def calendar(root) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    from model.training.corpus.lexicon import cldr_calendar
+    from rendition.model.training.corpus.lexicon import cldr_calendar
 
     en, fr = cldr_calendar(root, "en"), cldr_calendar(root, "fr")
     return [(en["days"][k], fr["days"][k]) for k in en["days"]], [(en["months"][k], fr["months"][k]) for k in en["months"]]
@@ -434,7 +434,7 @@ MAX_RANK = 35  # nouns placed in sentences: English Zipf frequency >= 3.5 (glove
 def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
     """The corpus sources ``lexicon`` (confirmed nouns with articles, days, months) and ``daily``
     (realised sentences over the common confirmed nouns), read from unpacked packages under root."""
-    from model.training.corpus.lexicon import build_lexicon
+    from rendition.model.training.corpus.lexicon import build_lexicon
 
     nouns = per_french_word([n for n in build_lexicon(root) if n.confirmed])
     days, months = calendar(root)

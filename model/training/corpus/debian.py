@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.training.data import REPO_DATA
+from rendition.model.training.data import REPO_DATA
 
 MANIFEST = REPO_DATA / "corpus" / "manifest.tsv"
 MIRROR = "http://deb.debian.org/debian/dists/bookworm/main"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import polib
 
-from model.training.corpus.clean import fill_placeholders, looks_like_text, ratio_ok, strip_ui
-from model.training.data import _SENT_SPLIT
+from rendition.model.training.corpus.clean import fill_placeholders, looks_like_text, ratio_ok, strip_ui
+from rendition.model.training.data import _SENT_SPLIT
 
 _PARA = re.compile(r"\n\s*\n")
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from model.training.corpus import freedict
-from model.training.corpus.apertium import APERTIUM_PACKAGES, triangulate
+from rendition.model.training.corpus import freedict
+from rendition.model.training.corpus.apertium import APERTIUM_PACKAGES, triangulate
 
 LEXICON_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core", *APERTIUM_PACKAGES)
 MIN_ZIPF = 3.0  # English nouns outside FreeDict are looked up in Apertium from this frequency on

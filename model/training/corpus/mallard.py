@@ -13,8 +13,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
-from model.training.corpus.clean import looks_like_text, normalise_text, ratio_ok
-from model.training.data import _SENT_SPLIT
+from rendition.model.training.corpus.clean import looks_like_text, normalise_text, ratio_ok
+from rendition.model.training.data import _SENT_SPLIT
 
 _SKIP = {"info", "code", "screen", "media", "credit", "license"}
 

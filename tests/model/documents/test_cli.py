@@ -1,4 +1,4 @@
-"""``rendition translate-file`` (``python -m model.cli translate-file``) with the shipped translator:
+"""``rendition translate-file`` (``python -m rendition.model.cli translate-file``) with the shipped translator:
 a real .docx and the real Debian catalog, checked against the same model called directly."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import polib
 import pytest
 
-from model.documents.placeholders import placeholders
-from model.translation.translator import Translator
+from rendition.model.documents.placeholders import placeholders
+from rendition.model.translation.translator import Translator
 from tests.model.documents.helpers import make_docx, msgfmt_check, read_docx, zip_bomb
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -24,7 +24,7 @@ S2 = "The documentation is in a separate package."
 def cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "model.cli", "translate-file", *args], cwd=ROOT, env=env, capture_output=True,
+        [sys.executable, "-m", "rendition.model.cli", "translate-file", *args], cwd=ROOT, env=env, capture_output=True,
         text=True, timeout=600,
     )  # fmt: skip
 

@@ -13,10 +13,10 @@ import polib
 import pytest
 import srt
 
-from model import documents
-from model.documents import DocumentTooLarge, InvalidDocument, Limits, UnsupportedFormat
-from model.documents.base import spread
-from model.documents.placeholders import FILLERS, NUMBERS, protect, restore
+from rendition.model import documents
+from rendition.model.documents import DocumentTooLarge, InvalidDocument, Limits, UnsupportedFormat
+from rendition.model.documents.base import spread
+from rendition.model.documents.placeholders import FILLERS, NUMBERS, protect, restore
 from tests.model.documents.helpers import (
     BILLION_LAUGHS,
     lying_zip,
@@ -48,7 +48,7 @@ def roundtrip(data: bytes, name: str, translate=upper, **kw) -> bytes:
 
 
 def test_stand_ins_are_those_of_the_training_corpus():
-    from model.training.corpus import clean
+    from rendition.model.training.corpus import clean
 
     assert FILLERS == clean._FILLERS and NUMBERS == clean._NUMBERS
 

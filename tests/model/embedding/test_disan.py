@@ -10,8 +10,8 @@ import os
 import pytest
 import torch
 
-from model.embedding.disan import DiSAN, DiSANConfig, cpu_kernel, direction_mask, t2t_attention, t2t_reference
-from model.kernels import native
+from rendition.model.embedding.disan import DiSAN, DiSANConfig, cpu_kernel, direction_mask, t2t_attention, t2t_reference
+from rendition.model.kernels import native
 
 # The C kernel is tested where it is built, and always under RENDITION_REQUIRE_NATIVE=1 (CI), where a
 # missing one then fails instead of dropping out of the list.

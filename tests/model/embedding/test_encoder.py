@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from model.embedding.disan import DiSAN, DiSANConfig
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.segment import InputTooLong
-from model.tokenizer import Tokenizer
-from model.training.distill import distill_loss, length_batches, pair_cosines, retrieval_accuracy
-from model.weights import ModelLoadError
+from rendition.model.embedding.disan import DiSAN, DiSANConfig
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from rendition.model.segment import InputTooLong
+from rendition.model.tokenizer import Tokenizer
+from rendition.model.training.distill import distill_loss, length_batches, pair_cosines, retrieval_accuracy
+from rendition.model.weights import ModelLoadError
 
 ROOT = Path(__file__).resolve().parents[3]
 SPM = ROOT / "model" / "pretrained" / "translator" / "sentencepiece.model"
@@ -97,7 +97,7 @@ def test_cli_embed_jsonl_and_npy(encoder, tmp_path):
     model_dir = tmp_path / "enc"
     encoder.save_pretrained(model_dir, dtype=torch.float32, int8_embeddings=False)
     lines = "A tool for audio.\nUn outil pour l'audio.\n"
-    cmd = [sys.executable, "-m", "model.cli", "embed", "--model", str(model_dir), "--threads", "1"]
+    cmd = [sys.executable, "-m", "rendition.model.cli", "embed", "--model", str(model_dir), "--threads", "1"]
     res = subprocess.run(cmd, input=lines, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(x) for x in res.stdout.splitlines()]

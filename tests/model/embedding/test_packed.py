@@ -1,4 +1,4 @@
-"""Packed DiSAN inference (model.embedding.packed): the C kernel over packed rows against the direct
+"""Packed DiSAN inference (rendition.model.embedding.packed): the C kernel over packed rows against the direct
 reference sentence by sentence, the packed forward against the padded model with the paper's direct
 attention, and SentenceEncoder's packed passes against its padded buckets.
 
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from model.embedding import packed
-from model.embedding.disan import DiSAN, DiSANConfig, t2t_reference
-from model.embedding.encoder import SentenceEncoder
-from model.tokenizer import Tokenizer
+from rendition.model.embedding import packed
+from rendition.model.embedding.disan import DiSAN, DiSANConfig, t2t_reference
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[3]
 SPM = ROOT / "model" / "pretrained" / "translator" / "sentencepiece.model"

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.tokenizer import UNK_ID
-from model.training.data import SPLITS_DIR, read_tsv
-from model.training.distill import fidelity, graded_pairs, retrieval_accuracy, sentence_pairs
-from model.training.distill_data import general_held_out
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from rendition.model.tokenizer import UNK_ID
+from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.training.distill import fidelity, graded_pairs, retrieval_accuracy, sentence_pairs
+from rendition.model.training.distill_data import general_held_out
 
 # Measured on the same slices when the model was shipped (model/pretrained/encoder/README.md); the
 # floors sit a little below, so a regression in the model, the kernel or the tokenizer fails CI.
@@ -37,7 +37,7 @@ def test_retrieval_on_fixed_ddtp_slice(encoder: SentenceEncoder) -> None:
 def test_general_english_fidelity_on_fixed_slice(encoder: SentenceEncoder) -> None:
     """Spearman of student vs teacher cosines, the teacher being the real all-MiniLM-L6-v2: on random
     pairs, and on pairs spread evenly over the teacher's similarity."""
-    from model.training.distill import load_teacher, teacher_embed
+    from rendition.model.training.distill import load_teacher, teacher_embed
 
     sents = general_held_out("test")[:600]
     assert len(sents) == 600

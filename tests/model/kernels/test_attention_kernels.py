@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.kernels import attention as attention_kernels
-from model.kernels import native
-from model.translation.backends import AttentionKernelBackend, TorchBackend, select_backend
-from model.translation.cache import DenseCache, ReferenceCache
-from model.translation.options import TranslationOptions
-from model.translation.search import generate
-from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
+from rendition.model.kernels import attention as attention_kernels
+from rendition.model.kernels import native
+from rendition.model.translation.backends import AttentionKernelBackend, TorchBackend, select_backend
+from rendition.model.translation.cache import DenseCache, ReferenceCache
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import generate
+from rendition.model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 # Where the native library was not built the module is skipped, unless RENDITION_REQUIRE_NATIVE=1 (CI):
 # then it runs, and fails.

@@ -1,4 +1,4 @@
-"""The encoder and the decoding step in one C call each (``model.kernels.fused_cpu``) against the torch
+"""The encoder and the decoding step in one C call each (``rendition.model.kernels.fused_cpu``) against the torch
 paths, for every supported head size and relative-position variant: the encoder with padding of
 every kind, the step on the same by-reference cache through beam reorder and finished
 sentences; and the shipped translator's hypotheses with them on and off."""
@@ -10,12 +10,12 @@ import threading
 import pytest
 import torch
 
-from model.kernels import fused_cpu, native
-from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend, select_backend
-from model.translation.cache import ReferenceCache
-from model.translation.options import TranslationOptions
-from model.translation.search import generate
-from model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.kernels import fused_cpu, native
+from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend, select_backend
+from rendition.model.translation.cache import ReferenceCache
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import generate
+from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 # Where the native library was not built the module is skipped, unless RENDITION_REQUIRE_NATIVE=1 (CI):
 # then it runs, and fails.

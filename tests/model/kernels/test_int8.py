@@ -1,4 +1,4 @@
-"""The int8 compute type (``model.kernels.fused_cpu``, ``model.kernels.compute_type``): the int8
+"""The int8 compute type (``rendition.model.kernels.fused_cpu``, ``rendition.model.kernels.compute_type``): the int8
 linear map against an independent integer reference (numpy, int64) on every instruction-set variant
 this CPU runs, in both activation ranges (8 bits with VNNI, 7 without); the fused encoder and step in
 int8 near the float32 ones; the shipped translator in int8 against float32 (hypotheses, BLEU),
@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from model.kernels import fused_cpu, native
-from model.kernels.compute_type import resolve_compute_type
-from model.translation.backends import FusedCPUBackend
-from model.translation.options import TranslationOptions
-from model.translation.search import generate
-from model.translation.translator import Translator
+from rendition.model.kernels import fused_cpu, native
+from rendition.model.kernels.compute_type import resolve_compute_type
+from rendition.model.translation.backends import FusedCPUBackend
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import generate
+from rendition.model.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[3]
 

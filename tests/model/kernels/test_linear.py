@@ -1,4 +1,4 @@
-"""The sentence encoder's compute types (``model.kernels.linear``, ``resolve_encoder_compute_type``):
+"""The sentence encoder's compute types (``rendition.model.kernels.linear``, ``resolve_encoder_compute_type``):
 each reduced linear map against an independent reference, every ``nn.Linear`` of a DiSAN replaced,
 ``auto`` on this CPU and its fallback, and the shipped encoder's embeddings in int8 and bfloat16
 against float32 (cosine >= 0.999 on test sentences)."""
@@ -14,12 +14,12 @@ import torch
 from test_int8 import need_int8, reference_quantize_rows, sample_rows  # (on sys.path)
 from torch import nn
 
-from model.embedding.disan import DiSAN, DiSANConfig
-from model.embedding.encoder import SentenceEncoder
-from model.kernels import compute_type as ct
-from model.kernels import fused_cpu
-from model.kernels.compute_type import resolve_encoder_compute_type
-from model.kernels.linear import Int8Linear, convert_linears
+from rendition.model.embedding.disan import DiSAN, DiSANConfig
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.kernels import compute_type as ct
+from rendition.model.kernels import fused_cpu
+from rendition.model.kernels.compute_type import resolve_encoder_compute_type
+from rendition.model.kernels.linear import Int8Linear, convert_linears
 
 ROOT = Path(__file__).resolve().parents[3]
 

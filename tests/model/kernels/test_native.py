@@ -9,11 +9,11 @@ import ctypes
 import pytest
 import torch
 
-from model.embedding.disan import t2t_attention, t2t_reference
-from model.kernels import fused_cpu, native
-from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
-from model.translation.options import TranslationOptions
-from model.translation.search import generate, lse_chunk_max
+from rendition.model.embedding.disan import t2t_attention, t2t_reference
+from rendition.model.kernels import fused_cpu, native
+from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import generate, lse_chunk_max
 
 
 def test_library_loads_with_the_best_variant_this_cpu_runs(need_kernel) -> None:

@@ -1,4 +1,4 @@
-"""The broad corpus's sources and cleaning (model.training.corpus): real catalogs, pages and
+"""The broad corpus's sources and cleaning (rendition.model.training.corpus): real catalogs, pages and
 dictionaries written with the formats' own tools, read back through the pipeline."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import polib
 import pytest
 
-from model.training.corpus import build, clean, debian, freedict, gettext_source, mallard
-from model.training.data import normalise
+from rendition.model.training.corpus import build, clean, debian, freedict, gettext_source, mallard
+from rendition.model.training.data import normalise
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from model.training.corpus import apertium, daily, lexicon
-from model.training.corpus.lexicon import Noun
-from model.training.evaluate import has_word, read_words, word_hits
+from rendition.model.training.corpus import apertium, daily, lexicon
+from rendition.model.training.corpus.lexicon import Noun
+from rendition.model.training.evaluate import has_word, read_words, word_hits
 
 SPLITS = Path(__file__).resolve().parents[3] / "data" / "splits"
 

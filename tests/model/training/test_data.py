@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import lzma
 
-from model.training.data import SPLITS_DIR, Pair, align, build, keep, normalise, parse_ddtp, read_tsv, split_pairs
+from rendition.model.training.data import (
+    SPLITS_DIR,
+    Pair,
+    align,
+    build,
+    keep,
+    normalise,
+    parse_ddtp,
+    read_tsv,
+    split_pairs,
+)
 
 EN = """Package: foo
 Description-md5: 0123

@@ -1,4 +1,4 @@
-"""End-to-end distillation on a tiny corpus (model.training.distill): teacher cache, training, validation,
+"""End-to-end distillation on a tiny corpus (rendition.model.training.distill): teacher cache, training, validation,
 fine-tuning with --init.  Uses the real all-MiniLM-L6-v2 teacher (offline package)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from model.embedding.encoder import SentenceEncoder
-from model.training import distill
-from model.training.data import SPLITS_DIR, read_tsv, write_tsv
+from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.training import distill
+from rendition.model.training.data import SPLITS_DIR, read_tsv, write_tsv
 
 
 @pytest.fixture()
@@ -55,7 +55,7 @@ def test_train_encoder_end_to_end_and_fine_tune(tiny: Path) -> None:
     assert SentenceEncoder.from_pretrained(out2, device="cpu").model.cfg.d_model == 16
 
     # and onto another tokenizer (--tokenizer: transfer_vocab), which the trained encoder then ships with
-    from model.tokenizer import train_tokenizer
+    from rendition.model.tokenizer import train_tokenizer
 
     train = read_tsv(tiny / "splits" / "train.en-fr.tsv")
     texts = [p.src for p in train] + [p.tgt for p in train]
@@ -145,7 +145,7 @@ def test_widen_keeps_the_function_and_grows_the_model() -> None:
     place and trainable new features (their weights into the output start at zero)."""
     import torch
 
-    from model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
 
     torch.manual_seed(0)
     narrow = DiSAN(DiSANConfig(vocab_size=50, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval()
@@ -207,7 +207,7 @@ def test_widen_embed_keeps_the_function_and_feeds_the_new_columns() -> None:
     old columns and every other weight are kept, and the new columns are trainable."""
     import torch
 
-    from model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
 
     torch.manual_seed(0)
     narrow = DiSAN(DiSANConfig(vocab_size=50, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval()
@@ -237,7 +237,7 @@ def test_deepen_starts_near_the_old_function_and_trains_the_new_layer() -> None:
     """``deepen``: a wide-open gate gives the one-layer function exactly (the new layer is an identity
     plus 1, absorbed by the pooling and the head); the default gate stays close to it; every old weight
     is kept; and a training step reaches the new layer's attention and gates."""
-    from model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
 
     torch.manual_seed(0)
     shallow = DiSAN(DiSANConfig(vocab_size=50, d_embed=12, d_model=8, d_out=20, dropout=0.0)).eval().double()
@@ -270,8 +270,8 @@ def test_deepen_starts_near_the_old_function_and_trains_the_new_layer() -> None:
 def test_transfer_vocab_composes_multiword_pieces_from_their_words(tmp_path: Path) -> None:
     """``transfer_vocab`` onto a multi-word tokenizer: a piece such as ``\u2581of\u2581the`` starts at
     the mean of the old rows of the words it spells ("of the" under the old tokenizer)."""
-    from model.embedding.disan import DiSAN, DiSANConfig
-    from model.tokenizer import train_tokenizer
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.tokenizer import train_tokenizer
 
     texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:1500]]
     old = train_tokenizer(texts, tmp_path / "old", 600, ("en", "fr"), byte_fallback=True)
@@ -296,8 +296,8 @@ def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path
     spell it (checked over every such spelling); a sentence both split alike keeps its vector."""
     import torch
 
-    from model.embedding.disan import DiSAN, DiSANConfig
-    from model.tokenizer import train_tokenizer
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.tokenizer import train_tokenizer
 
     texts = [p.src for p in read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:600]]
     old = train_tokenizer(texts, tmp_path / "old", 400, ("en", "fr"), byte_fallback=True)
@@ -341,8 +341,8 @@ def test_transfer_vocab_keeps_shared_pieces_and_composes_new_ones(tmp_path: Path
 
 @pytest.mark.slow
 def test_evaluate_encoder_reports_both_models_in_both_precisions(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from model.embedding.disan import DiSAN, DiSANConfig
-    from model.tokenizer import Tokenizer
+    from rendition.model.embedding.disan import DiSAN, DiSANConfig
+    from rendition.model.tokenizer import Tokenizer
 
     tok = Tokenizer(Path(distill.__file__).resolve().parents[1] / "pretrained" / "translator" / "sentencepiece.model")
     torch.manual_seed(0)

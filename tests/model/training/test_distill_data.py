@@ -1,4 +1,4 @@
-"""The broad distillation set (model.training.distill_data), the byte-fallback tokenizer extension, and a
+"""The broad distillation set (rendition.model.training.distill_data), the byte-fallback tokenizer extension, and a
 resumed broad distillation run; the teacher is the real all-MiniLM-L6-v2 (offline package)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import sentencepiece as spm
 import torch
 from scipy.stats import spearmanr
 
-from model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from model.tokenizer import UNK_ID, Tokenizer, train_tokenizer, with_byte_fallback
-from model.training import distill, distill_data
-from model.training.data import SPLITS_DIR, Pair, read_tsv, write_tsv
-from model.training.english_text import normalise
+from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
+from rendition.model.tokenizer import UNK_ID, Tokenizer, train_tokenizer, with_byte_fallback
+from rendition.model.training import distill, distill_data
+from rendition.model.training.data import SPLITS_DIR, Pair, read_tsv, write_tsv
+from rendition.model.training.english_text import normalise
 
 SCRIPTS = ["😀🎉", "你好世界", "مرحبا بالعالم", "Привет мир", "Γειά σου κόσμε"]
 
@@ -137,7 +137,7 @@ def test_german_catalog_pairs_from_extracted_packages(tmp_path: Path) -> None:
 
 
 def test_teacher_parts_share_the_list_and_bf16_stays_close_to_float32(tiny: Path) -> None:
-    from model.training.teacher import load_teacher, teacher_embed
+    from rendition.model.training.teacher import load_teacher, teacher_embed
 
     runs = tiny / "runs-parts"
     runs.mkdir()
@@ -165,7 +165,7 @@ def test_english_set_takes_wordnet_examples_and_glosses_but_not_held_out_text(ti
 
 
 def test_fidelity_is_reported_source_by_source(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from model.training.teacher import load_teacher, teacher_embed
+    from rendition.model.training.teacher import load_teacher, teacher_embed
 
     monkeypatch.setattr(distill, "SPLITS_DIR", tiny / "splits")
     enc, teacher = SentenceEncoder.from_pretrained(DEFAULT_ENCODER, device="cpu"), load_teacher()
@@ -239,7 +239,7 @@ def test_broad_training_can_repeat_a_corpus_source(tiny: Path, broad_epoch) -> N
 
 
 def test_upsample_spec() -> None:
-    from model.training.data import parse_upsample
+    from rendition.model.training.data import parse_upsample
 
     assert parse_upsample("dialogue=3, help=2") == {"dialogue": 3, "help": 2} and parse_upsample("") == {}
     for bad in ("dialogue", "dialogue=0", "dialogue=x"):
@@ -325,7 +325,7 @@ def test_align_tokens_averages_the_overlapping_teacher_states() -> None:
 def test_token_targets_follow_the_teacher_and_train_the_frozen_table_unchanged(
     tiny: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from model.training.teacher import load_teacher, teacher_embed
+    from rendition.model.training.teacher import load_teacher, teacher_embed
 
     runs = tiny / "runs-tokens"
     runs.mkdir()

@@ -1,4 +1,4 @@
-"""General English text for the encoder's distillation corpus (model.training.english_text)."""
+"""General English text for the encoder's distillation corpus (rendition.model.training.english_text)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from model.training import english_text as et
+from rendition.model.training import english_text as et
 
 FORTUNES = """Whenever you find yourself on the side of the majority, it is time to pause and reflect.
 \t\t-- Mark Twain

@@ -8,7 +8,7 @@ import pytest
 import torch
 from sacrebleu.metrics import BLEU, CHRF
 
-from model.training.evaluate import evaluate, main
+from rendition.model.training.evaluate import evaluate, main
 
 
 class LookupTranslator:

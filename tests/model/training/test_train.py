@@ -1,4 +1,4 @@
-"""Training loop: schedule, checkpoints, resume, averaging export (model.training.train)."""
+"""Training loop: schedule, checkpoints, resume, averaging export (rendition.model.training.train)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from model.training.data import SPLITS_DIR, read_tsv, write_tsv
-from model.training.train import TrainConfig, export, lr_at, train
-from model.translation.transformer import Transformer, TransformerConfig
-from model.weights import load_weights
+from rendition.model.training.data import SPLITS_DIR, read_tsv, write_tsv
+from rendition.model.training.train import TrainConfig, export, lr_at, train
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.weights import load_weights
 
 
 def test_lr_schedule_is_linear_warmup_then_inverse_sqrt() -> None:

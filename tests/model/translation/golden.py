@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from model.translation.backends import TorchBackend
-from model.translation.translator import Translator
+from rendition.model.translation.backends import TorchBackend
+from rendition.model.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = Path(__file__).with_name("golden_translations.json")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.translation.cache import DecoderCache, DenseCache, ReferenceCache
-from model.translation.transformer import MultiHeadAttention, TransformerConfig
+from rendition.model.translation.cache import DecoderCache, DenseCache, ReferenceCache
+from rendition.model.translation.transformer import MultiHeadAttention, TransformerConfig
 
 H, DH, K_REL = 2, 16, 3
 CACHES = [DenseCache, ReferenceCache]

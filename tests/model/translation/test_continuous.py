@@ -1,4 +1,4 @@
-"""Continuous batching (``model.translation.search``, ``cache``): a sentence that joins a
+"""Continuous batching (``rendition.model.translation.search``, ``cache``): a sentence that joins a
 running search mid-flight gets the result it gets alone, on every back end; cancelled sentences
 leave at the next step; storage is reused."""
 
@@ -9,13 +9,13 @@ import random
 import pytest
 import torch
 
-from model.kernels import native
-from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
-from model.translation.cache import DenseCache, ReferenceCache
-from model.translation.options import TranslationOptions
-from model.translation.search import BeamSearch, encoder_buckets, generate
-from model.translation.transformer import Transformer, TransformerConfig
-from model.translation.translator import Translator
+from rendition.model.kernels import native
+from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
+from rendition.model.translation.cache import DenseCache, ReferenceCache
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import BeamSearch, encoder_buckets, generate
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.translation.translator import Translator
 
 BACKENDS = (TorchBackend, AttentionKernelBackend, FusedCPUBackend)
 SCORE_TOL, SCORE_REL = 1e-5, 1e-6  # float32: the same sums, but a product's blocking depends on how many rows share it

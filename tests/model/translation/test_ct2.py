@@ -1,4 +1,4 @@
-"""CTranslate2 export parity: the exported model must compute what ``model.translation.transformer`` computes.
+"""CTranslate2 export parity: the exported model must compute what ``rendition.model.translation.transformer`` computes.
 
 A tiny relative-position model (k=4, so sequences longer than k exercise the clipping) is
 briefly trained on a toy reversal task so that its outputs depend on the input and end with
@@ -20,12 +20,12 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from model.tokenizer import train_tokenizer
-from model.translation.ct2 import CT2Engine, CT2Translator
-from model.translation.ct2 import main as export_main
-from model.translation.options import TranslationOptions
-from model.translation.transformer import Transformer, TransformerConfig
-from model.translation.translator import Translator
+from rendition.model.tokenizer import train_tokenizer
+from rendition.model.translation.ct2 import CT2Engine, CT2Translator
+from rendition.model.translation.ct2 import main as export_main
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.translation.translator import Translator
 
 V = 256
 TAG = 5  # <2fr> in the toy tokenizer (pieces: <pad> <unk> <s> </s> <2en> <2fr> ...)
@@ -321,7 +321,7 @@ def test_sampling_options(engines):
 
 def test_over_long_sources_are_refused_not_cut(engines):
     """Both engines refuse a text over the encoder's positions (126 tokens here) instead of cutting it."""
-    from model.segment import InputTooLong
+    from rendition.model.segment import InputTooLong
 
     for engine in engines:
         assert len(engine.preprocess(["ab " * 20], "fr")[0]) <= 128

@@ -1,4 +1,4 @@
-"""Glossaries (``model.translation.glossary``): matching and restoring on their own, then with the
+"""Glossaries (``rendition.model.translation.glossary``): matching and restoring on their own, then with the
 shipped translator: the target terms come out as given, and a text without a term is translated
 exactly as without the glossary."""
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from model.translation.cli import translate_lines
-from model.translation.glossary import STAND_INS, Glossary, GlossaryError, GlossaryLimits, load_glossary
-from model.translation.translator import Translator
+from rendition.model.translation.cli import translate_lines
+from rendition.model.translation.glossary import STAND_INS, Glossary, GlossaryError, GlossaryLimits, load_glossary
+from rendition.model.translation.translator import Translator
 
 
 def test_terms_match_ignoring_case_on_whole_words_longest_first() -> None:

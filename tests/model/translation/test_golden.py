@@ -17,10 +17,10 @@ import pytest
 import torch
 from golden import GOLDEN, SCORE_TOL, kernels_off, load, outputs  # (this directory is on sys.path)
 
-from model.translation.backends import FusedCPUBackend, TorchBackend
-from model.translation.options import TranslationOptions
-from model.translation.search import BeamSearch, generate_ids
-from model.translation.translator import Translator
+from rendition.model.translation.backends import FusedCPUBackend, TorchBackend
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import BeamSearch, generate_ids
+from rendition.model.translation.translator import Translator
 
 Runner = Callable[[list[list[int]], dict], list]
 

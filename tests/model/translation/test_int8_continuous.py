@@ -8,11 +8,11 @@ import pytest
 import torch
 from test_continuous import alone, assert_same, random_model, random_sources, run_staggered  # (on sys.path)
 
-from model.kernels import fused_cpu, native
-from model.translation.backends import FusedCPUBackend, select_backend
-from model.translation.options import TranslationOptions
-from model.translation.scheduler import TranslationScheduler
-from model.translation.search import BeamSearch
+from rendition.model.kernels import fused_cpu, native
+from rendition.model.translation.backends import FusedCPUBackend, select_backend
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.scheduler import TranslationScheduler
+from rendition.model.translation.search import BeamSearch
 
 
 def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:

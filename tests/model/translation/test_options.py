@@ -1,4 +1,4 @@
-"""``TranslationOptions`` (``model.translation.options``): every value out of range, and every pair
+"""``TranslationOptions`` (``rendition.model.translation.options``): every value out of range, and every pair
 of options that do not go together, is refused when the options are made, with an
 ``InvalidOption`` (a ValueError) naming the option; legitimate options are kept as given."""
 
@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from model.translation.options import InvalidOption, SearchStats, TranslationOptions
+from rendition.model.translation.options import InvalidOption, SearchStats, TranslationOptions
 
 
 @pytest.mark.parametrize(

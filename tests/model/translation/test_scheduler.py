@@ -1,4 +1,4 @@
-"""The step-level scheduler (``model.translation.scheduler``): the same results as searches alone
+"""The step-level scheduler (``rendition.model.translation.scheduler``): the same results as searches alone
 with one or two workers, a fair share per request, cancellation, failures kept to their search."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 import torch
 from test_continuous import assert_same, random_model, random_sources  # (this directory is on sys.path)
 
-from model.translation.backends import select_backend
-from model.translation.options import SearchStats, TranslationOptions
-from model.translation.scheduler import TranslationScheduler, worker_layout
-from model.translation.search import generate, generate_ids
+from rendition.model.translation.backends import select_backend
+from rendition.model.translation.options import SearchStats, TranslationOptions
+from rendition.model.translation.scheduler import TranslationScheduler, worker_layout
+from rendition.model.translation.search import generate, generate_ids
 
 
 @pytest.fixture(scope="module")

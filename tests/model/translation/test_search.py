@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from model.tokenizer import Tokenizer
-from model.translation.options import TranslationOptions
-from model.translation.search import beam_step, generate, length_penalty, lse_chunk_max, row_max
-from model.translation.transformer import Transformer, TransformerConfig
-from model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from rendition.model.tokenizer import Tokenizer
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import beam_step, generate, length_penalty, lse_chunk_max, row_max
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 PAD, BOS, EOS, A, B, C = 0, 2, 3, 4, 5, 6
 V = 7
@@ -301,7 +301,7 @@ def test_greedy_equals_manual_argmax(random_translator: Translator) -> None:
 def test_lse_forbidding_a_token() -> None:
     """EOS forbidden on raw logits: the normaliser counts it (as log_softmax then forbidding does),
     its logit becomes -inf, and its chunk's maximum is that of the other tokens."""
-    from model.translation.search import _lse_forbidding
+    from rendition.model.translation.search import _lse_forbidding
 
     g = torch.Generator().manual_seed(5)
     x = torch.randn(6, 8000, generator=g)
@@ -319,7 +319,7 @@ def test_min_length_fast_path_equals_log_softmax_path(random_translator: Transla
     """Before min_length the search forbids EOS on the raw logits (log-sum-exp pass, EOS's chunk
     maximum recomputed); with the vocabulary unchunkable it takes the log_softmax path instead.
     Same hypotheses, same scores, and no hypothesis shorter than min_length."""
-    import model.translation.search as search
+    import rendition.model.translation.search as search
 
     kw = dict(beam_size=beam, num_hypotheses=beam, length_penalty=0.0, max_length=24, min_length=18)
     fast = random_translator.translate(SENTS, "en", "fr", **kw)
@@ -344,7 +344,7 @@ def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
 def test_max_output_lengths_equal_the_search_caps() -> None:
     """``max_output_lengths`` (numpy, for the service's event loop) gives ``max_lengths``' caps (torch,
     what ``generate`` stops at) for any lengths and length options, float32 rounding included."""
-    from model.translation.search import max_lengths, max_output_lengths
+    from rendition.model.translation.search import max_lengths, max_output_lengths
 
     rng = random.Random(5)
     for _ in range(300):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from model.kernels import fused_cpu, native
-from model.training.evaluate import evaluate
-from model.translation.translator import Translator
+from rendition.model.kernels import fused_cpu, native
+from rendition.model.training.evaluate import evaluate
+from rendition.model.translation.translator import Translator
 
 # Measured on the same 100-pair slice when the model was shipped (see model/pretrained/translator/README.md);
 # the floors sit a few points below, so a regression in the model, the search or the tokenizer fails CI.
@@ -34,7 +34,7 @@ def translator() -> Translator:
 def slice_scores(request: pytest.FixtureRequest, translator: Translator) -> dict[str, dict]:
     """`rendition evaluate`'s scoring (itself tested against sacreBLEU) on the first 100 pairs of the DDTP and
     everyday test splits, both directions, with the translator in float32 and in int8
-    (``model.kernels.compute_type``; int8 must run here under RENDITION_REQUIRE_NATIVE=1, as in CI)."""
+    (``rendition.model.kernels.compute_type``; int8 must run here under RENDITION_REQUIRE_NATIVE=1, as in CI)."""
     tr = translator
     if request.param == "int8":
         if (why := fused_cpu.int8_unavailable()) is not None:
@@ -65,7 +65,7 @@ def test_sentences_translate_sensibly(translator: Translator) -> None:
 
 
 def test_shipped_files_are_safetensors_and_small() -> None:
-    from model.translation.translator import DEFAULT_TRANSLATOR
+    from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 
     files = {p.name: p.stat().st_size for p in DEFAULT_TRANSLATOR.iterdir()}
     assert {"config.json", "model.safetensors", "sentencepiece.model", "README.md"} <= set(files)
@@ -77,7 +77,7 @@ def test_shipped_files_are_safetensors_and_small() -> None:
 def test_float16_kv_cache_same_translations_half_the_self_attention_memory(translator: Translator) -> None:
     """kv_cache_dtype="float16": the same best hypotheses on a slice of the test set (scores within
     1e-3), and the cache's self-attention K/V take half the bytes."""
-    from model.training.data import SPLITS_DIR, read_tsv
+    from rendition.model.training.data import SPLITS_DIR, read_tsv
 
     texts = [p.src for p in read_tsv(SPLITS_DIR / "test.en-fr.tsv")[:48]]
     half = Translator(translator.model, translator.tokenizer, kv_cache_dtype="float16")

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from model.kernels.fused_cpu import FusedTransformer
-from model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
-from model.translation.cache import ReferenceCache
-from model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
+from rendition.model.kernels.fused_cpu import FusedTransformer
+from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
+from rendition.model.translation.cache import ReferenceCache
+from rendition.model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 
 def direct_relative_attention(att: MultiHeadAttention, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -44,7 +44,7 @@ BACKENDS = {"fused_cpu": FusedCPUBackend, "by_reference": AttentionKernelBackend
 @pytest.fixture(params=list(BACKENDS))
 def cache_mode(request: pytest.FixtureRequest, need_kernel, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run a decoding test three ways, one back end each (``backend(cache_mode, model)``): the whole
-    step in one C call (``model.kernels.fused_cpu``) over the by-reference KV cache; the torch step
+    step in one C call (``rendition.model.kernels.fused_cpu``) over the by-reference KV cache; the torch step
     over the by-reference cache (its attention in C); the torch reference over the dense cache."""
     if request.param == "fused_cpu":  # every step of the test must run in C
         need_kernel("RENDITION_FUSED_KERNEL")
@@ -98,7 +98,7 @@ def test_relative_attention_matches_paper_formulas(case: str, values: bool) -> N
     else:
         keep = torch.ones(T, T, dtype=torch.bool).tril().expand(B, T, T)
         mask = keep[0]
-    from model.translation.transformer import relative_index
+    from rendition.model.translation.transformer import relative_index
 
     with torch.no_grad():
         fast = att(x, None, mask, relative_index(T, T, cfg.max_relative_position))
@@ -112,7 +112,7 @@ def test_relative_attention_depends_on_tables() -> None:
     cfg = small_cfg()
     att = MultiHeadAttention(cfg, relative=True).eval()
     x = torch.randn(1, 6, cfg.d_model)
-    from model.translation.transformer import relative_index
+    from rendition.model.translation.transformer import relative_index
 
     idx = relative_index(6, 6, 3)
     with torch.no_grad():
@@ -275,7 +275,7 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
     past into each sentence's first storage row.  Every row at every step must still decode as
     the full decoder does on that row's own history, and the shared positions must end up in the
     first storage row of the sentence's group."""
-    from model.translation import cache as cache_module
+    from rendition.model.translation import cache as cache_module
 
     monkeypatch.setattr(cache_module, "COMPACT_EVERY", every)
     B, K, T = 3, 4, 20

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from model.kernels import fused_cpu
-from model.tokenizer import train_tokenizer
-from model.translation.transformer import Transformer, TransformerConfig
-from model.translation.translator import Translator
+from rendition.model.kernels import fused_cpu
+from rendition.model.tokenizer import train_tokenizer
+from rendition.model.translation.transformer import Transformer, TransformerConfig
+from rendition.model.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow  # (the module fixture trains a small model: ~40 s)
@@ -27,7 +27,7 @@ V = 256
 
 def rendition() -> list[str]:
     script = Path(sys.executable).parent / "rendition"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "model.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "rendition.model.cli"]
 
 
 def run(args: list[str], stdin: str) -> subprocess.CompletedProcess:
