@@ -49,6 +49,17 @@ def variant(request, monkeypatch: pytest.MonkeyPatch) -> str:
     return isa
 
 
+@pytest.fixture(autouse=True)
+def _default_levels_restored():
+    """The activation range is global state of each loaded kernel library: after a test (and after
+    its monkeypatches are undone), the library the other tests use gets this CPU's range back."""
+    yield
+    so = fused_cpu.kernel()
+    address = fused_cpu._dnnl_address("dnnl_gemm_u8s8s32")
+    if so is not None and address is not None:
+        so.rk_set_dnnl_gemm_u8s8s32(address, fused_cpu.activation_levels())
+
+
 @pytest.fixture
 def levels(request, monkeypatch: pytest.MonkeyPatch):
     """The activation range the kernel is set to (255: VNNI; 127: without), restored after."""
