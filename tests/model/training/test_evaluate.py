@@ -16,6 +16,7 @@ class LookupTranslator:
     under test here (which side is source and which is reference, per direction)."""
 
     languages = ("en", "fr")
+    compute_type = "float32"
 
     def __init__(self, table: dict[str, str]):
         self.table = table
