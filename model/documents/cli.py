@@ -69,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--workers", type=int, default=0, help="workers (default: one per core on CPU)")
     p.add_argument("--retranslate", action="store_true", help="gettext: translate entries already translated too")
     p.add_argument("--max-unpacked-bytes", type=int, default=Limits.max_unpacked_bytes, help=".docx/.pptx/.odt: unpacked size cap")
+    p.add_argument("--compute-type", default=None, help="auto (default: int8 on a CPU with VNNI or AVX2, else float32), int8, float32, float16, bfloat16")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
     args = p.parse_args(argv)
@@ -109,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     cores = torch.get_num_threads()
     torch.set_num_threads(1)
     load_args = argparse.Namespace(
-        model_dir=args.model_dir, engine="torch", dtype="float32", device=args.device, kv_cache_dtype="auto"
+        model_dir=args.model_dir, engine="torch", dtype="float32", device=args.device, kv_cache_dtype="auto",
+        compute_type=args.compute_type,
     )
     with ExitStack() as stack:
         try:

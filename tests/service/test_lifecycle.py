@@ -43,8 +43,11 @@ def batches_started(server) -> float:
 
 @pytest.fixture(scope="module")
 def slow(start_server):
-    """Every batch takes >= 2 s, one sentence per batch, at most 6 sentences queued."""
-    return start_server(batch_delay_ms=2000, translation_workers=1, max_queue=6, max_items=4, max_batch_size=1, max_wait_ms=0)
+    """Every batch takes >= 2 s, one sentence per batch, at most 6 sentences queued.  The test model
+    (random weights) runs every sentence to its length limit: no second decoding with a repetition
+    constraint, so that each sentence reaches the model once."""
+    return start_server(batch_delay_ms=2000, translation_workers=1, max_queue=6, max_items=4, max_batch_size=1, max_wait_ms=0,
+                        length_fallback_no_repeat_ngram=0)
 
 
 def depth(server) -> float:
@@ -70,6 +73,8 @@ def test_overload_gets_429_with_retry_after_at_once(slow):
 
 
 def test_disconnected_client_work_is_dropped(slow):
+    # the module's server is shared: the previous test's accepted work must be done before counting
+    wait_for(lambda: depth(slow) == 0 and slow.sample("rendition_running_sentences", worker="0") == 0, what="an idle server")
     n0 = batches_started(slow)
     sentences0 = slow.sample("rendition_compute_seconds", "_count", model="translator")
     with ThreadPoolExecutor(2) as pool:

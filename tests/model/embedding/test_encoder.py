@@ -97,7 +97,8 @@ def test_cli_embed_jsonl_and_npy(encoder, tmp_path):
     model_dir = tmp_path / "enc"
     encoder.save_pretrained(model_dir, dtype=torch.float32, int8_embeddings=False)
     lines = "A tool for audio.\nUn outil pour l'audio.\n"
-    cmd = [sys.executable, "-m", "rendition.model.cli", "embed", "--model", str(model_dir), "--threads", "1"]
+    # float32, as the in-process reference (auto is bfloat16 on a CPU with AVX-512 BF16)
+    cmd = [sys.executable, "-m", "rendition.model.cli", "embed", "--model", str(model_dir), "--threads", "1", "--compute-type", "float32"]
     res = subprocess.run(cmd, input=lines, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(x) for x in res.stdout.splitlines()]
