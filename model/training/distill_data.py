@@ -49,7 +49,7 @@ from rendition.model.training.english_text import (
 )
 
 CORPUS = REPO_DATA / "build" / "corpus" / "train.en-fr.tsv"
-DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", "/work/runs/encoder"))
+DEFAULT_RUNS = Path(os.environ.get("RENDITION_ENCODER_RUNS", REPO_DATA / "build" / "encoder-runs"))  # (git-ignored)
 EXTRACT = REPO_DATA / "build" / "debian" / "extract"  # where `rendition data --corpus` unpacks the packages
 GENERAL_SOURCES = ("ui", "dialogue", "help", "everyday")
 
