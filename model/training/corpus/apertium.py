@@ -83,6 +83,8 @@ def triangulate(root: Path, english: Iterable[str], french: dict[str, str]) -> d
     """For each English noun, its French nouns with the pivots that give them:
     ``{"plate": {"assiette": {"es", "eo"}, "plat": {"ca"}}}``.  ``french`` (French noun ->
     gender) is the set of French nouns the realiser knows; other French words are dropped."""
+    from rendition.model.training.corpus.lexicon import french_gender
+
     english = sorted(set(english))
     votes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for pivot, (to_pivot, to_fr) in PIVOTS.items():
@@ -107,6 +109,6 @@ def triangulate(root: Path, english: Iterable[str], french: dict[str, str]) -> d
         for (en, _), ts in zip(queries, lookup(find(root, to_fr), [q for _, q in queries]), strict=True):
             for t in ts:
                 f = _lemma(t)
-                if f in french:
+                if f in french or (" " in f and french_gender(f, french)):
                     votes[en][f].add(pivot)
     return {en: dict(fs) for en, fs in votes.items()}

@@ -23,7 +23,7 @@ from functools import partial
 
 import pyrealb as R
 
-from rendition.model.training.corpus.lexicon import Noun, pyrealb_form
+from rendition.model.training.corpus.lexicon import Noun, pyrealb_form, split_french
 
 CONCRETE = ("animal", "food", "clothing", "furniture", "object", "thing", "vehicle", "plant")
 # (English, French) verb pairs by the kind of object they take
@@ -35,6 +35,10 @@ VERBS = {
     "person": [("call", "appeler"), ("help", "aider"), ("visit", "visiter"), ("meet", "rencontrer"), ("love", "aimer"), ("wait", "attendre"), ("see", "voir")],
 }
 ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", "vieux"), ("red", "rouge"), ("blue", "bleu"), ("green", "vert"), ("white", "blanc"), ("black", "noir"), ("yellow", "jaune"), ("grey", "gris"), ("brown", "brun"), ("pink", "rose"), ("pretty", "joli"), ("clean", "propre"), ("dirty", "sale"), ("heavy", "lourd"), ("expensive", "cher"), ("beautiful", "beau"), ("good", "bon"), ("long", "long"), ("short", "court"), ("warm", "chaud"), ("cold", "froid"), ("empty", "vide"), ("full", "plein"), ("wet", "mouillé"), ("dry", "sec"), ("young", "jeune"), ("tired", "fatigué"), ("happy", "heureux"), ("sad", "triste"), ("sick", "malade"), ("strong", "fort")]
+# (English, French) verbs without an object: what people and animals do
+ACTIVITIES = [("sleep", "dormir"), ("cry", "pleurer"), ("swim", "nager"), ("run", "courir"), ("walk", "marcher"), ("dance", "danser"), ("sing", "chanter"), ("laugh", "rire"), ("read", "lire"), ("cook", "cuisiner"), ("work", "travailler"), ("play", "jouer"), ("eat", "manger"), ("drink", "boire"), ("smile", "sourire"), ("jump", "sauter"), ("wait", "attendre"), ("write", "écrire"), ("study", "étudier"), ("travel", "voyager"), ("shout", "crier"), ("fall", "tomber"), ("arrive", "arriver"), ("leave", "partir"), ("come", "venir"), ("stay", "rester"), ("rest", "reposer"), ("win", "gagner"), ("lose", "perdre"), ("listen", "écouter"), ("draw", "dessiner"), ("paint", "peindre"), ("fish", "pêcher"), ("ski", "skier")]
+# (English verb, English object, French verb, French object or "")
+MEALS = [("have", "breakfast", "prendre", "le petit déjeuner"), ("have", "lunch", "déjeuner", ""), ("have", "dinner", "dîner", ""), ("have", "a snack", "goûter", "")]
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
@@ -45,6 +49,7 @@ WHEN = {  # (English, French, tense)
 DAY_PARTS = [("in the morning", "le matin"), ("in the afternoon", "l'après-midi"), ("in the evening", "le soir"), ("at night", "la nuit"), ("at noon", "à midi")]
 WEATHER_NOUNS = [("sun", "soleil", "shine", "briller"), ("wind", "vent", "blow", "souffler"), ("snow", "neige", "fall", "tomber"), ("rain", "pluie", "fall", "tomber")]
 PREPOSITIONS = [("under", "sous"), ("on", "sur"), ("in", "dans"), ("behind", "derrière"), ("near", "près de"), ("next to", "à côté de"), ("in front of", "devant")]
+WEIGHT_POWER = 0.25
 TENSES = {"present": ("p", "p"), "past": ("ps", "pc"), "future": ("f", "f")}
 _VOWEL = re.compile(r"^[aeiouyhàâéèêëîïôûœ]", re.I)
 
@@ -85,10 +90,15 @@ def _french_typography(text: str) -> str:
     return re.sub(r"\b([sS])oeur|\b([oO])euf|\b([cC])oeur|\b([bB])oeuf|\b([oO])eil|\b([nN])oeud|\b([vV])oeu|\b([oO])euvre", lambda m: m.group(0).replace("oe", "œ").replace("Oe", "Œ"), text)
 
 
-def _n(lang: str, noun: Noun, number: str = "s"):
+def _n(lang: str, noun: Noun, number: str = "s") -> tuple:
+    """The noun's words: the head noun inflected, a compound's other words as they are ("post
+    office", "salle de bain", "petit déjeuner")."""
     if lang == "en":
-        return R.N(noun.en).n(number)
-    return R.N(pyrealb_form(noun.fr)).g(noun.gender).n(number)
+        *mods, head = noun.en.split()
+        return (*(R.Q(m) for m in mods), R.N(head).n(number))
+    before, head, after = split_french(noun.fr)
+    n = R.N(pyrealb_form(head)).g(noun.gender).n(number)
+    return (*([R.A(before).pos("pre")] if before else []), n, *([R.Q(after)] if after else []))
 
 
 def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner_number: str = "s", adj: tuple[str, str] | None = None, owner_gender: str = "m"):
@@ -100,14 +110,14 @@ def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner
     a = [R.A(adj[0] if lang == "en" else adj[1])] if adj else []
     if det == "some":  # partitive / indefinite plural
         if lang == "en":
-            return R.NP(R.Q("some"), *a, n) if number == "s" else R.NP(*a, n)
+            return R.NP(R.Q("some"), *a, *n) if number == "s" else R.NP(*a, *n)
         if number == "p":
-            return R.NP(R.D("un").n("p"), n, *a)
+            return R.NP(R.D("un").n("p"), *n, *a)
         if _VOWEL.match(noun.fr):
             return R.Q("de l'" + noun.fr)
-        return R.NP(R.Q("du" if noun.gender == "m" else "de la"), n, *a)
+        return R.NP(R.Q("du" if noun.gender == "m" else "de la"), *n, *a)
     if det == "none":
-        return R.NP(*a, n) if lang == "en" else R.NP(n, *a)
+        return R.NP(*a, *n) if lang == "en" else R.NP(*n, *a)
     dets = {"the": ("the", "le"), "a": ("a", "un"), "this": ("this", "ce"), "poss": ("my", "mon")}
     d = R.D(dets[det][0 if lang == "en" else 1])
     if det == "poss" and lang == "en":
@@ -117,8 +127,8 @@ def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner
     elif det == "poss":
         d = d.pe(owner)
     if det == "a" and number == "p" and lang == "en":
-        return R.NP(*a, n)
-    return R.NP(d, *a, n) if lang == "en" else R.NP(d, n, *a)
+        return R.NP(*a, *n)
+    return R.NP(d, *a, *n) if lang == "en" else R.NP(d, *n, *a)
 
 
 def subject(lang: str, s: Subject):
@@ -135,8 +145,9 @@ class Generator:
         self.by_cat: dict[str, list[Noun]] = {}
         for n in nouns:
             self.by_cat.setdefault(n.category, []).append(n)
-        # common words first and more often: weight 1 / (1 + position in the rank order)
-        self.weights = {c: [1.0 / (1 + i) ** 0.5 for i in range(len(ns))] for c, ns in self.by_cat.items()}
+        # common words more often, the rarer ones still many times: weight 1 / (1 + position in
+        # the rank order) ** 0.25
+        self.weights = {c: [1.0 / (1 + i) ** WEIGHT_POWER for i in range(len(ns))] for c, ns in self.by_cat.items()}
         self.realise = Realiser()
 
     def noun(self, *cats: str) -> Noun:
@@ -353,7 +364,7 @@ class Generator:
         def build(lang: str):
             i = 0 if lang == "en" else 1
             num = "p" if k > 1 else "s"
-            o = R.NP(R.NO(k).dOpt({"nat": True}), _n(lang, noun, num)) if k > 1 else np(lang, noun, "a")
+            o = R.NP(R.NO(k).dOpt({"nat": True}), *_n(lang, noun, num)) if k > 1 else np(lang, noun, "a")
             sent = R.S(subject(lang, s), R.VP(R.V(("have", "avoir")[i]), o))
             return sent.typ(typ) if typ else sent
 
@@ -374,7 +385,58 @@ class Generator:
 
         return build
 
-    FRAMES = (("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1))
+    def f_activity(self):
+        r = self.rng
+        v = r.choice(ACTIVITIES)
+        s = self.subj()
+        if s.noun is None and r.random() < 0.2:
+            a = self.noun("animal")
+            s = Subject(3, "p" if r.random() < 0.3 else "s", a.gender, a, owner=r.choice([1, 3]), det=r.choice(["poss", "the"]))
+        place = self.noun("place", "outdoors") if r.random() < 0.4 else None
+        tense = r.choice(list(TENSES))
+        when = self.when(tense)
+        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        prog = tense == "present" and when is None and r.random() < 0.6
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            vp = R.VP(R.V(v[i]), *([R.PP(R.P(("in", "dans")[i]), np(lang, place, "the"))] if place else []))
+            parts = [subject(lang, s), vp]
+            if when:
+                parts.append(R.Q(when[i]))
+            sent = R.S(*parts).t(TENSES[tense][i])
+            t = dict(typ)
+            if prog and lang == "en":
+                t["prog"] = True
+            return sent.typ(t) if t else sent
+
+        return build
+
+    def f_meal(self):
+        r = self.rng
+        en_v, en_o, fr_v, fr_o = r.choice(MEALS)
+        s = self.subj()
+        tense = r.choice(list(TENSES))
+        when = self.when(tense, 0.7)
+        place = self.noun("place") if r.random() < 0.25 else None
+        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            if lang == "en":
+                obj = [R.Q(en_o)]
+            else:
+                obj = [R.NP(R.D("le"), R.A("petit").pos("pre"), R.N("déjeuner"))] if fr_o else []
+            pp = [R.PP(R.P(("in", "dans")[i]), np(lang, place, "the"))] if place else []
+            parts = [subject(lang, s), R.VP(R.V(en_v if lang == "en" else fr_v), *obj, *pp)]
+            if when:
+                parts.append(R.Q(when[i]))
+            sent = R.S(*parts).t(TENSES[tense][i])
+            return sent.typ(typ) if typ else sent
+
+        return build
+
+    FRAMES = (("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1))
 
     def sentence(self) -> tuple[str, str] | None:
         names, weights = zip(*self.FRAMES)
@@ -427,7 +489,7 @@ def calendar(root) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     return [(en["days"][k], fr["days"][k]) for k in en["days"]], [(en["months"][k], fr["months"][k]) for k in en["months"]]
 
 
-SENTENCES = 150_000
+SENTENCES = 200_000
 MAX_RANK = 35  # nouns placed in sentences: English Zipf frequency >= 3.5 (glove 3.7, mitten 2.5)
 
 

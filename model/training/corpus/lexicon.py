@@ -120,7 +120,13 @@ class WordNet:
             for cat, marks in CATEGORIES.items():
                 if any(m in anc for m in marks):
                     return cat
-        return FALLBACK.get(self.lex[offs[0]]) if offs else None
+        # no category in the first senses ("party", "stamp", "mud"): the first sense whose
+        # lexicographer file FALLBACK names
+        return next((FALLBACK[self.lex[o]] for o in offs if self.lex[o] in FALLBACK), None)
+
+    def compounds(self) -> list[str]:
+        """Two-word nouns ("living room", "post office", "town hall")."""
+        return sorted(w.replace("_", " ") for w in self.senses if w.count("_") == 1 and all(_WORD.match(x) for x in w.split("_")))
 
 
 def _pyrealb_lexicons() -> tuple[dict, dict]:
@@ -175,6 +181,32 @@ def cldr_emoji(root: Path, lang: str) -> dict[str, set[str]]:
     return out
 
 
+_COMPOUND_FR = re.compile(r"^([a-zà-ÿœæ-]+) ((?:de|à|en) [a-zà-ÿœæ' -]+|d'[a-zà-ÿœæ-]+)$")
+_PRE_ADJECTIVES = ("petit", "grand", "bon", "beau", "premier")
+COMPOUND_MIN_ZIPF = 4.0  # both words of an English two-word noun at least this common
+COMPOUND_RANK = 5  # rank penalty of a two-word noun: wordfreq rates a phrase near its rarer word
+
+
+def split_french(fr: str) -> tuple[str, str, str]:
+    """(words before the head, head noun, words after it): "salle de bain" -> ("", "salle", "de
+    bain"); "petit déjeuner" -> ("petit", "déjeuner", ""); "chien" -> ("", "chien", "")."""
+    m = _COMPOUND_FR.match(fr)
+    if m:
+        return "", m.group(1), m.group(2)
+    first, _, rest = fr.partition(" ")
+    if rest and first in _PRE_ADJECTIVES and " " not in rest:
+        return first, rest, ""
+    return "", fr, ""
+
+
+def french_gender(fr: str, french: dict[str, str]) -> str | None:
+    """The gender of a French noun the realiser knows, or of a compound's head noun."""
+    _, head, _ = split_french(fr)
+    if head != fr and (not _WORD.match(head) or head == "être"):
+        return None
+    return french.get(pyrealb_form(head))
+
+
 def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = None) -> list[Noun]:
     """Daily-life nouns: English nouns of a CATEGORIES category whose French translation pyrealb
     knows with a gender, the best candidate of each (confirmed, then given by the most sources,
@@ -189,6 +221,10 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
 
     english = [en for en in set(en_fr) | {w for w in lex_en if zipf_frequency(w, "en") >= MIN_ZIPF}
                if _WORD.match(en) and "N" in lex_en.get(en, {}) and wn.category(en) is not None]
+    # two-word nouns whose head the realiser knows and whose two words are common
+    english += [en for en in wn.compounds()
+                if "N" in lex_en.get(en.split()[1], {}) and all(zipf_frequency(w, "en") >= COMPOUND_MIN_ZIPF for w in en.split())
+                and zipf_frequency(en, "en") >= MIN_ZIPF + 1 and wn.category(en) is not None]
     french = {f: ("f" if e["N"].get("g") == "f" else "m") for f, e in lex_fr.items()
               if _WORD.match(f) and "N" in e and e["N"].get("g") in ("m", "f", "x")}
     if pivots is None:
@@ -200,22 +236,29 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         cands += [f for f in pivots.get(en, {}) if f not in cands]
         best = None
         for k, fr in enumerate(cands):
-            entry = lex_fr.get(pyrealb_form(fr), {}).get("N")
-            if not entry or not _WORD.match(fr) or entry.get("g") not in ("m", "f", "x"):
+            g = french_gender(fr, french)
+            if g is None:
                 continue
             n_piv = len(pivots.get(en, {}).get(fr, ()))
-            in_freedict = fr in en_fr.get(en, ()) or en in fr_en.get(fr, ())
-            confirmed = (en in fr_en.get(fr, ()) and fr in en_fr.get(en, ())) or (en, fr) in emoji_pairs or n_piv >= 2 or (n_piv == 1 and in_freedict)
-            # confirmed first, then the most sources (pivots and FreeDict: "niece" -> "nièce", not
-            # "neveu"), then the most common French word, then the order
-            key = (not confirmed, -(n_piv + in_freedict), -zipf_frequency(fr, "fr"), k)
+            # FreeDict's two dictionaries count as two sources when both give the pair
+            n_fd = (fr in en_fr.get(en, ())) + (en in fr_en.get(fr, ()))
+            confirmed = n_fd == 2 or (en, fr) in emoji_pairs or n_piv >= 2 or (n_piv == 1 and n_fd > 0)
+            # an English noun no FreeDict entry holds ("kitten", "lunch"): one pivot is enough
+            confirmed = confirmed or (n_piv == 1 and en not in en_fr and not any(en in fr_en.get(f, ()) for f in pivots.get(en, {})))
+            # confirmed first, then the most independent sources (FreeDict's two dictionaries, the
+            # Esperanto pivot, and Spanish or Catalan counted once: the two share their false
+            # friends, "coat" -> "abrigo"/"abric" -> "abri"), then the most common French word,
+            # then the order
+            vias = pivots.get(en, {}).get(fr, set())
+            n_src = n_fd + ("eo" in vias) + bool(vias & {"es", "ca"})
+            key = (not confirmed, -n_src, " " in fr, -zipf_frequency(fr, "fr"), k)
             if best is None or key < best[0]:
-                best = (key, fr, "f" if entry["g"] == "f" else "m", confirmed)
+                best = (key, fr, g, confirmed)
         if best is None:
             continue
         _, fr, g, confirmed = best
-        rank = round(10 * (7 - zipf_frequency(en, "en")))
-        countable = lex_en[en]["N"].get("cnt", "yes") != "no"
+        rank = round(10 * (7 - zipf_frequency(en, "en"))) + (COMPOUND_RANK if " " in en else 0)
+        countable = lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
         nouns.append(Noun(en, fr, g, wn.category(en), confirmed, rank, countable))
     nouns.sort(key=lambda n: (n.rank, n.en))
     return nouns

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import re
 import shutil
 from pathlib import Path
@@ -49,6 +50,10 @@ def _wordnet(d: Path) -> None:
         5: ("06", ["bed"], []),
         6: ("06", ["garment"], []),
         7: ("06", ["coat"], [6]),
+        8: ("06", ["room"], []),
+        9: ("06", ["bathroom"], [8]),
+        10: ("06", ["post_office", "post"], [8]),
+        11: ("05", ["kitten"], [1]),
     }
     data = []
     for off, (lex, words, hyper) in synsets.items():
@@ -56,7 +61,7 @@ def _wordnet(d: Path) -> None:
         ptrs = " ".join(f"@ {h:08d} n 0000" for h in hyper)
         data.append(f"{off:08d} {lex} n {len(words):02x} {ws} {len(hyper):03d} {ptrs} | gloss".replace("  ", " "))
     (d / "data.noun").write_text("  1 licence line\n" + "\n".join(data) + "\n", encoding="utf-8")
-    index = {"dog": [2], "aunt": [4], "bed": [5], "coat": [7], "animal": [1], "relative": [3], "garment": [6]}
+    index = {"dog": [2], "aunt": [4], "bed": [5], "coat": [7], "animal": [1], "relative": [3], "garment": [6], "room": [8], "bathroom": [9], "post_office": [10], "kitten": [11]}
     (d / "index.noun").write_text(
         "  1 licence line\n" + "\n".join(f"{w} n {len(o)} 1 @ {len(o)} 0 " + " ".join(f"{x:08d}" for x in o) for w, o in index.items()) + "\n",
         encoding="utf-8",
@@ -86,17 +91,23 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     dictd.mkdir(parents=True)
     wn.mkdir(parents=True)
     # FreeDict lists "planche" before "lit" for bed: the back translation picks "lit"
-    _dictd(dictd, "eng-fra", {"dog": ["chien"], "aunt": ["tante"], "bed": ["planche", "lit"], "coat": ["manteau"], "xyzzy": ["truc"]})
-    _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"]})
+    _dictd(dictd, "eng-fra", {"dog": ["chien"], "aunt": ["tante"], "bed": ["planche", "lit"], "coat": ["manteau"], "xyzzy": ["truc"], "bathroom": ["piscine", "salle de bains"]})
+    _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"], "salle de bains": ["bathroom"]})
     _wordnet(wn)
     _cldr(tmp_path)
-    # Apertium (tested on the real dictionaries below): "bed" -> "lit" through two pivots; "coat" -> "veste" through one
-    pivots = {"bed": {"lit": {"es", "ca"}}, "coat": {"veste": {"eo"}}, "aunt": {"tante": {"es"}}}
+    # Apertium (tested on the real dictionaries below): "bed" -> "lit" through two pivots; "coat" ->
+    # "veste" through one, and "abri" through Spanish and Catalan, whose false friends count once
+    pivots = {"bed": {"lit": {"es", "ca"}}, "coat": {"veste": {"eo"}, "abri": {"es", "ca"}}, "aunt": {"tante": {"es"}},
+              "bathroom": {"bain": {"es", "ca"}}, "post office": {"bureau de poste": {"es", "eo"}}, "kitten": {"chaton": {"eo"}}}
     nouns = {n.en: n for n in lexicon.build_lexicon(tmp_path, pivots)}
     assert nouns["dog"] == Noun("dog", "chien", "m", "animal", True, nouns["dog"].rank)  # confirmed by the emoji
     assert (nouns["aunt"].fr, nouns["aunt"].gender, nouns["aunt"].category) == ("tante", "f", "family")
     assert (nouns["bed"].fr, nouns["bed"].category) == ("lit", "thing")  # an artifact in no category
-    assert (nouns["coat"].fr, nouns["coat"].category) == ("manteau", "clothing")
+    assert (nouns["coat"].fr, nouns["coat"].category) == ("manteau", "clothing")  # FreeDict both ways beats es + ca
+    assert (nouns["bathroom"].fr, nouns["bathroom"].gender, nouns["bathroom"].category) == ("salle de bains", "f", "place")
+    assert (nouns["post office"].fr, nouns["post office"].gender, nouns["post office"].confirmed) == ("bureau de poste", "m", True)
+    assert nouns["post office"].rank > nouns["bathroom"].rank - 10  # a two-word noun pays a rank penalty
+    assert (nouns["kitten"].fr, nouns["kitten"].confirmed) == ("chaton", True)  # no FreeDict entry: one pivot is enough
     assert "xyzzy" not in nouns  # in no lexicon
     days, months = daily.calendar(tmp_path)
     assert days == [("Sunday", "dimanche"), ("Monday", "lundi")] and months == [("January", "janvier")]
@@ -135,6 +146,33 @@ def test_lexicon_rows_carry_gender_and_plural() -> None:
     rows = set(daily.lexicon_rows(NOUNS[:2], [("Monday", "lundi")], []))
     assert {("the dog", "le chien"), ("a dog", "un chien"), ("the dogs", "les chiens"), ("the aunt", "la tante"), ("an aunt", "une tante")} <= rows
     assert ("Monday", "lundi") in rows
+
+
+def test_compound_nouns_inflect_their_head() -> None:
+    assert lexicon.split_french("salle de bains") == ("", "salle", "de bains")
+    assert lexicon.split_french("jus d'orange") == ("", "jus", "d'orange")
+    assert lexicon.split_french("petit déjeuner") == ("petit", "déjeuner", "")
+    assert lexicon.split_french("chien") == ("", "chien", "")
+    assert lexicon.french_gender("salle de bains", {"salle": "f"}) == "f"
+    assert lexicon.french_gender("pomme verte", {"pomme": "f"}) is None  # not a compound the realiser can inflect
+    nouns = [Noun("post office", "bureau de poste", "m", "place", True, 1), Noun("bathroom", "salle de bains", "f", "place", True, 1),
+             Noun("breakfast", "petit déjeuner", "m", "food", True, 1)]
+    rows = set(daily.lexicon_rows(nouns, [], []))
+    assert {("the post office", "le bureau de poste"), ("the post offices", "les bureaux de poste"), ("a bathroom", "une salle de bains"),
+            ("the bathrooms", "les salles de bains"), ("the breakfasts", "les petits déjeuners")} <= rows
+
+
+def test_activities_and_meals_are_realised_in_both_languages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(daily, "ACTIVITIES", [("cry", "pleurer")])
+    gen = daily.Generator(NOUNS, [("Monday", "lundi")], [("May", "mai")], random.Random(2))
+    acts = [p for p in (gen.pair(gen.f_activity()) for _ in range(60)) if p]
+    meals = [p for p in (gen.pair(gen.f_meal()) for _ in range(40)) if p]
+    assert len(acts) >= 50 and len(meals) >= 30
+    for en, fr in acts:  # the verb in every tense, person and type, in both languages
+        assert re.search(r"\bcr(y|ie|ied)", en, re.I) and re.search(r"\bpleur", fr, re.I), (en, fr)
+    assert any(re.search(r"\bis crying\b", en) for en, _ in acts)  # the English progressive
+    assert any("petit déjeuner" in fr and "breakfast" in en for en, fr in meals)
+    assert any(re.search(r"\bd[iî]n", fr) and "dinner" in en for en, fr in meals)
 
 
 def test_word_hit_rate() -> None:
