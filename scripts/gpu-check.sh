@@ -10,7 +10,8 @@
 #   scripts/gpu-check.sh --dry-run   # anywhere: checks that every step's files, modules and options exist
 #
 # Nothing heavy is built: the torch back end runs on CUDA (no native kernels), and the repository is
-# used in place (PYTHONPATH).  Python packages the machine lacks can come as wheels in ./.whl
+# used in place (PYTHONPATH, through a folder that links model/ and service/ as rendition.model and
+# rendition.service).  Python packages the machine lacks can come as wheels in ./.whl
 # (installed with pip --no-index into /tmp/site first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,13 @@ PY="${PYTHON:-python3}"
 PORT="${RENDITION_PORT:-8790}"
 N="${GPU_CHECK_SENTENCES:-1000}"
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+# the packages import as rendition.model and rendition.service (an install maps model/ and service/
+# there); used in place, a folder of two links gives the same names
+SHIM="$(mktemp -d)"
+mkdir -p "$SHIM/rendition"
+ln -s "$PWD/model" "$SHIM/rendition/model"
+ln -s "$PWD/service" "$SHIM/rendition/service"
+export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 
 step() { echo "== $* ($(date -u +%T))" | tee -a "$OUT/steps.txt"; }
 
@@ -35,7 +42,7 @@ if (( DRY )); then
     step "dry run: every step's pieces"
     bash -n "$0"
     "$PY" -m pytest --collect-only -q -m gpu tests/gpu | tail -1
-    "$PY" -c "import rendition.service.main, rendition.model.translation.ct2, rendition.model.embedding.encoder"
+    "$PY" -c "import rendition.service.main, rendition.model.translation.ct2, rendition.model.embedding.encoder; from pathlib import Path; print('rendition.model from', Path(rendition.model.__file__).resolve().parent)"
     "$PY" benchmarks/bench_gpu.py --dry-run --n "$N"
     step "dry run passed"
     exit 0
