@@ -33,6 +33,7 @@ VERBS = {
     "food": [("eat", "manger"), ("buy", "acheter"), ("cook", "cuisiner"), ("prepare", "préparer"), ("like", "aimer"), ("want", "vouloir"), ("cut", "couper"), ("taste", "goûter")],
     "clothing": [("wear", "porter"), ("buy", "acheter"), ("wash", "laver"), ("find", "trouver"), ("lose", "perdre"), ("like", "aimer")],
     "person": [("call", "appeler"), ("help", "aider"), ("visit", "visiter"), ("meet", "rencontrer"), ("love", "aimer"), ("wait", "attendre"), ("see", "voir")],
+    "body": [("wash", "laver"), ("brush", "brosser"), ("touch", "toucher"), ("raise", "lever"), ("hide", "cacher"), ("show", "montrer"), ("dry", "sécher"), ("cover", "couvrir")],
 }
 ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", "vieux"), ("red", "rouge"), ("blue", "bleu"), ("green", "vert"), ("white", "blanc"), ("black", "noir"), ("yellow", "jaune"), ("grey", "gris"), ("brown", "brun"), ("pink", "rose"), ("pretty", "joli"), ("clean", "propre"), ("dirty", "sale"), ("heavy", "lourd"), ("expensive", "cher"), ("beautiful", "beau"), ("good", "bon"), ("long", "long"), ("short", "court"), ("warm", "chaud"), ("cold", "froid"), ("empty", "vide"), ("full", "plein"), ("wet", "mouillé"), ("dry", "sec"), ("young", "jeune"), ("tired", "fatigué"), ("happy", "heureux"), ("sad", "triste"), ("sick", "malade"), ("strong", "fort")]
 # (English, French) verbs without an object: what people and animals do
@@ -197,11 +198,12 @@ class Generator:
         r = self.rng
         kind = r.choice(list(VERBS))
         v_en, v_fr = r.choice(VERBS[kind])
-        cats = {"any": CONCRETE, "object": ("object", "thing", "furniture", "vehicle"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal")}[kind]
+        cats = {"any": CONCRETE, "object": ("object", "thing", "furniture", "vehicle"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal"), "body": ("body",)}[kind]
         obj = self.noun(*cats)
         s = self.subj()
         tense = r.choice(list(TENSES))
-        det = r.choice(["the", "a", "poss", "this"] + (["some"] if kind == "food" else []))
+        # one's own hands, teeth, hair: a possessive of the subject
+        det = "poss" if kind == "body" else r.choice(["the", "a", "poss", "this"] + (["some"] if kind == "food" else []))
         num = "p" if r.random() < 0.3 else "s"
         adj = r.choice(ADJECTIVES) if r.random() < 0.25 else None
         when = self.when(tense)
@@ -281,7 +283,7 @@ class Generator:
 
     def f_describe(self):
         r = self.rng
-        thing = self.noun(*CONCRETE, "place", "family")
+        thing = self.noun(*CONCRETE, "place", "family", "body")
         adj = r.choice(ADJECTIVES)
         det = r.choice(["the", "poss", "this"])
         num = "p" if r.random() < 0.3 else "s"

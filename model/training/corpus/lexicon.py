@@ -120,9 +120,9 @@ class WordNet:
             for cat, marks in CATEGORIES.items():
                 if any(m in anc for m in marks):
                     return cat
-        # no category in the first senses ("party", "stamp", "mud"): the first sense whose
-        # lexicographer file FALLBACK names
-        return next((FALLBACK[self.lex[o]] for o in offs if self.lex[o] in FALLBACK), None)
+        # no category in the first senses ("football": a game, then the ball): the first of them
+        # whose lexicographer file FALLBACK names
+        return next((FALLBACK[self.lex[o]] for o in offs[:senses] if self.lex[o] in FALLBACK), None)
 
     def compounds(self) -> list[str]:
         """Two-word nouns ("living room", "post office", "town hall")."""

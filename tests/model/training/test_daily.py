@@ -175,6 +175,17 @@ def test_activities_and_meals_are_realised_in_both_languages(monkeypatch: pytest
     assert any(re.search(r"\bd[iî]n", fr) and "dinner" in en for en, fr in meals)
 
 
+def test_body_parts_take_the_subjects_possessive(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(daily, "VERBS", {"body": [("wash", "laver")]})
+    gen = daily.Generator(NOUNS, [("Monday", "lundi")], [("May", "mai")], random.Random(4))
+    pairs = [p for p in (gen.pair(gen.f_verb_object()) for _ in range(40)) if p]
+    assert len(pairs) >= 30
+    for en, fr in pairs:  # "I washed my head." / "J'ai lavé ma tête."
+        assert re.search(r"\b(my|your|his|her|its|our|their)( \w+)? heads?\b", en, re.I), en
+        assert re.search(r"\b(ma|ta|sa|mes|tes|ses|notre|votre|leur|nos|vos|leurs)( \w+)? têtes?\b", fr, re.I), fr
+        assert re.search(r"\bwash", en, re.I) and re.search(r"\blav", fr, re.I), (en, fr)
+
+
 def test_word_hit_rate() -> None:
     assert has_word("Le chien dort sous le lit.", "chien")
     assert not has_word("Le chiendent pousse.", "chien")  # whole words only
