@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         p.error("--beam-size and --max-length must be >= 1")
     glossary = None
     if args.glossary:
-        from rendition.model.translation.glossary import GlossaryError, load_glossary
+        from rendition.model.glossary import GlossaryError, load_glossary
 
         try:
             glossary = load_glossary(args.glossary)

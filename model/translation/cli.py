@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from rendition.model.glossary import Glossary, GlossaryError, load_glossary
 from rendition.model.segment import InputTooLong
-from rendition.model.translation.glossary import Glossary, GlossaryError, load_glossary
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from rendition.model.weights import ModelLoadError
@@ -61,7 +61,7 @@ def translate_lines(
 ) -> list[str]:
     """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
     scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings.
-    ``glossary``: its source terms are translated as its target terms (``rendition.model.translation.glossary``)."""
+    ``glossary``: its source terms are translated as its target terms (``rendition.model.glossary``)."""
     if glossary:
         marked = [glossary.protect(line.strip()) for line in lines]
         done = translate_lines(translator, [m.text for m in marked], source, target, batch_size, progress, **options)
