@@ -164,7 +164,6 @@ class FusedCPUBackend(_CPUBackend):
         return self.model.decode_step(tokens, cache)  # (a dense cache: bfloat16 K/V storage)
 
 
-Backend = TorchBackend  # (the interface: every back end is one)
 BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBackend, TorchBackend)  # fastest first
 
 

@@ -57,7 +57,6 @@ class MultiHeadAttention(Protocol):
 COMPACT_EVERY = 8  # by-reference beam search: steps between compactions of the shared past
 
 
-
 def _pad_cat(old: Tensor | None, new: Tensor, dim: int, fill: float | bool = 0) -> Tensor:
     """old and new padded with ``fill`` to the same size along ``dim``, then concatenated along 0."""
     if old is None or old.shape[0] == 0:
@@ -85,7 +84,7 @@ class LayerCache:
         self.self_k: Tensor | None = None  # DenseCache: (N, H, T, Dh); ReferenceCache: (storage rows, H, T, Dh)
         self.self_v: Tensor | None = None
 
-    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention, rel_idx: Tensor | None) -> Tensor:
+    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
         """Store this step's k, v (N, H, 1, Dh) at each row's own step and attend q over its past."""
         return self.cache.attend(self, q, k, v, attn)
 
@@ -216,9 +215,6 @@ class DecoderCache(ABC):
             raise RuntimeError(f"a row of the cache is full ({self.max_len} steps)")
         return self.steps
 
-    def step_relative_index(self) -> None:
-        return None  # (one per row: ``attend`` builds it)
-
     def advance(self) -> None:
         self.steps += 1
 
@@ -337,10 +333,6 @@ class ReferenceCache(DecoderCache):
         self.cross_mask = torch.zeros(0, 0, dtype=torch.bool)  # (groups, S)
         self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
         self._store_bias: Tensor | None = None
-
-    @property
-    def storage_rows(self) -> int:
-        return self.groups * self.beams
 
     def reserve(self, sentences: int) -> None:
         """Storage for this many sentences at once (allocated at the first join), so the cache

@@ -110,7 +110,6 @@ class _Worker:
         self.owned: dict[tuple[Ticket, int], BeamSearch] = {}  # sentence -> its search
         self.cost = 0  # source tokens x beams of the sentences in its searches
         self.thread: threading.Thread | None = None
-        self.steps = 0
 
 
 class TranslationScheduler:
@@ -312,7 +311,6 @@ class TranslationScheduler:
                 self._drop_cancelled(w)
             ticket.future.set_exception(e)
         now = time.perf_counter()
-        w.steps += 1
         cache_bytes = search.cache.nbytes()
         for t in tickets:
             t.stats.decode_steps += 1

@@ -65,9 +65,7 @@ class Hypothesis:
     score: float  # log-probability (including EOS) divided by the length penalty
 
 
-def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
-    if alpha == 0:
-        return 1.0 if isinstance(length, int) else torch.ones_like(length, dtype=torch.float32)
+def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -144,8 +142,6 @@ def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
         so.rk_lse_chunk_max(ctypes.byref(args))
         return lse, cmax
     return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
-
-
 
 
 def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -253,7 +249,6 @@ def encoder_buckets(lengths: list[int], slack: float = 1.25) -> list[list[int]]:
 @dataclass(eq=False)
 class _Sentence:
     key: Hashable
-    source_len: int
     max_len: int  # most tokens it may generate, EOS included
     lp_max: float  # length penalty at max_len: bounds what a live beam can still reach
     finished: list[Hypothesis] = field(default_factory=list)
@@ -323,10 +318,6 @@ class BeamSearch:
     def idle(self) -> bool:
         return not self.sentences and not self.pending
 
-    def reserved_positions(self) -> int:
-        """Cache positions the live sentences may fill (beams x max length each)."""
-        return self.K * sum(s.max_len for s in self.sentences)
-
     # -- one step ---------------------------------------------------------------------------------
     @torch.inference_mode()
     def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
@@ -373,7 +364,7 @@ class BeamSearch:
             for r, c in eos_top.nonzero().tolist():
                 s = self.sentences[r]
                 prefix = self.history[r, int(cand_beams[r, c]), : t_list[r]].tolist()
-                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                lp = length_penalty(t_list[r] + 1, opts.length_penalty)
                 s.finished.append(Hypothesis(prefix, float(cand_scores[r, c]) / lp))
                 s.finished.sort(key=lambda h: -h.score)
 
@@ -450,7 +441,7 @@ class BeamSearch:
         for r, end in enumerate((tokens == eos).tolist()):
             if end or self.sentences[r].max_len - 1 <= t_list[r]:
                 n = t_list[r] if end else t_list[r] + 1  # tokens without EOS
-                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                lp = length_penalty(t_list[r] + 1, opts.length_penalty)
                 out.append((self.sentences[r].key, [Hypothesis(self.history[r, 0, :n].tolist(), scores[r] / lp)]))
                 done.append(r)
         self.tokens = tokens
@@ -523,8 +514,8 @@ class BeamSearch:
             m_list = lens.tolist()
             self.cache.join(cross, mem_mask, max(m_list))
             b = len(batch)
-            for (key, ids), m in zip(batch, m_list):
-                s = _Sentence(key, len(ids), m, float(length_penalty(m, opts.length_penalty)))
+            for (key, _), m in zip(batch, m_list):
+                s = _Sentence(key, m, length_penalty(m, opts.length_penalty))
                 if opts.sampling and opts.sampling_seed is not None:  # draw j of a sentence: seed + j
                     s.gen = torch.Generator(device=dev).manual_seed(opts.sampling_seed + (key.j if isinstance(key, _Draw) else 0))
                 self.sentences.append(s)
