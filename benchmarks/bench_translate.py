@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rendition.model.tokenizer import Tokenizer  # noqa: E402
-from rendition.model.translation.backends import select_backend  # noqa: E402
+from rendition.model.translation.backends import TorchBackend, select_backend  # noqa: E402
 from rendition.model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
 from rendition.model.translation.options import TranslationOptions  # noqa: E402
 from rendition.model.translation.search import generate  # noqa: E402
@@ -181,7 +181,7 @@ def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, .
     with torch.inference_mode():
         mem, mask = model.encode(src)
         mem, mask = mem.repeat_interleave(beam, 0), mask.repeat_interleave(beam, 0)
-        cache = model.init_cache(mem, mask, max(ts) + 1)  # (a DenseCache, every row at the same step)
+        cache = TorchBackend(model).init_cache(mem, mask, max(ts) + 1)  # (a DenseCache, every row at the same step)
         tok = torch.randint(10, model.cfg.vocab_size, (mem.shape[0],))
         for _ in range(max(ts) + 1):
             model.decode_step(tok, cache)

@@ -68,28 +68,24 @@ def translate_lines(
         return [glossary.restore(m, t).text if t else t for m, t in zip(marked, done)]
     out = [""] * len(lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
+    translator.check_pair(source, target)
+    try:
+        sources = translator.preprocess([lines[i].strip() for i in todo], target)
+    except InputTooLong as e:  # name the line (1-based), not its place among the lines translated
+        raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
+    opts = TranslationOptions(**options)
+    starts = range(0, len(todo), batch_size)
     bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
-    chunks = [todo[s : s + batch_size] for s in range(0, len(todo), batch_size)]
     scheduler = getattr(translator, "scheduler", None)
-    if scheduler is not None:  # every chunk to the scheduler at once: its searches stay full
-        translator.check_pair(source, target)
-        try:
-            sources = translator.preprocess([lines[i].strip() for i in todo], target)
-        except InputTooLong as e:
-            raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
-        opts = TranslationOptions(**options)
-        tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in range(0, len(todo), batch_size)]
+    if scheduler is not None:  # every batch to the scheduler at once: its searches stay full
+        tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in starts]
         results = (translator.postprocess(t.future.result()) for t in tickets)
     else:
-        results = (translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options) for idx in chunks)
-    for idx in chunks:
-        try:
-            batch = next(results)
-        except InputTooLong as e:  # name the line (1-based), not its place in the batch
-            raise InputTooLong(idx[e.index] + 1, e.length, e.limit, "line") from None
-        for i, r in zip(idx, batch):
+        results = (translator.postprocess(translator.core(sources[s : s + batch_size], opts)) for s in starts)
+    for s, batch in zip(starts, results):
+        for i, r in zip(todo[s : s + batch_size], batch):
             out[i] = r.text
-        bar.update(len(idx))
+        bar.update(len(batch))
     bar.close()
     return out
 

@@ -214,17 +214,11 @@ def _sample(lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator
     return lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens
 
 
-def max_lengths(src_lens: Tensor, opts: TranslationOptions) -> Tensor:
-    """Per source length (tokens with the target tag and </s>), the most tokens a search may
-    generate, EOS included: min(max_length, a * source_len + b), at least 1."""
-    rel = (src_lens.float() * opts.max_length_a + opts.max_length_b).long()
-    return rel.clamp(max=opts.max_length).clamp(min=1)
-
-
 def max_output_lengths(src_lens: list[int], opts: TranslationOptions) -> list[int]:
-    """``max_lengths``' float32 arithmetic in numpy, not torch: the service calls this on its event
-    loop, where every torch op releases the GIL and then waits to get it back from the workers.  A
-    hypothesis this long was ended by the limit, not by the model."""
+    """Per source length (tokens with the target tag and </s>), the most tokens a search may generate,
+    EOS included: min(max_length, a * source_len + b) in float32, at least 1; a hypothesis this long
+    was ended by the limit.  In numpy: the service calls this on its event loop, where every torch op
+    releases the GIL and then waits to get it back from the workers."""
     rel = (np.asarray(src_lens, dtype=np.float32) * np.float32(opts.max_length_a) + np.float32(opts.max_length_b)).astype(np.int64)
     return np.clip(rel, 1, max(1, opts.max_length)).tolist()
 
@@ -504,14 +498,13 @@ class BeamSearch:
             for r, (_, ids) in enumerate(batch):
                 src[r, : len(ids)] = torch.tensor(ids)
             src = src.to(dev)
-            lens = max_lengths(torch.tensor([len(ids) for _, ids in batch]), opts)
+            m_list = max_output_lengths([len(ids) for _, ids in batch], opts)
             try:
                 mem, mem_mask = self.model.encode(src)
                 cross = self.model.cross_states(mem)
             except Exception as e:  # only these sentences fail; the running ones go on
                 self.failed.extend((key, e) for key, _ in batch)
                 continue
-            m_list = lens.tolist()
             self.cache.join(cross, mem_mask, max(m_list))
             b = len(batch)
             for (key, _), m in zip(batch, m_list):
@@ -524,7 +517,7 @@ class BeamSearch:
             self.scores = torch.cat([self.scores, first])
             self.history = torch.cat([self.history, self.history.new_zeros(b, K, self.history.shape[2])])
             self.t = torch.cat([self.t, self.t.new_zeros(b)])
-            self.max_lens = torch.cat([self.max_lens, lens.to(dev)])
+            self.max_lens = torch.cat([self.max_lens, torch.tensor(m_list, dtype=torch.long, device=dev)])
             self.tokens = torch.cat([self.tokens, torch.full((b * K,), cfg.bos_id, dtype=torch.long, device=dev)])
 
 

@@ -14,7 +14,7 @@ by w^V.
 
 Pre-norm residual blocks with a final layer norm, ReLU feed-forward, tied source/target/output
 embeddings scaled by sqrt(d_model).  Sinusoidal absolute positions are available as an option
-(the paper's baseline).  ``encode`` / ``init_cache`` / ``decode_step`` are the seam for the KV cache
+(the paper's baseline).  ``encode`` / ``cross_states`` / ``decode_step`` are the seam for the KV cache
 and beam search (``rendition.model.translation.cache`` and ``rendition.model.translation.search``).
 
 This is the reference implementation, in plain torch (any device, training and inference).  The
@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rendition.model.translation.cache import DecoderCache, DenseCache, LayerCache
+from rendition.model.translation.cache import DecoderCache, LayerCache
 from rendition.model.weights import JsonConfig
 
 
@@ -300,23 +300,6 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, mem, mask)
 
     # -- incremental decoding -------------------------------------------------------------------
-    def init_cache(
-        self,
-        mem: Tensor,
-        mem_mask: Tensor,
-        max_len: int,
-        beams: int = 1,
-        kv_dtype: torch.dtype | None = None,
-        cache_type: type[DecoderCache] = DenseCache,
-    ) -> DecoderCache:
-        """A cache holding these sentences at step 0: cross-attention K/V computed once per sentence,
-        self-attention K/V for max_len steps and ``beams`` consecutive rows per sentence, kept as
-        ``cache_type`` (the storage strategy; the CPU back ends keep them by reference), stored as
-        ``kv_dtype`` (default: the model's dtype; float16 halves what a step reads)."""
-        cache = cache_type.for_model(self, beams, kv_dtype)
-        cache.join(self.cross_states(mem), mem_mask, max_len)
-        return cache
-
     def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
         """Per decoder layer: the cross-attention keys and values of memory (B, S, D), each
         (B, H, S, Dh) contiguous, and the layer's fused self-attention Q/K/V weight and bias (the
