@@ -31,14 +31,11 @@ medians pool 11 steps around t over --beam-repeats runs.
 from __future__ import annotations
 
 import argparse
-import atexit
 import csv
 import os
 import platform
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -48,8 +45,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine_process import EngineProcess, tempdir  # noqa: E402
+
 from rendition.model.tokenizer import Tokenizer  # noqa: E402
-from rendition.model.translation.backends import select_backend  # noqa: E402
+from rendition.model.translation.backends import TorchBackend, select_backend  # noqa: E402
 from rendition.model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
 from rendition.model.translation.options import TranslationOptions  # noqa: E402
 from rendition.model.translation.search import generate  # noqa: E402
@@ -121,12 +120,6 @@ class NoCacheModel:
         return m.logits(m.decoder_norm(x[:, -1]))  # (N, V): last position only
 
 
-def _tempdir(prefix: str) -> Path:
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    atexit.register(shutil.rmtree, path, ignore_errors=True)
-    return path
-
-
 # -- setup ------------------------------------------------------------------------------------------
 def load_model(model_dir: Path, tmp: Path | None = None) -> tuple[Transformer, str, Path]:
     """The shipped model if its weights exist, else a random model of the shipped shape (saved
@@ -139,7 +132,7 @@ def load_model(model_dir: Path, tmp: Path | None = None) -> tuple[Transformer, s
     cfg = TransformerConfig(vocab_size=8000, d_model=256, n_heads=4, d_ff=1024, n_encoder_layers=6, n_decoder_layers=2)
     torch.manual_seed(0)
     model = Transformer(cfg).eval()
-    tmp = tmp if tmp is not None else _tempdir("bench_model_")
+    tmp = tmp if tmp is not None else tempdir("bench_model_")
     tmp.mkdir(parents=True, exist_ok=True)
     cfg.save(tmp / "config.json")
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"))
@@ -181,7 +174,7 @@ def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, .
     with torch.inference_mode():
         mem, mask = model.encode(src)
         mem, mask = mem.repeat_interleave(beam, 0), mask.repeat_interleave(beam, 0)
-        cache = model.init_cache(mem, mask, max(ts) + 1)  # (a DenseCache, every row at the same step)
+        cache = TorchBackend(model).init_cache(mem, mask, max(ts) + 1)  # (a DenseCache, every row at the same step)
         tok = torch.randint(10, model.cfg.vocab_size, (mem.shape[0],))
         for _ in range(max(ts) + 1):
             model.decode_step(tok, cache)
@@ -410,39 +403,6 @@ class EngineBench:
         return cost(self.model if nocache else self.backend, pad(self.batches[0]), self.args.beam, ts, repeats)
 
 
-def _serve(factory, params: tuple, conn) -> None:
-    bench = factory(*params)
-    conn.send("ready")
-    while (msg := conn.recv()) is not None:
-        name, params = msg
-        conn.send(getattr(bench, name)(*params))
-
-
-class EngineProcess:
-    """An engine's measurements, asked for from the parent process one at a time: the process
-    builds ``factory(*params)`` (``EngineBench`` here; other benchmarks pass their own class) and
-    answers ``proc("method", *args)`` with ``bench.method(*args)``."""
-
-    def __init__(self, factory, *params):
-        import multiprocessing as mp
-
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(factory, params, child), daemon=True)
-        self.proc.start()
-        if self.conn.recv() != "ready":
-            raise RuntimeError(f"{factory.__name__}{params[:1]} benchmark process failed to start")
-
-    def __call__(self, name: str, *params):
-        time.sleep(0.3)  # let the other process's threads settle
-        self.conn.send((name, params))
-        return self.conn.recv()
-
-    def close(self) -> None:
-        self.conn.send(None)
-        self.proc.join()
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=int, default=2)
@@ -460,7 +420,7 @@ def main() -> None:
     )
     args = p.parse_args()
 
-    tmp = _tempdir("bench_translate_")
+    tmp = tempdir("bench_translate_")
     ours = EngineProcess(EngineBench, "ours", args, tmp)
     ct2 = EngineProcess(EngineBench, "ct2", args, tmp)
     info = ours("info")

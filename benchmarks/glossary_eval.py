@@ -25,8 +25,8 @@ import re
 import time
 from collections import Counter
 
+from rendition.model.glossary import STAND_INS, Glossary
 from rendition.model.training.data import SPLITS_DIR, read_tsv
-from rendition.model.translation.glossary import STAND_INS, Glossary
 from rendition.model.translation.translator import Translator
 
 SPLITS = ("test.en-fr.tsv", "test.ui.en-fr.tsv", "test.help.en-fr.tsv")

@@ -22,9 +22,9 @@ from typing import Any
 from fastapi import Request
 
 from rendition.model import segment
+from rendition.model.glossary import Glossary, Marked
 from rendition.model.language_id import LanguageDetector
 from rendition.model.segment import InputTooLong, Segmented
-from rendition.model.translation.glossary import Glossary, Marked
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.search import max_output_lengths
 from rendition.model.translation.translator import Translation

@@ -53,36 +53,26 @@ def sentence_translator(
     return translate
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    from rendition.model.translation.translator import DEFAULT_TRANSLATOR
+def build_parser() -> argparse.ArgumentParser:
+    from rendition.model.translation.cli import add_translator_options
 
     p = argparse.ArgumentParser(prog="rendition translate-file", description=__doc__.split("\n\n")[0])
     p.add_argument("input", type=Path, help=f"the document ({', '.join(documents.FORMATS)})")
     p.add_argument("output", type=Path, help="where to write the translation (same format)")
-    p.add_argument("--source", "-s", required=True, help="source language code, e.g. en, or auto")
-    p.add_argument("--target", "-t", required=True, help="target language code, e.g. fr")
-    p.add_argument("--model-dir", default=str(DEFAULT_TRANSLATOR), help="model directory (default: the shipped one)")
-    p.add_argument("--beam-size", type=int, default=4)
-    p.add_argument("--max-length", type=int, default=256, help="cap on generated tokens per sentence")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads per worker")
-    p.add_argument("--workers", type=int, default=0, help="workers (default: one per core on CPU)")
+    add_translator_options(p, auto_source=True)
     p.add_argument("--retranslate", action="store_true", help="gettext: translate entries already translated too")
     p.add_argument("--max-unpacked-bytes", type=int, default=Limits.max_unpacked_bytes, help=".docx/.pptx/.odt: unpacked size cap")
-    p.add_argument("--compute-type", default=None, help="auto (default: int8 on a CPU with VNNI or AVX2, else float32), int8, float32, float16, bfloat16")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
-    args = p.parse_args(argv)
-    if args.beam_size < 1 or args.max_length < 1:
-        p.error("--beam-size and --max-length must be >= 1")
-    glossary = None
-    if args.glossary:
-        from rendition.model.translation.glossary import GlossaryError, load_glossary
+    return p
 
-        try:
-            glossary = load_glossary(args.glossary)
-        except (OSError, GlossaryError) as e:
-            p.error(f"--glossary: {e}")
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import torch
+
+    from rendition.model.translation.cli import load_translator, read_translator_options, translate_lines
+
+    p = build_parser()
+    args = p.parse_args(argv)
+    options, glossary = read_translator_options(p, args)
     limits = Limits(
         max_unpacked_bytes=args.max_unpacked_bytes,
         max_segments=1 << 40,
@@ -102,10 +92,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         doc = documents.open_document(data, args.input.name, limits, target=args.target, retranslate=args.retranslate)
     except DocumentError as e:
         fail(f"{args.input}: {e}")
-
-    import torch
-
-    from rendition.model.translation.cli import load_translator, translate_lines
 
     cores = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -129,8 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 translator.start_workers(args.workers, args.threads or 0, cores=cores)
                 stack.callback(translator.close)
                 lines = lambda xs: translate_lines(  # noqa: E731
-                    translator, xs, source, args.target, progress=not args.quiet, glossary=glossary,
-                    beam_size=args.beam_size, max_length=args.max_length,
+                    translator, xs, source, args.target, progress=not args.quiet, glossary=glossary, **options
                 )  # fmt: skip
                 translations = documents.translate_segments(doc.segments, sentence_translator(lines, source))
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, unsupported pair

@@ -32,7 +32,7 @@ from rendition.model.translation.transformer import Transformer, TransformerConf
 
 
 class TorchBackend:
-    """The reference: ``Transformer.encode`` / ``init_cache`` / ``decode_step`` with a dense cache."""
+    """The reference: ``Transformer.encode`` / ``cross_states`` / ``decode_step`` with a dense cache."""
 
     name = "torch"
     cache_type: type[DecoderCache] = DenseCache
@@ -72,7 +72,8 @@ class TorchBackend:
     def init_cache(
         self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
     ) -> DecoderCache:
-        """A cache holding these encoded sentences (``beams`` rows each, at step 0)."""
+        """A cache holding these encoded sentences (``beams`` rows each, at step 0), its K/V stored
+        as ``kv_dtype`` (default: the model's dtype)."""
         cache = self.new_cache(beams, kv_dtype)
         cache.join(self.cross_states(mem), mem_mask, max_len)
         return cache
@@ -140,11 +141,6 @@ class FusedCPUBackend(_CPUBackend):
         super().__init__(model)
         self.fused = FusedTransformer(model, compute_type)
 
-    def _by_reference(self, kv_dtype: torch.dtype | None) -> None:
-        """int8 runs only the fused step, over a by-reference cache (float32 or float16 K/V)."""
-        if self.fused.int8 and not (kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES):
-            raise ValueError(f"the int8 compute type stores K/V in float32 or float16, not {kv_dtype}")
-
     @staticmethod
     def usable(model: Transformer) -> bool:
         return FusedTransformer.usable(model)
@@ -154,7 +150,8 @@ class FusedCPUBackend(_CPUBackend):
         return self.fused.encode(src)
 
     def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
-        self._by_reference(kv_dtype)
+        if self.fused.int8 and not (kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES):
+            raise ValueError(f"the int8 compute type stores K/V in float32 or float16, not {kv_dtype}")  # (only the fused step runs int8)
         self.fused.refresh()  # (the cache's steps read the weights as they are now)
         return super().new_cache(beams, kv_dtype)
 
@@ -164,7 +161,6 @@ class FusedCPUBackend(_CPUBackend):
         return self.model.decode_step(tokens, cache)  # (a dense cache: bfloat16 K/V storage)
 
 
-Backend = TorchBackend  # (the interface: every back end is one)
 BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBackend, TorchBackend)  # fastest first
 
 

@@ -57,7 +57,6 @@ class MultiHeadAttention(Protocol):
 COMPACT_EVERY = 8  # by-reference beam search: steps between compactions of the shared past
 
 
-
 def _pad_cat(old: Tensor | None, new: Tensor, dim: int, fill: float | bool = 0) -> Tensor:
     """old and new padded with ``fill`` to the same size along ``dim``, then concatenated along 0."""
     if old is None or old.shape[0] == 0:
@@ -85,7 +84,7 @@ class LayerCache:
         self.self_k: Tensor | None = None  # DenseCache: (N, H, T, Dh); ReferenceCache: (storage rows, H, T, Dh)
         self.self_v: Tensor | None = None
 
-    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention, rel_idx: Tensor | None) -> Tensor:
+    def self_attention(self, q: Tensor, k: Tensor, v: Tensor, attn: MultiHeadAttention) -> Tensor:
         """Store this step's k, v (N, H, 1, Dh) at each row's own step and attend q over its past."""
         return self.cache.attend(self, q, k, v, attn)
 
@@ -216,9 +215,6 @@ class DecoderCache(ABC):
             raise RuntimeError(f"a row of the cache is full ({self.max_len} steps)")
         return self.steps
 
-    def step_relative_index(self) -> None:
-        return None  # (one per row: ``attend`` builds it)
-
     def advance(self) -> None:
         self.steps += 1
 
@@ -237,8 +233,19 @@ class DecoderCache(ABC):
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)
 
-    def _storage(self, rows: int, max_len: int) -> Tensor:
-        return torch.zeros(rows, self.heads, max_len, self.head_dim, dtype=self.kv_dtype, device=self.device)
+    def _storage(self, rows: int, max_len: int, alloc=torch.zeros) -> Tensor:
+        return alloc(rows, self.heads, max_len, self.head_dim, dtype=self.kv_dtype, device=self.device)
+
+    def _regrow(self, rows: int | None, max_len: int, alloc=torch.zeros) -> None:
+        """Every layer's self-attention storage as ``rows`` rows (None: as many as now) of ``max_len``
+        positions, the filled part copied over."""
+        for layer in self.layers:
+            for name in ("self_k", "self_v"):
+                old = getattr(layer, name)
+                new = self._storage(rows if rows is not None else 0 if old is None else len(old), max_len, alloc)
+                if old is not None and len(old):
+                    new[: len(old), :, : old.shape[2]] = old
+                setattr(layer, name, new)
 
 
 class DenseCache(DecoderCache):
@@ -268,13 +275,7 @@ class DenseCache(DecoderCache):
             layer.cross_v = layer.cross_v[:, :, :used].index_select(0, sentences)
 
     def _widen(self, max_len: int) -> None:
-        for layer in self.layers:
-            for name in ("self_k", "self_v"):
-                old = getattr(layer, name)
-                new = self._storage(0 if old is None else len(old), max_len)
-                if old is not None:
-                    new[:, :, : old.shape[2]] = old
-                setattr(layer, name, new)
+        self._regrow(None, max_len)  # (zeros: the positions a row has not reached are attended with weight 0)
         self.max_len = max_len
 
     def _add_rows(self, n: int) -> None:
@@ -338,26 +339,13 @@ class ReferenceCache(DecoderCache):
         self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
         self._store_bias: Tensor | None = None
 
-    @property
-    def storage_rows(self) -> int:
-        return self.groups * self.beams
-
     def reserve(self, sentences: int) -> None:
         """Storage for this many sentences at once (allocated at the first join), so the cache
         does not grow step by step as a search fills up."""
         self._reserved = max(self._reserved, sentences)
 
-    def _resize(self, groups: int, max_len: int) -> None:
-        for layer in self.layers:
-            for name in ("self_k", "self_v"):
-                old = getattr(layer, name)
-                new = torch.empty(groups * self.beams, self.heads, max_len, self.head_dim, dtype=self.kv_dtype)
-                if old is not None and len(old):
-                    new[: len(old), :, : old.shape[2]] = old
-                setattr(layer, name, new)
-
     def _widen(self, max_len: int) -> None:
-        self._resize(self.groups, max_len)
+        self._regrow(self.groups * self.beams, max_len, torch.empty)  # (the kernel reads only positions written)
         src = torch.zeros(len(self.src), max_len, dtype=torch.long)
         src[:, : self.src.shape[1]] = self.src
         self.src = src
@@ -367,7 +355,7 @@ class ReferenceCache(DecoderCache):
         need = n // self.beams
         if len(self.free) < need:  # grow the storage: at least double it (at first: what was reserved)
             more = max(need - len(self.free), self.groups, self._reserved - self.groups)
-            self._resize(self.groups + more, self.max_len)
+            self._regrow((self.groups + more) * self.beams, self.max_len, torch.empty)
             self.free.extend(range(self.groups, self.groups + more))
             self.groups += more
         self.free.sort(reverse=True)  # (lowest groups first: storage stays dense)
@@ -442,8 +430,7 @@ class ReferenceCache(DecoderCache):
 
     def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
         kept = set(sentences.tolist())
-        base = self.slots.view(-1, self.beams)[:, 0] // self.beams  # (B,) each sentence's storage group
-        self.free.extend(int(g) for s, g in enumerate(base.tolist()) if s not in kept)
+        self.free.extend(int(g) for s, g in enumerate(self.sentence_groups().tolist()) if s not in kept)
         self.slots = self.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
         self.src = self.src.index_select(0, rows)
         self.compacted = self.compacted.index_select(0, sentences)

@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from rendition.model.glossary import Glossary, GlossaryError, load_glossary
 from rendition.model.segment import InputTooLong
-from rendition.model.translation.glossary import Glossary, GlossaryError, load_glossary
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from rendition.model.weights import ModelLoadError
@@ -61,59 +61,88 @@ def translate_lines(
 ) -> list[str]:
     """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
     scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings.
-    ``glossary``: its source terms are translated as its target terms (``rendition.model.translation.glossary``)."""
+    ``glossary``: its source terms are translated as its target terms (``rendition.model.glossary``)."""
     if glossary:
         marked = [glossary.protect(line.strip()) for line in lines]
         done = translate_lines(translator, [m.text for m in marked], source, target, batch_size, progress, **options)
         return [glossary.restore(m, t).text if t else t for m, t in zip(marked, done)]
     out = [""] * len(lines)
     todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
+    translator.check_pair(source, target)
+    try:
+        sources = translator.preprocess([lines[i].strip() for i in todo], target)
+    except InputTooLong as e:  # name the line (1-based), not its place among the lines translated
+        raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
+    opts = TranslationOptions(**options)
+    starts = range(0, len(todo), batch_size)
     bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
-    chunks = [todo[s : s + batch_size] for s in range(0, len(todo), batch_size)]
     scheduler = getattr(translator, "scheduler", None)
-    if scheduler is not None:  # every chunk to the scheduler at once: its searches stay full
-        translator.check_pair(source, target)
-        try:
-            sources = translator.preprocess([lines[i].strip() for i in todo], target)
-        except InputTooLong as e:
-            raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
-        opts = TranslationOptions(**options)
-        tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in range(0, len(todo), batch_size)]
+    if scheduler is not None:  # every batch to the scheduler at once: its searches stay full
+        tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in starts]
         results = (translator.postprocess(t.future.result()) for t in tickets)
     else:
-        results = (translator.translate([lines[i].strip() for i in idx], source=source, target=target, **options) for idx in chunks)
-    for idx in chunks:
-        try:
-            batch = next(results)
-        except InputTooLong as e:  # name the line (1-based), not its place in the batch
-            raise InputTooLong(idx[e.index] + 1, e.length, e.limit, "line") from None
-        for i, r in zip(idx, batch):
+        results = (translator.postprocess(translator.core(sources[s : s + batch_size], opts)) for s in starts)
+    for s, batch in zip(starts, results):
+        for i, r in zip(todo[s : s + batch_size], batch):
             out[i] = r.text
-        bar.update(len(idx))
+        bar.update(len(batch))
     bar.close()
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="rendition translate", description=__doc__.split("\n\n")[0])
-    p.add_argument("--source", "-s", required=True, help="source language code, e.g. en")
+def add_translator_options(p: argparse.ArgumentParser, engines: bool = False, auto_source: bool = False) -> None:
+    """The options ``rendition translate`` and ``rendition translate-file`` share: the language pair,
+    the model and where it runs, the search, the glossary and ``-q`` (``read_translator_options`` reads
+    them).  ``engines``: also ``--engine`` (torch or ctranslate2), the help saying which takes what;
+    ``auto_source``: ``--source auto`` detects the language."""
+    p.add_argument("--source", "-s", required=True, help="source language code, e.g. en" + (", or auto" if auto_source else ""))
     p.add_argument("--target", "-t", required=True, help="target language code, e.g. fr")
-    p.add_argument("--engine", choices=["torch", "ctranslate2"], default="torch")
+    if engines:
+        p.add_argument("--engine", choices=["torch", "ctranslate2"], default="torch")
     p.add_argument("--model-dir", default=str(DEFAULT_TRANSLATOR), help="model directory (default: the shipped one)")
     p.add_argument("--beam-size", type=int, default=4)
-    p.add_argument("--length-penalty", type=float, default=1.0, help="alpha (GNMT for torch, length**alpha for ct2)")
-    p.add_argument("--max-length", type=int, default=256, help="cap on generated tokens")
-    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
+    p.add_argument("--max-length", type=int, default=256, help="cap on generated tokens per sentence")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument(
         "--threads", type=int, default=None,
-        help="CPU threads (torch engine: per worker, CTranslate2's intra_threads; default: cores / workers)",
-    )
+        help="CPU threads (torch engine: per worker, CTranslate2's intra_threads; default: cores / workers)" if engines
+        else "CPU threads per worker (default: cores / workers)",
+    )  # fmt: skip
     p.add_argument(
         "--workers", type=int, default=0,
-        help="torch engine: workers, each running its own continuous beam search (CTranslate2's inter_threads; "
-        "default: one per core on CPU, docs/benchmarks.md)",
+        help=("torch engine: workers" if engines else "workers") + ", each running its own continuous beam search "
+        "(CTranslate2's inter_threads; default: one per core on CPU, docs/benchmarks.md)",
     )  # fmt: skip
+    p.add_argument(
+        "--compute-type", default=None,
+        help="auto, int8, float32, float16 or bfloat16, or default (torch engine: --dtype alone; ctranslate2: the model's "
+        "own type; ctranslate2 also takes its other types); unset: auto for the torch engine (int8 on a CPU with VNNI or "
+        "AVX2, else float32), default for ctranslate2" if engines
+        else "auto (default: int8 on a CPU with VNNI or AVX2, else float32), int8, float32, float16, bfloat16",
+    )  # fmt: skip
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
+
+
+def read_translator_options(p: argparse.ArgumentParser, args: argparse.Namespace, **search) -> tuple[dict, Glossary | None]:
+    """The search options (``--beam-size``, ``--max-length`` and ``search``) and the glossary that
+    ``add_translator_options``' options ask for; ``p.error`` (exit 2) naming the option for a bad one."""
+    options = dict(beam_size=args.beam_size, max_length=args.max_length, **search)
+    try:
+        TranslationOptions(**options)
+    except InvalidOption as e:
+        p.error(f"--{e.field.replace('_', '-')}: {e}")
+    try:
+        return options, load_glossary(args.glossary) if args.glossary else None
+    except (OSError, GlossaryError) as e:
+        p.error(f"--glossary: {e}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rendition translate", description=__doc__.split("\n\n")[0])
+    add_translator_options(p, engines=True)
+    p.add_argument("--length-penalty", type=float, default=1.0, help="alpha (GNMT for torch, length**alpha for ct2)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
     p.add_argument(
         "--kv-cache-dtype",
@@ -121,28 +150,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         choices=["auto", *KV_CACHE_DTYPES],
         help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
     )
-    p.add_argument(
-        "--compute-type", default=None,
-        help="auto, int8, float32, float16 or bfloat16, or default (torch engine: --dtype alone; ctranslate2: the model's "
-        "own type; ctranslate2 also takes its other types); unset: auto for the torch engine (int8 on a CPU with VNNI or "
-        "AVX2, else float32), default for ctranslate2",
-    )  # fmt: skip
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = build_parser()
     args = p.parse_args(argv)
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
-    options = dict(beam_size=args.beam_size, length_penalty=args.length_penalty, max_length=args.max_length)
-    try:
-        TranslationOptions(**options)
-    except InvalidOption as e:
-        p.error(f"--{e.field.replace('_', '-')}: {e}")
-    glossary = None
-    if args.glossary:
-        try:
-            glossary = load_glossary(args.glossary)
-        except (OSError, GlossaryError) as e:
-            p.error(f"--glossary: {e}")
+    options, glossary = read_translator_options(p, args, length_penalty=args.length_penalty)
     if args.threads and args.engine == "ctranslate2":
         torch.set_num_threads(args.threads)
 

@@ -49,9 +49,9 @@ from torch import Tensor
 
 from rendition.model.tokenizer import EOS_ID, UNK_ID, Tokenizer
 from rendition.model.translation.options import SearchStats, TranslationOptions
-from rendition.model.translation.search import Hypothesis, max_lengths
+from rendition.model.translation.search import Hypothesis, max_output_lengths
 from rendition.model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
-from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator, source_ids
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 from rendition.model.weights import ModelLoadError, load_weights
 
 RENDITION_CONFIG = "rendition_config.json"  # our TransformerConfig (ct2 owns config.json)
@@ -232,11 +232,11 @@ class CT2Engine:
         ``stats.decode_steps``, when given, gets the longest output + 1 (ct2 does not report steps)."""
         if not sources:
             return []
-        lens = torch.tensor([len(s) for s in sources])
-        max_len = int(max_lengths(lens, opts).max())
+        lens = [len(s) for s in sources]
+        max_len = max(max_output_lengths(lens, opts))
         budget = self.max_batch_tokens if max_batch_tokens is None else max_batch_tokens
         per_batch = max(1, budget // opts.beam_size)  # source tokens per ct2 batch
-        per_batch = 0 if per_batch >= int(lens.sum()) else per_batch  # 0: one batch (ct2 allocates by it)
+        per_batch = 0 if per_batch >= sum(lens) else per_batch  # 0: one batch (ct2 allocates by it)
         results = self.translator.translate_batch(
             [self.to_pieces(s) for s in sources],
             max_batch_size=per_batch,
@@ -278,7 +278,7 @@ class CT2Translator(Translator):
     """``Translator`` whose core runs on CTranslate2; pre/post-processing are shared (inherited)."""
 
     def __init__(self, engine: CT2Engine, tokenizer: Tokenizer, cfg: TransformerConfig):
-        # No torch model: everything ``Translator`` needs from it is the config.
+        # No torch model: everything ``Translator`` needs from it is the config (``languages``, ``preprocess``).
         self.engine = engine
         self.tokenizer = tokenizer
         self.cfg = cfg
@@ -308,13 +308,6 @@ class CT2Translator(Translator):
     @property
     def device(self) -> torch.device:
         return torch.device(self.engine.device)
-
-    @property
-    def languages(self) -> tuple[str, ...]:
-        return self.cfg.languages
-
-    def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        return source_ids(self.tokenizer, texts, target, self.cfg.max_positions - 2)
 
     def core(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
         return self.engine.core(sources, opts, self.max_batch_tokens, self.stats)

@@ -110,7 +110,6 @@ class _Worker:
         self.owned: dict[tuple[Ticket, int], BeamSearch] = {}  # sentence -> its search
         self.cost = 0  # source tokens x beams of the sentences in its searches
         self.thread: threading.Thread | None = None
-        self.steps = 0
 
 
 class TranslationScheduler:
@@ -203,14 +202,6 @@ class TranslationScheduler:
                 w.thread.join()
 
     # -- a worker ---------------------------------------------------------------------------------
-    def _pick(self) -> Ticket | None:
-        """The waiting ticket with the fewest sentences running, oldest first."""
-        best = None
-        for t in self._waiting:
-            if best is None or t.running < best.running:
-                best = t
-        return best
-
     def _share(self) -> int:
         """Under the lock: the sentences each worker may run, the running and waiting ones spread
         evenly over the workers."""
@@ -224,7 +215,7 @@ class TranslationScheduler:
         n = 0
         share = self._share()
         while self._waiting:
-            ticket = self._pick()
+            ticket = min(self._waiting, key=lambda t: t.running)  # the fewest sentences running, oldest first
             i = ticket.admitted
             cost = len(ticket.sources[i]) * ticket.opts.rows
             if w.owned and (len(w.owned) >= min(self.max_sentences, share) or w.cost + cost > self.max_tokens):
@@ -294,11 +285,10 @@ class TranslationScheduler:
             log.exception("a decoding step failed")
             key = search.opts
             with self._cond:
-                failed = {t for (t, _), s in w.owned.items() if s is search}
                 for sentence in [s for s, srch in w.owned.items() if srch is search]:
                     self._release(w, sentence)
                 w.searches.pop(key, None)
-            for t in failed:
+            for t in tickets:
                 self.cancel(t)
                 if not t.future.done():
                     t.future.set_exception(e)
@@ -312,7 +302,6 @@ class TranslationScheduler:
                 self._drop_cancelled(w)
             ticket.future.set_exception(e)
         now = time.perf_counter()
-        w.steps += 1
         cache_bytes = search.cache.nbytes()
         for t in tickets:
             t.stats.decode_steps += 1

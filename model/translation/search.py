@@ -65,9 +65,7 @@ class Hypothesis:
     score: float  # log-probability (including EOS) divided by the length penalty
 
 
-def length_penalty(length: Tensor | int, alpha: float) -> Tensor | float:
-    if alpha == 0:
-        return 1.0 if isinstance(length, int) else torch.ones_like(length, dtype=torch.float32)
+def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -146,8 +144,6 @@ def lse_chunk_max(logits: Tensor, C: int) -> tuple[Tensor, Tensor]:
     return torch.logsumexp(logits, -1), logits.view(N, V // C, C).amax(-1)
 
 
-
-
 def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``lse_chunk_max`` of logits (N, V); with ``forbid`` (a token id: EOS before min_length) that
     token's logit is then set to -inf in place, in the ``rows`` (N,) bool given (default: all), and
@@ -218,17 +214,11 @@ def _sample(lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator
     return lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens
 
 
-def max_lengths(src_lens: Tensor, opts: TranslationOptions) -> Tensor:
-    """Per source length (tokens with the target tag and </s>), the most tokens a search may
-    generate, EOS included: min(max_length, a * source_len + b), at least 1."""
-    rel = (src_lens.float() * opts.max_length_a + opts.max_length_b).long()
-    return rel.clamp(max=opts.max_length).clamp(min=1)
-
-
 def max_output_lengths(src_lens: list[int], opts: TranslationOptions) -> list[int]:
-    """``max_lengths``' float32 arithmetic in numpy, not torch: the service calls this on its event
-    loop, where every torch op releases the GIL and then waits to get it back from the workers.  A
-    hypothesis this long was ended by the limit, not by the model."""
+    """Per source length (tokens with the target tag and </s>), the most tokens a search may generate,
+    EOS included: min(max_length, a * source_len + b) in float32, at least 1; a hypothesis this long
+    was ended by the limit.  In numpy: the service calls this on its event loop, where every torch op
+    releases the GIL and then waits to get it back from the workers."""
     rel = (np.asarray(src_lens, dtype=np.float32) * np.float32(opts.max_length_a) + np.float32(opts.max_length_b)).astype(np.int64)
     return np.clip(rel, 1, max(1, opts.max_length)).tolist()
 
@@ -253,7 +243,6 @@ def encoder_buckets(lengths: list[int], slack: float = 1.25) -> list[list[int]]:
 @dataclass(eq=False)
 class _Sentence:
     key: Hashable
-    source_len: int
     max_len: int  # most tokens it may generate, EOS included
     lp_max: float  # length penalty at max_len: bounds what a live beam can still reach
     finished: list[Hypothesis] = field(default_factory=list)
@@ -323,10 +312,6 @@ class BeamSearch:
     def idle(self) -> bool:
         return not self.sentences and not self.pending
 
-    def reserved_positions(self) -> int:
-        """Cache positions the live sentences may fill (beams x max length each)."""
-        return self.K * sum(s.max_len for s in self.sentences)
-
     # -- one step ---------------------------------------------------------------------------------
     @torch.inference_mode()
     def step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
@@ -373,7 +358,7 @@ class BeamSearch:
             for r, c in eos_top.nonzero().tolist():
                 s = self.sentences[r]
                 prefix = self.history[r, int(cand_beams[r, c]), : t_list[r]].tolist()
-                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                lp = length_penalty(t_list[r] + 1, opts.length_penalty)
                 s.finished.append(Hypothesis(prefix, float(cand_scores[r, c]) / lp))
                 s.finished.sort(key=lambda h: -h.score)
 
@@ -450,7 +435,7 @@ class BeamSearch:
         for r, end in enumerate((tokens == eos).tolist()):
             if end or self.sentences[r].max_len - 1 <= t_list[r]:
                 n = t_list[r] if end else t_list[r] + 1  # tokens without EOS
-                lp = float(length_penalty(t_list[r] + 1, opts.length_penalty))
+                lp = length_penalty(t_list[r] + 1, opts.length_penalty)
                 out.append((self.sentences[r].key, [Hypothesis(self.history[r, 0, :n].tolist(), scores[r] / lp)]))
                 done.append(r)
         self.tokens = tokens
@@ -513,18 +498,17 @@ class BeamSearch:
             for r, (_, ids) in enumerate(batch):
                 src[r, : len(ids)] = torch.tensor(ids)
             src = src.to(dev)
-            lens = max_lengths(torch.tensor([len(ids) for _, ids in batch]), opts)
+            m_list = max_output_lengths([len(ids) for _, ids in batch], opts)
             try:
                 mem, mem_mask = self.model.encode(src)
                 cross = self.model.cross_states(mem)
             except Exception as e:  # only these sentences fail; the running ones go on
                 self.failed.extend((key, e) for key, _ in batch)
                 continue
-            m_list = lens.tolist()
             self.cache.join(cross, mem_mask, max(m_list))
             b = len(batch)
-            for (key, ids), m in zip(batch, m_list):
-                s = _Sentence(key, len(ids), m, float(length_penalty(m, opts.length_penalty)))
+            for (key, _), m in zip(batch, m_list):
+                s = _Sentence(key, m, length_penalty(m, opts.length_penalty))
                 if opts.sampling and opts.sampling_seed is not None:  # draw j of a sentence: seed + j
                     s.gen = torch.Generator(device=dev).manual_seed(opts.sampling_seed + (key.j if isinstance(key, _Draw) else 0))
                 self.sentences.append(s)
@@ -533,7 +517,7 @@ class BeamSearch:
             self.scores = torch.cat([self.scores, first])
             self.history = torch.cat([self.history, self.history.new_zeros(b, K, self.history.shape[2])])
             self.t = torch.cat([self.t, self.t.new_zeros(b)])
-            self.max_lens = torch.cat([self.max_lens, lens.to(dev)])
+            self.max_lens = torch.cat([self.max_lens, torch.tensor(m_list, dtype=torch.long, device=dev)])
             self.tokens = torch.cat([self.tokens, torch.full((b * K,), cfg.bos_id, dtype=torch.long, device=dev)])
 
 

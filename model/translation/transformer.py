@@ -14,7 +14,7 @@ by w^V.
 
 Pre-norm residual blocks with a final layer norm, ReLU feed-forward, tied source/target/output
 embeddings scaled by sqrt(d_model).  Sinusoidal absolute positions are available as an option
-(the paper's baseline).  ``encode`` / ``init_cache`` / ``decode_step`` are the seam for the KV cache
+(the paper's baseline).  ``encode`` / ``cross_states`` / ``decode_step`` are the seam for the KV cache
 and beam search (``rendition.model.translation.cache`` and ``rendition.model.translation.search``).
 
 This is the reference implementation, in plain torch (any device, training and inference).  The
@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rendition.model.translation.cache import DecoderCache, DenseCache, LayerCache
+from rendition.model.translation.cache import DecoderCache, LayerCache
 from rendition.model.weights import JsonConfig
 
 
@@ -60,10 +60,9 @@ class TransformerConfig(JsonConfig):
         return self.d_model // self.n_heads
 
 
-
-def relative_index(q_len: int, k_len: int, k: int, device: torch.device | None = None, offset: int = 0) -> Tensor:
-    """clip(j - i, k) + k for query positions offset..offset+q_len-1 and key positions 0..k_len-1."""
-    i = torch.arange(offset, offset + q_len, device=device).unsqueeze(1)
+def relative_index(q_len: int, k_len: int, k: int, device: torch.device | None = None) -> Tensor:
+    """clip(j - i, k) + k for query positions 0..q_len-1 and key positions 0..k_len-1."""
+    i = torch.arange(q_len, device=device).unsqueeze(1)
     j = torch.arange(k_len, device=device).unsqueeze(0)
     return (j - i).clamp(-k, k) + k  # (q_len, k_len)
 
@@ -214,7 +213,7 @@ class DecoderLayer(nn.Module):
         x = x + self.dropout(self.cross_attn(self.cross_attn_norm(x), mem, mem_mask, None))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
-    def step(self, x: Tensor, cache: LayerCache, mem_bias: Tensor, rel_idx: Tensor | None) -> Tensor:
+    def step(self, x: Tensor, cache: LayerCache, mem_bias: Tensor) -> Tensor:
         """One incremental step: x (N, 1, D), N = sentences x beams; appends this step's K/V to
         the cache.  mem_bias (B, 1, 1, S): 0 for source tokens, a large negative number for padding."""
         sa = self.self_attn
@@ -222,7 +221,7 @@ class DecoderLayer(nn.Module):
         N, H, Dh = x.shape[0], sa.n_heads, sa.head_dim
         qkv = F.linear(h, *cache.qkv).view(N, 3, H, 1, Dh)  # one product for q, k and v
         q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]  # (N, H, 1, Dh)
-        a = cache.self_attention(q, k, v, sa, rel_idx)  # stores k, v; (N, H, 1, Dh)
+        a = cache.self_attention(q, k, v, sa)  # stores k, v; each row at its own step; (N, H, 1, Dh)
         x = x + sa.out_proj(a.reshape(N, 1, H * Dh))  # (a view unless SDPA returned a strided result)
         x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
         return x + self.ffn.infer(self.ffn_norm(x))
@@ -248,16 +247,16 @@ class Transformer(nn.Module):
         self.emb_scale = math.sqrt(cfg.d_model)
 
     # -- pieces ---------------------------------------------------------------------------------
-    def embed_tokens(self, tokens: Tensor, offset: int = 0) -> Tensor:
+    def embed_tokens(self, tokens: Tensor) -> Tensor:
         x = F.embedding(tokens, self.embed.weight, self.cfg.pad_id) * self.emb_scale  # (B, T, D)
         if self.positions is not None:
-            x = x + self.positions[offset : offset + tokens.shape[1]].to(x.dtype)
+            x = x + self.positions[: tokens.shape[1]].to(x.dtype)
         return self.dropout(x) if self.training else x
 
-    def rel_idx(self, q_len: int, k_len: int, device: torch.device, offset: int = 0) -> Tensor | None:
+    def rel_idx(self, q_len: int, k_len: int, device: torch.device) -> Tensor | None:
         if not self.cfg.relative_positions:
             return None
-        return relative_index(q_len, k_len, self.cfg.max_relative_position, device, offset)
+        return relative_index(q_len, k_len, self.cfg.max_relative_position, device)
 
     def output_weight_t(self) -> Tensor:
         """The tied output projection as a contiguous (D, V) copy for inference (about 15% faster
@@ -301,23 +300,6 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, mem, mask)
 
     # -- incremental decoding -------------------------------------------------------------------
-    def init_cache(
-        self,
-        mem: Tensor,
-        mem_mask: Tensor,
-        max_len: int,
-        beams: int = 1,
-        kv_dtype: torch.dtype | None = None,
-        cache_type: type[DecoderCache] = DenseCache,
-    ) -> DecoderCache:
-        """A cache holding these sentences at step 0: cross-attention K/V computed once per sentence,
-        self-attention K/V for max_len steps and ``beams`` consecutive rows per sentence, kept as
-        ``cache_type`` (the storage strategy; the CPU back ends keep them by reference), stored as
-        ``kv_dtype`` (default: the model's dtype; float16 halves what a step reads)."""
-        cache = cache_type.for_model(self, beams, kv_dtype)
-        cache.join(self.cross_states(mem), mem_mask, max_len)
-        return cache
-
     def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
         """Per decoder layer: the cross-attention keys and values of memory (B, S, D), each
         (B, H, S, Dh) contiguous, and the layer's fused self-attention Q/K/V weight and bias (the
@@ -338,10 +320,9 @@ class Transformer(nn.Module):
             x = x + self.positions[pos].to(x.dtype).view(-1, 1, x.shape[-1])
         if self.training:
             x = self.dropout(x)
-        rel = cache.step_relative_index()  # None: the cache builds each row's own
         mem_bias = cache.memory_bias(x.dtype)  # (B, 1, 1, S)
         for layer, lc in zip(self.decoder_layers, cache.layers):
-            x = layer.step(x, lc, mem_bias, rel)
+            x = layer.step(x, lc, mem_bias)
         cache.advance()
         return self.logits(self.decoder_norm(x))[:, 0]
 

@@ -78,6 +78,7 @@ class Translator:
         compute_type: str | None = None,
     ):
         self.model = model.eval()
+        self.cfg = model.cfg
         self.tokenizer = tokenizer
         self.max_batch_tokens = max_batch_tokens
         self.kv_cache_dtype = resolve_kv_dtype(kv_cache_dtype)
@@ -121,7 +122,7 @@ class Translator:
 
     @property
     def languages(self) -> tuple[str, ...]:
-        return self.model.cfg.languages
+        return self.cfg.languages
 
     def check_pair(self, source: str, target: str) -> None:
         langs = self.languages
@@ -131,7 +132,7 @@ class Translator:
 
     # -- pre / core / post ----------------------------------------------------------------------
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        return source_ids(self.tokenizer, texts, target, self.model.cfg.max_positions - 2)
+        return source_ids(self.tokenizer, texts, target, self.cfg.max_positions - 2)
 
     def core(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
         """n-best hypotheses per source, in input order: on the step-level scheduler once

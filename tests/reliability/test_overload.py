@@ -4,8 +4,8 @@ The server's capacity is pinned by ``RENDITION_BATCH_DELAY_MS`` (a 200 ms pause 
 join the one translation worker, at most 4 sentences running: at most 20 sentences/s, whatever the
 speed of this machine) so the test does not depend on how fast this machine is.  First a closed
 loop with three queues' worth of workers (never more than the queue holds) measures capacity;
-then an open loop offers 4x that rate.  Checked (no timing assertions; the figures are printed and
-recorded in docs/reliability.md):
+then an open loop offers 4x that rate.  Checked (no timing assertions; the figures are printed,
+``pytest -s``, as docs/reliability.md says):
 
 * every answer is 200 or 429, no other status, no transport error;
 * every 429 carries an integer ``Retry-After`` >= 1 and says the queue is full;

@@ -62,7 +62,7 @@ def test_a_scripted_search_attends_over_each_rows_own_history(cache_type: type[D
         steps = cache.positions().tolist()
         q, k, v = (torch.randn(n, H, 1, DH, generator=g) for _ in range(3))
         for layer in cache.layers:
-            got = layer.self_attention(q, k, v, attn, cache.step_relative_index())
+            got = layer.self_attention(q, k, v, attn)
         cache.advance()
         for r in range(n):
             past[r].append((k[r], v[r]))
@@ -118,7 +118,7 @@ def test_by_reference_rows_move_without_copying_keys_or_values(need_kernel) -> N
     for _ in range(3):
         q = torch.randn(4, H, 1, DH)
         for layer in cache.layers:
-            layer.self_attention(q, q, q, attn, cache.step_relative_index())
+            layer.self_attention(q, q, q, attn)
         cache.advance()
     stores = [(lc.self_k[:, :, :3].clone(), lc.self_v[:, :, :3].clone()) for lc in cache.layers]  # (the filled part;
     cache.reorder(torch.tensor([1, 1, 3, 2]))  # one reorder: no compaction yet)                   the rest is not initialised)

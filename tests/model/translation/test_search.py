@@ -341,17 +341,23 @@ def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
         random_translator.translate(["x"], "en", "xx")
 
 
-def test_max_output_lengths_equal_the_search_caps() -> None:
-    """``max_output_lengths`` (numpy, for the service's event loop) gives ``max_lengths``' caps (torch,
-    what ``generate`` stops at) for any lengths and length options, float32 rounding included."""
-    from rendition.model.translation.search import max_lengths, max_output_lengths
+def test_max_output_lengths_are_where_the_search_stops() -> None:
+    """``max_output_lengths`` (numpy: the service calls it on its event loop to tell a translation
+    cut at its limit) is where the search stops a model that never wants to: a hypothesis of
+    cap - 1 tokens and the forced </s>, for any source lengths and length options."""
+    from rendition.model.translation.search import generate_ids, max_output_lengths
+
+    def never_done(prefix):
+        return {A: 0.9, EOS: 0.1}
 
     rng = random.Random(5)
-    for _ in range(300):
-        lens = [rng.randint(0, 600) for _ in range(rng.randint(1, 40))]
+    for _ in range(40):
+        lens = [rng.randint(1, 60) for _ in range(rng.randint(1, 6))]
         opts = TranslationOptions(
-            max_length=rng.choice([1, 2, 7, 64, 256, 1024]),
-            max_length_a=rng.choice([0.0, 0.3, 1.1, 1.2, 1.5, 2.0, 1 / 3, rng.uniform(0, 3)]),
-            max_length_b=rng.choice([0, 1, 5, 10, rng.randint(0, 50)]),
+            beam_size=rng.choice([1, 2]),
+            max_length=rng.choice([1, 2, 7, 24]),
+            max_length_a=rng.choice([0.0, 0.3, 1.1, 1.2, 1 / 3, rng.uniform(0, 1)]),
+            max_length_b=rng.choice([0, 1, 5, rng.randint(0, 20)]),
         )
-        assert max_output_lengths(lens, opts) == max_lengths(torch.tensor(lens), opts).tolist()
+        hyps = generate_ids(ScriptedModel(never_done), [[9] * n for n in lens], opts)
+        assert [len(h[0].tokens) + 1 for h in hyps] == max_output_lengths(lens, opts), (lens, opts)

@@ -1,5 +1,5 @@
 """``rendition translate`` as a real subprocess on a small model: order, blank lines, batching,
-both engines, progress bar and errors."""
+both engines, progress bar and errors; the options it shares with ``rendition translate-file``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 from rendition.model.kernels import fused_cpu
 from rendition.model.tokenizer import train_tokenizer
 from rendition.model.translation.transformer import Transformer, TransformerConfig
-from rendition.model.translation.translator import Translator
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow  # (the module fixture trains a small model: ~40 s)
@@ -154,3 +154,52 @@ def test_an_over_long_line_is_refused_naming_it(model_dir):
     err = res.stderr.decode()
     assert res.returncode == 2 and "line 2 is" in err and f"the limit is {limit} tokens" in err, err
     assert "Traceback" not in err and not res.stdout  # nothing cut, nothing half-written
+
+
+# The options ``rendition translate`` and ``rendition translate-file`` share (``add_translator_options``),
+# a value for each, and the parsed attribute it sets.
+SHARED = {
+    "--source": ("en", "source"), "--target": ("fr", "target"), "--model-dir": ("m", "model_dir"),
+    "--beam-size": ("2", "beam_size"), "--max-length": ("40", "max_length"), "--device": ("cpu", "device"),
+    "--threads": ("1", "threads"), "--workers": ("2", "workers"), "--compute-type": ("float32", "compute_type"),
+    "--quiet": (None, "quiet"), "--glossary": ("g.tsv", "glossary"),
+}  # fmt: skip
+
+
+def test_both_commands_take_the_shared_options_with_the_same_defaults() -> None:
+    from rendition.model.documents.cli import build_parser as file_parser
+    from rendition.model.translation.cli import build_parser as translate_parser
+
+    def flags(p) -> set[str]:
+        return {s for a in p._actions for s in a.option_strings if s.startswith("--")} - {"--help"}
+
+    assert flags(translate_parser()) & flags(file_parser()) == set(SHARED)
+    given = [x for flag, (value, _) in SHARED.items() for x in (flag, value) if x is not None]
+    for argv in (given, ["-s", "en", "-t", "fr"]):  # every shared option given, then their defaults
+        text, doc = translate_parser().parse_args(argv), file_parser().parse_args(["in.docx", "out.docx", *argv])
+        assert {n: getattr(text, n) for _, n in SHARED.values()} == {n: getattr(doc, n) for _, n in SHARED.values()}
+    assert (text.model_dir, text.beam_size, text.max_length, text.device, text.threads, text.workers) == (
+        str(DEFAULT_TRANSLATOR), 4, 256, "auto", None, 0,
+    )
+    assert (text.compute_type, text.quiet, text.glossary) == (None, False, None)
+    assert (text.engine, text.batch_size, doc.retranslate) == ("torch", 32, False)  # (each command's own)
+
+
+def test_translate_and_translate_file_agree_given_the_same_options(model_dir, tmp_path):
+    """Every shared option given to both commands: the same translations, line for line (a .txt of
+    one-line paragraphs), the glossary's term included."""
+    lines = sample_lines(6, seed=4)
+    (tmp_path / "terms.tsv").write_text(f"{lines[2].split()[0]}\tterme\n")
+    shared = ["-s", "en", "-t", "fr", "--model-dir", str(model_dir), "--beam-size", "2", "--max-length", "30",
+              "--device", "cpu", "--threads", "1", "--workers", "1", "--compute-type", "float32", "-q",
+              "--glossary", str(tmp_path / "terms.tsv")]  # fmt: skip
+    text = "\n\n".join(lines) + "\n"
+    translated = run(shared, text)
+    assert translated.returncode == 0, translated.stderr.decode()
+    (tmp_path / "in.txt").write_text(text)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [*rendition(), "translate-file", str(tmp_path / "in.txt"), str(tmp_path / "out.txt"), *shared]
+    doc = subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, timeout=120)
+    assert doc.returncode == 0, doc.stderr.decode()
+    assert (tmp_path / "out.txt").read_text() == translated.stdout.decode()
+    assert "terme" in translated.stdout.decode()  # (placed, or appended when the stand-in was lost)
