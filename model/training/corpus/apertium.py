@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 APERTIUM_PACKAGES = ("apertium-eng-spa", "apertium-fr-es", "apertium-eng-cat", "apertium-fra-cat", "apertium-eo-en", "apertium-eo-fr")
@@ -79,12 +79,14 @@ def _gender(unit: str) -> str | None:
     return "f" if "<f>" in unit else "m" if "<m>" in unit else None
 
 
-def triangulate(root: Path, english: Iterable[str], french: dict[str, str]) -> dict[str, dict[str, set[str]]]:
+def triangulate(
+    root: Path, english: Iterable[str], french: dict[str, str], known: Callable[[str], bool] | None = None
+) -> dict[str, dict[str, set[str]]]:
     """For each English noun, its French nouns with the pivots that give them:
     ``{"plate": {"assiette": {"es", "eo"}, "plat": {"ca"}}}``.  ``french`` (French noun ->
-    gender) is the set of French nouns the realiser knows; other French words are dropped."""
-    from rendition.model.training.corpus.lexicon import french_gender
-
+    gender) is the set of French nouns the realiser knows; other French words are dropped, unless
+    ``known`` (default: membership of ``french``) accepts them (a compound whose head it knows)."""
+    known = known or french.__contains__
     english = sorted(set(english))
     votes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for pivot, (to_pivot, to_fr) in PIVOTS.items():
@@ -109,6 +111,6 @@ def triangulate(root: Path, english: Iterable[str], french: dict[str, str]) -> d
         for (en, _), ts in zip(queries, lookup(find(root, to_fr), [q for _, q in queries]), strict=True):
             for t in ts:
                 f = _lemma(t)
-                if f in french or (" " in f and french_gender(f, french)):
+                if known(f):
                     votes[en][f].add(pivot)
     return {en: dict(fs) for en, fs in votes.items()}

@@ -228,7 +228,7 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
     french = {f: ("f" if e["N"].get("g") == "f" else "m") for f, e in lex_fr.items()
               if _WORD.match(f) and "N" in e and e["N"].get("g") in ("m", "f", "x")}
     if pivots is None:
-        pivots = triangulate(root, english, french)
+        pivots = triangulate(root, english, french, known=lambda f: french_gender(f, french) is not None)
 
     nouns: list[Noun] = []
     for en in sorted(english):
