@@ -132,6 +132,15 @@ def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner
     return R.NP(d, *a, *n) if lang == "en" else R.NP(d, *n, *a)
 
 
+def clause(lang: str, parts: list, tense: str, when: tuple[str, str] | None, typ: dict, prog: bool = False):
+    """A sentence of ``parts`` with the time expression ``when`` at its end, in ``tense``, of type
+    ``typ`` (negation, question), and in the English progressive where ``prog``."""
+    i = 0 if lang == "en" else 1
+    sent = R.S(*parts, *([R.Q(when[i])] if when else [])).t(TENSES[tense][i])
+    t = {**typ, **({"prog": True} if prog and lang == "en" else {})}
+    return sent.typ(t) if t else sent
+
+
 def subject(lang: str, s: Subject):
     if s.noun is None:
         pro = R.Pro("I" if lang == "en" else "je").pe(s.person).n(s.number)
@@ -219,14 +228,7 @@ class Generator:
                 vp = R.VP(R.V(verb), R.PP(R.P("at" if verb == "look" else "for"), o))
             else:
                 vp = R.VP(R.V(verb), o)
-            parts = [subject(lang, s), vp]
-            if when:
-                parts.append(R.Q(when[0 if lang == "en" else 1]))
-            sent = R.S(*parts).t(TENSES[tense][0 if lang == "en" else 1])
-            t = dict(typ)
-            if prog and lang == "en":
-                t["prog"] = True
-            return sent.typ(t) if t else sent
+            return clause(lang, [subject(lang, s), vp], tense, when, typ, prog)
 
         return build
 
@@ -403,14 +405,7 @@ class Generator:
         def build(lang: str):
             i = 0 if lang == "en" else 1
             vp = R.VP(R.V(v[i]), *([R.PP(R.P(("in", "dans")[i]), np(lang, place, "the"))] if place else []))
-            parts = [subject(lang, s), vp]
-            if when:
-                parts.append(R.Q(when[i]))
-            sent = R.S(*parts).t(TENSES[tense][i])
-            t = dict(typ)
-            if prog and lang == "en":
-                t["prog"] = True
-            return sent.typ(t) if t else sent
+            return clause(lang, [subject(lang, s), vp], tense, when, typ, prog)
 
         return build
 
@@ -430,11 +425,7 @@ class Generator:
             else:
                 obj = [R.NP(R.D("le"), R.A("petit").pos("pre"), R.N("déjeuner"))] if fr_o else []
             pp = [R.PP(R.P(("in", "dans")[i]), np(lang, place, "the"))] if place else []
-            parts = [subject(lang, s), R.VP(R.V(en_v if lang == "en" else fr_v), *obj, *pp)]
-            if when:
-                parts.append(R.Q(when[i]))
-            sent = R.S(*parts).t(TENSES[tense][i])
-            return sent.typ(typ) if typ else sent
+            return clause(lang, [subject(lang, s), R.VP(R.V(en_v if lang == "en" else fr_v), *obj, *pp)], tense, when, typ)
 
         return build
 
