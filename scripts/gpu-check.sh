@@ -21,6 +21,9 @@ DRY=0
 PY="${PYTHON:-python3}"
 PORT="${RENDITION_PORT:-8790}"
 N="${GPU_CHECK_SENTENCES:-1000}"
+MODELS="${RENDITION_MODELS:-translator,encoder}"  # the service's models in step 3 (and the tests' unless -k says)
+PYTEST_K="${GPU_CHECK_PYTEST_K:-}"                # a pytest -k filter for step 2 ("not encoder" without the encoder)
+BENCH="${GPU_CHECK_BENCH:-1}"                     # 0: no step 4 (it needs ctranslate2 with CUDA)
 mkdir -p "$OUT"
 # the packages import as rendition.model and rendition.service (an install maps model/ and service/
 # there); used in place, a folder of two links gives the same names
@@ -32,7 +35,7 @@ export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_O
 
 step() { echo "== $* ($(date -u +%T))" | tee -a "$OUT/steps.txt"; }
 
-if [[ -d .whl ]] && compgen -G ".whl/*.whl" >/dev/null; then
+if (( ! DRY )) && [[ -d .whl ]] && compgen -G ".whl/*.whl" >/dev/null; then
     step "installing the carried wheels"
     "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
     export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -49,14 +52,14 @@ if (( DRY )); then
 fi
 
 step "1. the machine"
-{ nvidia-smi; "$PY" -c "import torch, ctranslate2; print('torch', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0)); print('ctranslate2', ctranslate2.__version__, 'cuda devices', ctranslate2.get_cuda_device_count())"; } 2>&1 | tee "$OUT/machine.txt"
+{ nvidia-smi; "$PY" -c "import torch; print('torch', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"; "$PY" -c "import ctranslate2; print('ctranslate2', ctranslate2.__version__, 'cuda devices', ctranslate2.get_cuda_device_count())" || echo "ctranslate2: not importable"; } 2>&1 | tee "$OUT/machine.txt"
 
 step "2. GPU tests"
 status=0
-timeout 180 "$PY" -m pytest -q -m gpu tests/gpu 2>&1 | tee "$OUT/pytest-gpu.txt" || status=1
+timeout 180 "$PY" -m pytest -q -m gpu tests/gpu ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest-gpu.txt" || status=1
 
 step "3. the service on CUDA"
-RENDITION_DEVICE=cuda RENDITION_DTYPE=float16 "$PY" -m rendition.service.main --port "$PORT" >"$OUT/serve.log" 2>&1 &
+RENDITION_MODELS="$MODELS" RENDITION_DEVICE=cuda RENDITION_DTYPE=float16 "$PY" -m rendition.service.main --port "$PORT" >"$OUT/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 90); do
@@ -67,7 +70,7 @@ done
     curl -sS "localhost:$PORT/v1/translate" -H 'content-type: application/json' \
         -d '{"text": ["The dog is sleeping under the bed.", "Open the file."], "source": "en", "target": "fr"}'
     echo
-    curl -sS "localhost:$PORT/v1/embeddings" -H 'content-type: application/json' -d '{"input": ["hello world", "bonjour le monde"]}' \
+    [[ "$MODELS" != *encoder* ]] || curl -sS "localhost:$PORT/v1/embeddings" -H 'content-type: application/json' -d '{"input": ["hello world", "bonjour le monde"]}' \
         | "$PY" -c "import json, sys; d = json.load(sys.stdin)['data']; print('embeddings', len(d), 'x', len(d[0]['embedding']))"
     curl -sS "localhost:$PORT/v1/models"
     echo
@@ -75,6 +78,11 @@ done
 grep -q '"text"' "$OUT/http.txt" || status=1
 kill $server 2>/dev/null || true
 
+if [[ "$BENCH" == 0 ]]; then
+    step "4. not run (GPU_CHECK_BENCH=0)"
+    step "done (status $status)"
+    exit $status
+fi
 step "4. ours against CTranslate2 on the GPU (float16 both)"
 timeout 300 "$PY" benchmarks/bench_gpu.py --n "$N" --rounds 2 --output "$OUT/bench-gpu.json" 2>&1 | tee "$OUT/bench-gpu.txt" || status=1
 
