@@ -40,6 +40,11 @@ ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", 
 ACTIVITIES = [("sleep", "dormir"), ("cry", "pleurer"), ("swim", "nager"), ("run", "courir"), ("walk", "marcher"), ("dance", "danser"), ("sing", "chanter"), ("laugh", "rire"), ("read", "lire"), ("cook", "cuisiner"), ("work", "travailler"), ("play", "jouer"), ("eat", "manger"), ("drink", "boire"), ("smile", "sourire"), ("jump", "sauter"), ("wait", "attendre"), ("write", "écrire"), ("study", "étudier"), ("travel", "voyager"), ("shout", "crier"), ("fall", "tomber"), ("arrive", "arriver"), ("leave", "partir"), ("come", "venir"), ("stay", "rester"), ("rest", "reposer"), ("win", "gagner"), ("lose", "perdre"), ("listen", "écouter"), ("draw", "dessiner"), ("paint", "peindre"), ("fish", "pêcher"), ("ski", "skier")]
 # (English verb, English object, French verb, French object or "")
 MEALS = [("have", "breakfast", "prendre", "le petit déjeuner"), ("have", "lunch", "déjeuner", ""), ("have", "dinner", "dîner", ""), ("have", "a snack", "goûter", "")]
+# events and illnesses (pairs FreeDict gives): "the party is on Friday", "she has a cold"
+EVENTS = [Noun("party", "fête", "f", "event", True, 20), Noun("birthday", "anniversaire", "m", "event", True, 27), Noun("concert", "concert", "m", "event", True, 30),
+          Noun("meeting", "réunion", "f", "event", True, 24), Noun("lesson", "leçon", "f", "event", True, 32), Noun("trip", "voyage", "m", "event", True, 27),
+          Noun("visit", "visite", "f", "event", True, 25)]  # fmt: skip
+ILLNESSES = [("a cold", "un rhume"), ("the flu", "la grippe"), ("a fever", "de la fièvre")]
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
@@ -216,7 +221,7 @@ class Generator:
         num = "p" if r.random() < 0.3 else "s"
         adj = r.choice(ADJECTIVES) if r.random() < 0.25 else None
         when = self.when(tense)
-        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        typ = r.choice([{}, {}, {}, {"neg": True}] + ([{"int": "yon"}] if v_en != "have" else []))  # no "Have you a ...?"
         prog = tense == "present" and kind == "clothing" and r.random() < 0.5
 
         def build(lang: str):
@@ -416,7 +421,7 @@ class Generator:
         tense = r.choice(list(TENSES))
         when = self.when(tense, 0.7)
         place = self.noun("place") if r.random() < 0.25 else None
-        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        typ = r.choice([{}, {}, {}, {"neg": True}])  # no "Had you breakfast?" (see f_event)
 
         def build(lang: str):
             i = 0 if lang == "en" else 1
@@ -429,7 +434,46 @@ class Generator:
 
         return build
 
-    FRAMES = (("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1))
+    def f_event(self):
+        r = self.rng
+        kind = r.choice(["when", "when", "go", "have"])
+        event = r.choice([e for e in EVENTS if kind != "have" or e.en in ("party", "meeting", "lesson", "visit")])
+        tense = r.choice(["present", "future"]) if kind == "when" else r.choice(list(TENSES))
+        when = self.when(tense, 1.0 if kind == "when" else 0.5)
+        s = self.subj()
+        det = r.choice(["the", "poss"]) if kind != "have" else "a"
+        # no questions with "have": pyrealb asks "Had you a meeting?" where English says "Did you have"
+        typ = r.choice([{}, {}, {}] + ([{"int": "yon"}] if kind != "have" else []) + ([{"neg": True}] if kind == "go" else []))
+
+        def build(lang: str):
+            i = 0 if lang == "en" else 1
+            if kind == "when":
+                subj = np(lang, event, det, owner=r_owner, owner_gender=r_gender)
+                return clause(lang, [subj, R.VP(R.V(("be", "être")[i]))], tense, when, typ)
+            if kind == "go":
+                vp = R.VP(R.V(("go", "aller")[i]), R.PP(R.P(("to", "à")[i]), np(lang, event, det, owner=s.person if s.noun is None else 3, owner_number=s.number if s.noun is None else "s", owner_gender=s.gender)))
+            else:
+                vp = R.VP(R.V(("have", "avoir")[i]), np(lang, event, "a"))
+            return clause(lang, [subject(lang, s), vp], tense, when, typ)
+
+        r_owner, r_gender = r.choice([1, 2, 3]), r.choice("mf")
+        return build
+
+    def f_illness(self):
+        r = self.rng
+        en, fr = r.choice(ILLNESSES)
+        s = self.subj()
+        tense = r.choice(["present", "present", "past"])
+        when = self.when(tense, 0.4)
+        typ = r.choice([{}, {}, {}, {"neg": True}]) if en != "a fever" else {}  # no "Had you ...?"; "pas de fièvre"
+
+        def build(lang: str):
+            vp = R.VP(R.V("have"), R.Q(en)) if lang == "en" else R.VP(R.V("avoir"), R.Q(fr))
+            return clause(lang, [subject(lang, s), vp], tense, when, typ)
+
+        return build
+
+    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1))
 
     def sentence(self) -> tuple[str, str] | None:
         names, weights = zip(*self.FRAMES)
@@ -468,9 +512,9 @@ def per_french_word(nouns: Sequence[Noun], keep: int = 2) -> list[Noun]:
     """Where several English nouns got the same French one (girl, daughter, lad, bachelor ->
     fille/garçon), the ``keep`` most common: "ma fille" is "my daughter" and "la fille" "the girl",
     but French -> English must not learn the rare words."""
-    by_fr: dict[str, list[Noun]] = {}
+    by_fr: dict[tuple[str, str], list[Noun]] = {}
     for n in sorted(nouns, key=lambda n: (n.rank, n.en)):
-        by_fr.setdefault(n.fr, []).append(n)
+        by_fr.setdefault((n.fr, n.gender), []).append(n)
     kept = [n for ns in by_fr.values() for i, n in enumerate(ns) if i == 0 or (i < keep and n.rank <= MAX_RANK)]
     return sorted(kept, key=lambda n: (n.rank, n.en))
 

@@ -185,6 +185,9 @@ _COMPOUND_FR = re.compile(r"^([a-zà-ÿœæ-]+) ((?:de|à|en) [a-zà-ÿœæ' -]+
 _PRE_ADJECTIVES = ("petit", "grand", "bon", "beau", "premier")
 COMPOUND_MIN_ZIPF = 4.0  # both words of an English two-word noun at least this common
 COMPOUND_RANK = 5  # rank penalty of a two-word noun: wordfreq rates a phrase near its rarer word
+ALTERNATIVE_SOURCES = 2  # a noun's second French word is kept when this many sources give it ...
+ALTERNATIVE_MIN_ZIPF = 3.0  # ... and it is this common in French
+ALTERNATIVE_RANK = 5  # rank penalty of the second word: placed in fewer sentences than the first
 
 
 def split_french(fr: str) -> tuple[str, str, str]:
@@ -231,10 +234,11 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         pivots = triangulate(root, english, french, known=lambda f: french_gender(f, french) is not None)
 
     nouns: list[Noun] = []
+    alternatives: list[Noun] = []
     for en in sorted(english):
         cands = [f.replace("\u2010", "-") for f in en_fr.get(en, [])]
         cands += [f for f in pivots.get(en, {}) if f not in cands]
-        best = None
+        ranked = []
         for k, fr in enumerate(cands):
             g = french_gender(fr, french)
             if g is None:
@@ -251,14 +255,28 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
             # then the order
             vias = pivots.get(en, {}).get(fr, set())
             n_src = n_fd + ("eo" in vias) + bool(vias & {"es", "ca"})
-            key = (not confirmed, -n_src, " " in fr, -zipf_frequency(fr, "fr"), k)
-            if best is None or key < best[0]:
-                best = (key, fr, g, confirmed)
-        if best is None:
+            ranked.append(((not confirmed, -n_src, " " in fr, -zipf_frequency(fr, "fr"), k), fr, g, confirmed, n_src))
+        if not ranked:
             continue
-        _, fr, g, confirmed = best
+        ranked.sort()
+        _, fr, g, confirmed, _ = ranked[0]
         rank = round(10 * (7 - zipf_frequency(en, "en"))) + (COMPOUND_RANK if " " in en else 0)
         countable = lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
-        nouns.append(Noun(en, fr, g, wn.category(en), confirmed, rank, countable))
+        category = wn.category(en)
+        nouns.append(Noun(en, fr, g, category, confirmed, rank, countable))
+        # French -> English must know the other common word for the same thing (frigo beside
+        # réfrigérateur, rhume beside froid): a second candidate that two sources confirm, less often
+        for _, alt, alt_g, alt_confirmed, alt_src in ranked[1:2]:
+            # ... and whose own first sense, French -> English, is this noun (casquette -> cap, orage ->
+            # storm; not étape -> stadium or gosse -> girl)
+            first_sense = fr_en.get(alt, [""])[0].casefold() == en.casefold()
+            if alt_confirmed and first_sense and alt_src >= ALTERNATIVE_SOURCES and zipf_frequency(alt, "fr") >= ALTERNATIVE_MIN_ZIPF:
+                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable))
+        # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
+        if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
+            nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable))
+    # not another noun's own word (grandmother -> grand-père, table -> liste, tool -> produit)
+    primary = {n.fr.lower().replace("oe", "œ") for n in nouns}
+    nouns += [n for n in alternatives if n.fr.lower().replace("oe", "œ") not in primary]
     nouns.sort(key=lambda n: (n.rank, n.en))
     return nouns

@@ -54,6 +54,8 @@ def _wordnet(d: Path) -> None:
         9: ("06", ["bathroom"], [8]),
         10: ("06", ["post_office", "post"], [8]),
         11: ("05", ["kitten"], [1]),
+        12: ("18", ["cousin"], [3]),
+        13: ("06", ["cap"], [6]),
     }
     data = []
     for off, (lex, words, hyper) in synsets.items():
@@ -61,7 +63,7 @@ def _wordnet(d: Path) -> None:
         ptrs = " ".join(f"@ {h:08d} n 0000" for h in hyper)
         data.append(f"{off:08d} {lex} n {len(words):02x} {ws} {len(hyper):03d} {ptrs} | gloss".replace("  ", " "))
     (d / "data.noun").write_text("  1 licence line\n" + "\n".join(data) + "\n", encoding="utf-8")
-    index = {"dog": [2], "aunt": [4], "bed": [5], "coat": [7], "animal": [1], "relative": [3], "garment": [6], "room": [8], "bathroom": [9], "post_office": [10], "kitten": [11]}
+    index = {"dog": [2], "aunt": [4], "bed": [5], "coat": [7], "animal": [1], "relative": [3], "garment": [6], "room": [8], "bathroom": [9], "post_office": [10], "kitten": [11], "cousin": [12], "cap": [13]}
     (d / "index.noun").write_text(
         "  1 licence line\n" + "\n".join(f"{w} n {len(o)} 1 @ {len(o)} 0 " + " ".join(f"{x:08d}" for x in o) for w, o in index.items()) + "\n",
         encoding="utf-8",
@@ -91,15 +93,19 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     dictd.mkdir(parents=True)
     wn.mkdir(parents=True)
     # FreeDict lists "planche" before "lit" for bed: the back translation picks "lit"
-    _dictd(dictd, "eng-fra", {"dog": ["chien"], "aunt": ["tante"], "bed": ["planche", "lit"], "coat": ["manteau"], "xyzzy": ["truc"], "bathroom": ["piscine", "salle de bains"]})
-    _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"], "salle de bains": ["bathroom"]})
+    _dictd(dictd, "eng-fra", {"dog": ["chien"], "aunt": ["tante"], "bed": ["planche", "lit"], "coat": ["manteau"], "xyzzy": ["truc"],
+                              "bathroom": ["piscine", "salle de bains"], "cousin": ["cousin"], "cap": ["bonnet", "casquette"]})
+    _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"], "salle de bains": ["bathroom"],
+                              "cousin": ["cousin"], "bonnet": ["cap"], "casquette": ["cap"]})
     _wordnet(wn)
     _cldr(tmp_path)
     # Apertium (tested on the real dictionaries below): "bed" -> "lit" through two pivots; "coat" ->
     # "veste" through one, and "abri" through Spanish and Catalan, whose false friends count once
     pivots = {"bed": {"lit": {"es", "ca"}}, "coat": {"veste": {"eo"}, "abri": {"es", "ca"}}, "aunt": {"tante": {"es"}},
               "bathroom": {"bain": {"es", "ca"}}, "post office": {"bureau de poste": {"es", "eo"}}, "kitten": {"chaton": {"eo"}}}
-    nouns = {n.en: n for n in lexicon.build_lexicon(tmp_path, pivots)}
+    built = lexicon.build_lexicon(tmp_path, pivots)
+    nouns = {n.en: n for n in sorted(built, key=lambda n: -n.rank)}  # the first (most common) entry of each word
+    by_en = {en: [(n.fr, n.gender, n.rank) for n in built if n.en == en] for en in nouns}
     assert nouns["dog"] == Noun("dog", "chien", "m", "animal", True, nouns["dog"].rank)  # confirmed by the emoji
     assert (nouns["aunt"].fr, nouns["aunt"].gender, nouns["aunt"].category) == ("tante", "f", "family")
     assert (nouns["bed"].fr, nouns["bed"].category) == ("lit", "thing")  # an artifact in no category
@@ -109,6 +115,14 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     assert nouns["post office"].rank > nouns["bathroom"].rank - 10  # a two-word noun pays a rank penalty
     assert (nouns["kitten"].fr, nouns["kitten"].confirmed) == ("chaton", True)  # no FreeDict entry: one pivot is enough
     assert "xyzzy" not in nouns  # in no lexicon
+    # people in both genders where French has both; other nouns once
+    assert sorted(by_en["cousin"]) == [("cousin", "f", nouns["cousin"].rank), ("cousin", "m", nouns["cousin"].rank)]
+    assert len(by_en["aunt"]) == 1 and len(by_en["dog"]) == 1
+    # a second French word that both dictionaries give and whose first sense is this noun, in fewer
+    # sentences (a higher rank); not "veste" or "abri", which one source each gives
+    (first, _, r1), (second, _, r2) = sorted(by_en["cap"], key=lambda x: x[2])
+    assert {first, second} == {"bonnet", "casquette"} and r2 == r1 + lexicon.ALTERNATIVE_RANK
+    assert [fr for fr, _, _ in by_en["coat"]] == ["manteau"]
     days, months = daily.calendar(tmp_path)
     assert days == [("Sunday", "dimanche"), ("Monday", "lundi")] and months == [("January", "janvier")]
 
@@ -173,6 +187,27 @@ def test_activities_and_meals_are_realised_in_both_languages(monkeypatch: pytest
     assert any(re.search(r"\bis crying\b", en) for en, _ in acts)  # the English progressive
     assert any("petit déjeuner" in fr and "breakfast" in en for en, fr in meals)
     assert any(re.search(r"\bd[iî]n", fr) and "dinner" in en for en, fr in meals)
+
+
+def test_events_illnesses_and_feminine_people_are_realised() -> None:
+    cousin = [Noun("cousin", "cousin", "m", "family", True, 1), Noun("cousin", "cousin", "f", "family", True, 1)]
+    gen = daily.Generator(NOUNS + cousin, [("Friday", "vendredi")], [("June", "juin")], random.Random(5))
+    events = [p for p in (gen.pair(gen.f_event()) for _ in range(80)) if p]
+    ills = [p for p in (gen.pair(gen.f_illness()) for _ in range(40)) if p]
+    assert len(events) >= 60 and len(ills) >= 30
+    pairs = {e.en: e.fr for e in daily.EVENTS}
+    for en, fr in events:  # the event's own words on both sides
+        assert any(re.search(rf"\b{k}s?\b", en) and re.search(rf"\b{v}s?\b", fr) for k, v in pairs.items()), (en, fr)
+    assert any(re.search(r"\bis on Fridays?\b", en) for en, _ in events)
+    for en, fr in ills:
+        assert any(e in en and f.split()[-1] in fr for e, f in daily.ILLNESSES), (en, fr)
+    # English asks "Did you have ...?": pyrealb would ask "Had you ...?", so these frames do not ask
+    meals = [p for p in (gen.pair(gen.f_meal()) for _ in range(40)) if p]
+    have = [p for p in (gen.pair(gen.f_verb_object()) for _ in range(300)) if p and re.search(r"\b(have|has|had)\b", p[0])]
+    assert len(have) >= 5
+    assert not any(re.match(r"(Had|Have|Has)\b", en) for en, _ in events + ills + meals + have)
+    subjects = [p for p in (gen.pair(gen.f_illness()) for _ in range(200)) if p and "cousin" in p[0].lower()]
+    assert any(re.search(r"\bcousine\b", fr) for _, fr in subjects) and any(re.search(r"\bcousin\b", fr) for _, fr in subjects)
 
 
 def test_body_parts_take_the_subjects_possessive(monkeypatch: pytest.MonkeyPatch) -> None:
