@@ -307,6 +307,23 @@ def _quantized(w: Tensor, int8: bool) -> dict[str, Tensor | QuantizedWeight | No
     return {"w": None, "q": QuantizedWeight(w)} if int8 else {"w": w, "q": None}
 
 
+def _self_attention(layer: torch.nn.Module, int8: bool) -> tuple[dict, torch.Tensor]:
+    """A layer's self-attention fields of the native tables (its norm, the fused Q/K/V bias, the
+    relative tables, the output bias) and the fused Q/K/V weight, float or to be quantised."""
+    sa = layer.self_attn
+    if int8:
+        w_qkv = torch.cat((sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight))
+        b_qkv = torch.cat((sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias))
+    else:
+        w_qkv, b_qkv = sa.fused_qkv()
+    relative = sa.k is not None
+    fields = dict(
+        ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, b_qkv=b_qkv,
+        rel_k=sa.rel_k if relative else None, rel_v=sa.rel_v if relative else None, b_o=sa.out_proj.bias,
+    )  # fmt: skip
+    return fields, w_qkv
+
+
 def _linear_fields(int8: bool, **weights: Tensor) -> dict[str, Tensor | QuantizedWeight | None]:
     """Table fields of linear maps: ``w_o=W`` -> ``w_o`` (float32, or None) and ``q_o`` (int8, or None)."""
     out: dict[str, Tensor | QuantizedWeight | None] = {}
@@ -358,18 +375,11 @@ class FusedTransformer:
         m, int8 = self.model, self.int8
         layers = []
         for layer in m.encoder_layers:
-            sa, ffn = layer.self_attn, layer.ffn
-            if int8:
-                w_qkv = torch.cat((sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight))
-                b_qkv = torch.cat((sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias))
-            else:
-                w_qkv, b_qkv = sa.fused_qkv()
+            ffn = layer.ffn
+            fields, w_qkv = _self_attention(layer, int8)
             layers.append(dict(
-                ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, b_qkv=b_qkv,
-                rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
-                b_o=sa.out_proj.bias, ln2_g=layer.ffn_norm.weight, ln2_b=layer.ffn_norm.bias, b_1=ffn.fc1.bias,
-                b_2=ffn.fc2.bias,
-                **_linear_fields(int8, w_qkv=w_qkv, w_o=sa.out_proj.weight, w_1=ffn.fc1.weight, w_2=ffn.fc2.weight),
+                **fields, ln2_g=layer.ffn_norm.weight, ln2_b=layer.ffn_norm.bias, b_1=ffn.fc1.bias, b_2=ffn.fc2.bias,
+                **_linear_fields(int8, w_qkv=w_qkv, w_o=layer.self_attn.out_proj.weight, w_1=ffn.fc1.weight, w_2=ffn.fc2.weight),
             ))  # fmt: skip
         top = dict(
             embed=None if int8 else m.embed.weight, norm_g=m.encoder_norm.weight, norm_b=m.encoder_norm.bias,
@@ -382,15 +392,9 @@ class FusedTransformer:
         layers = []
         for layer in m.decoder_layers:
             sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
-            if int8:
-                w_qkv = torch.cat((sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight))
-                b_qkv = torch.cat((sa.q_proj.bias, sa.k_proj.bias, sa.v_proj.bias))
-            else:
-                w_qkv, b_qkv = sa.fused_qkv()
+            fields, w_qkv = _self_attention(layer, int8)
             layers.append(dict(
-                ln1_g=layer.self_attn_norm.weight, ln1_b=layer.self_attn_norm.bias, b_qkv=b_qkv,
-                rel_k=sa.rel_k if sa.k is not None else None, rel_v=sa.rel_v if sa.k is not None else None,
-                b_o=sa.out_proj.bias, ln2_g=layer.cross_attn_norm.weight, ln2_b=layer.cross_attn_norm.bias,
+                **fields, ln2_g=layer.cross_attn_norm.weight, ln2_b=layer.cross_attn_norm.bias,
                 bx_q=ca.q_proj.bias, bx_o=ca.out_proj.bias, ln3_g=layer.ffn_norm.weight, ln3_b=layer.ffn_norm.bias,
                 b_1=ffn.fc1.bias, b_2=ffn.fc2.bias,
                 **_linear_fields(
