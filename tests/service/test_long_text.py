@@ -161,3 +161,26 @@ def test_a_long_list_written_twice_is_translated_not_refused(server) -> None:
     assert r.status_code == 200, r.text
     result = r.json()["results"][0]
     assert "truncated" not in result and len(result["text"]) > len(text) / 2
+
+
+def test_a_repetition_loop_is_ended_by_the_second_decoding(server, shipped) -> None:
+    """A real loop of the shipped translator: forty "!" run to the length limit with the route's
+    options (checked in process), and the service's second decoding without repeated 4-grams ends
+    them: a 200 with the text, counted as an ended fallback."""
+    from dataclasses import replace
+
+    from rendition.model.tokenizer import EOS_ID
+    from rendition.model.translation.search import max_output_lengths
+
+    text = " ".join(["!"] * 40)
+    ids = [shipped.tokenizer.lang_id("fr"), *shipped.tokenizer.encode([text])[0], EOS_ID]
+    opts = TranslationOptions(beam_size=2, max_length=256)
+    cap = max_output_lengths([len(ids)], opts)[0]
+    assert len(shipped.core([ids], opts)[0][0].tokens) + 1 == cap  # no </s> before the limit: a loop
+    assert len(shipped.core([ids], replace(opts, no_repeat_ngram_size=4))[0][0].tokens) + 1 < cap
+    before = server.sample("rendition_length_fallbacks", "_total", outcome="ended")
+    r = server.http.post("/v1/translate", json={"text": text, "source": "en", "target": "fr"}, timeout=120)
+    assert r.status_code == 200, r.text
+    result = r.json()["results"][0]
+    assert "truncated" not in result and "!" in result["text"]
+    assert server.sample("rendition_length_fallbacks", "_total", outcome="ended") == before + 1
