@@ -86,7 +86,12 @@ def shipped_translator() -> Translator:
 @pytest.mark.parametrize("rel", ["none", "k", "kv"])
 def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: str) -> None:
     need(backend_cls)
-    backend = backend_cls(random_model(rel))
+    check_joining_mid_flight(backend_cls(random_model(rel)))
+
+
+def check_joining_mid_flight(backend) -> None:
+    """24 sentences joining one search at staggered steps each get the result they get alone, and
+    the search's cache is empty at the end (also run in int8: test_int8_continuous.py)."""
     sources = random_sources(24, 96)
     opts = TranslationOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
     search = BeamSearch(backend, opts)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_continuous import alone, assert_same, random_model, random_sources, run_staggered  # (on sys.path)
+from test_continuous import alone, assert_same, check_joining_mid_flight, random_model, random_sources  # (on sys.path)
 
 from rendition.model.kernels import fused_cpu, native
 from rendition.model.translation.backends import FusedCPUBackend, select_backend
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler
-from rendition.model.translation.search import BeamSearch
 
 
 def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
@@ -28,15 +27,7 @@ def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
 
 @pytest.mark.parametrize("rel", ["none", "k", "kv"])
 def test_a_sentence_joining_mid_flight_gets_its_result_alone_in_int8(rel: str) -> None:
-    backend = int8_backend(rel)
-    sources = random_sources(24, 96)
-    opts = TranslationOptions(beam_size=4, length_penalty=1.0, max_length_a=1.2, max_length_b=4)
-    search = BeamSearch(backend, opts)
-    out = run_staggered(search, sources)
-    assert sorted(out) == list(range(len(sources)))
-    for i, src in enumerate(sources):
-        assert_same(out[i], alone(backend, src, opts))
-    assert search.cache.batch_size == 0
+    check_joining_mid_flight(int8_backend(rel))
 
 
 @pytest.mark.parametrize("workers", [1, 2])
