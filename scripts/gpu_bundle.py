@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 
 import torch
@@ -58,18 +57,14 @@ def unpack(packed_path: Path, model_dir: Path) -> None:
 
 
 def average(run_dir: Path, out_dir: Path, last: int) -> list[str]:
-    from rendition.model.training.train import average_checkpoints
+    from rendition.model.training.train import export
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     steps = sorted(int(p.stem.split("_")[1]) for p in run_dir.glob("checkpoint_[0-9]*.safetensors"))
     if not steps:
         raise SystemExit(f"no checkpoints in {run_dir}")
-    chosen = [s for s in steps if s >= steps[-1] / 2][-last:]
-    weights = average_checkpoints([run_dir / f"checkpoint_{s}.safetensors" for s in chosen])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.half().contiguous() for k, v in weights.items()}, str(out_dir / "model.safetensors"))
-    for name in ("config.json", "sentencepiece.model"):
-        shutil.copy(run_dir / name, out_dir / name)
+    chosen = [s for s in steps if s >= steps[-1] / 2][-last:]  # the newest ones: rendition train's export of the last n
+    export(run_dir, out_dir, last_n=len(chosen))
     (out_dir / "averaged.json").write_text(json.dumps({"steps": chosen}) + "\n")
     return [str(s) for s in chosen]
 

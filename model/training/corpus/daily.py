@@ -146,6 +146,12 @@ def clause(lang: str, parts: list, tense: str, when: tuple[str, str] | None, typ
     return sent.typ(t) if t else sent
 
 
+def possessor(s: Subject) -> dict:
+    """np()'s owner arguments for "the subject's own X": a pronoun subject owns it ("I wash my
+    hands"), a noun subject in the third person singular ("my aunt washes her hands")."""
+    return dict(owner=s.person if s.noun is None else 3, owner_number=s.number if s.noun is None else "s", owner_gender=s.gender)
+
+
 def subject(lang: str, s: Subject):
     if s.noun is None:
         pro = R.Pro("I" if lang == "en" else "je").pe(s.person).n(s.number)
@@ -226,7 +232,7 @@ class Generator:
 
         def build(lang: str):
             verb = v_en if lang == "en" else v_fr
-            o = np(lang, obj, det, num, owner=s.person if s.noun is None else 3, owner_number=s.number if s.noun is None else "s", adj=adj, owner_gender=s.gender)
+            o = np(lang, obj, det, num, adj=adj, **possessor(s))
             if lang == "fr" and verb == "avoir besoin":
                 vp = R.VP(R.V("avoir"), R.N("besoin"), R.PP(R.P("de"), o))
             elif lang == "en" and verb in ("look", "wait"):
@@ -451,7 +457,7 @@ class Generator:
                 subj = np(lang, event, det, owner=r_owner, owner_gender=r_gender)
                 return clause(lang, [subj, R.VP(R.V(("be", "être")[i]))], tense, when, typ)
             if kind == "go":
-                vp = R.VP(R.V(("go", "aller")[i]), R.PP(R.P(("to", "à")[i]), np(lang, event, det, owner=s.person if s.noun is None else 3, owner_number=s.number if s.noun is None else "s", owner_gender=s.gender)))
+                vp = R.VP(R.V(("go", "aller")[i]), R.PP(R.P(("to", "à")[i]), np(lang, event, det, **possessor(s))))
             else:
                 vp = R.VP(R.V(("have", "avoir")[i]), np(lang, event, "a"))
             return clause(lang, [subject(lang, s), vp], tense, when, typ)

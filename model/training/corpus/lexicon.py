@@ -276,7 +276,7 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
             nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable))
     # not another noun's own word (grandmother -> grand-père, table -> liste, tool -> produit)
-    primary = {n.fr.lower().replace("oe", "œ") for n in nouns}
-    nouns += [n for n in alternatives if n.fr.lower().replace("oe", "œ") not in primary]
+    primary = {pyrealb_form(n.fr.lower()) for n in nouns}
+    nouns += [n for n in alternatives if pyrealb_form(n.fr.lower()) not in primary]
     nouns.sort(key=lambda n: (n.rank, n.en))
     return nouns
