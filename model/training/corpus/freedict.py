@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from rendition.model.training.corpus.offensive import is_offensive
+
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
 _HEAD = re.compile(r"^(?P<word>[^/<]+?)\s*(/[^/]*/)?\s*(<[^>]*>)?\s*$")
 _SENSE = re.compile(r"^\s*\d+\.\s*")
@@ -48,7 +50,8 @@ def entries(index: Path, data: Path) -> Iterator[tuple[str, list[str]]]:
 
 
 def read_dictionaries(root: Path, lang: str, per_word: int = 3) -> Iterator[tuple[str, str]]:
-    """(English, translation) pairs from the eng-<lang> and <lang>-eng dictionaries under root."""
+    """(English, translation) pairs from the eng-<lang> and <lang>-eng dictionaries under root,
+    without the pairs ``offensive`` lists."""
     code = {"fr": "fra", "de": "deu"}[lang]
     for index in sorted(root.glob("**/usr/share/dictd/freedict-*.index")):
         pair = index.name.removeprefix("freedict-").removesuffix(".index")
@@ -58,4 +61,6 @@ def read_dictionaries(root: Path, lang: str, per_word: int = 3) -> Iterator[tupl
         for word, trans in entries(index, index.with_name(index.name.replace(".index", ".dict.dz"))):
             for t in trans[:per_word]:
                 if len(t) <= 60 and len(word) <= 60 and t.casefold() != word.casefold():
-                    yield (word, t) if english_first else (t, word)
+                    en, other = (word, t) if english_first else (t, word)
+                    if not is_offensive(en, "en") and not is_offensive(other, lang):
+                        yield en, other

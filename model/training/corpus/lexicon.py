@@ -33,6 +33,7 @@ from pathlib import Path
 
 from rendition.model.training.corpus import freedict
 from rendition.model.training.corpus.apertium import APERTIUM_PACKAGES, triangulate
+from rendition.model.training.corpus.offensive import is_offensive
 
 LEXICON_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core", *APERTIUM_PACKAGES)
 MIN_ZIPF = 3.0  # English nouns outside FreeDict are looked up in Apertium from this frequency on
@@ -57,6 +58,9 @@ CATEGORIES: dict[str, tuple[tuple[str, str], ...]] = {
 FALLBACK = {"noun.artifact": "thing", "noun.phenomenon": "weather", "noun.food": "food", "noun.animal": "animal", "noun.plant": "plant", "noun.body": "body", "noun.person": "person"}
 _LEXNAMES = "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body noun.cognition noun.communication noun.event noun.feeling noun.food noun.group noun.location noun.motive noun.object noun.person noun.phenomenon noun.plant noun.possession noun.process noun.quantity noun.relation noun.shape noun.state noun.substance noun.time".split()
 _WORD = re.compile(r"^[a-zà-ÿœæ][a-zà-ÿœæ'-]*$")
+# WordNet's gloss of a slur or an insult ("(ethnic slur) extremely offensive name for ...",
+# "obscene terms for ..."); "the team is on the offensive" is not one
+_OFFENSIVE_GLOSS = re.compile(r"ethnic slur|\boffensive (?:term|name|slang|word)|\bobscene (?:term|word)|\bvulgar (?:slang|term)", re.I)
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,12 @@ class WordNet:
         self.lex: dict[int, str] = {}
         self.lemmas: dict[int, list[str]] = {}
         self.hyper: dict[int, list[int]] = {}
+        self.slurs: set[int] = set()  # synsets whose gloss marks a slur or an insult
         for line in (root / "data.noun").read_text(encoding="utf-8").splitlines():
             if line.startswith(" "):
                 continue
-            f = line.split(" | ")[0].split()
+            head, _, gloss = line.partition(" | ")
+            f = head.split()
             off, lexnum, n_words = int(f[0]), int(f[1]), int(f[3], 16)
             words = [f[4 + 2 * i].lower() for i in range(n_words)]
             i = 4 + 2 * n_words
@@ -99,6 +105,14 @@ class WordNet:
             self.lex[off] = _LEXNAMES[lexnum]
             self.lemmas[off] = words
             self.hyper[off] = [int(p[1]) for p in ptrs if p[0] in ("@", "@i")]
+            if _OFFENSIVE_GLOSS.search(gloss):
+                self.slurs.add(off)
+
+    def offensive(self, word: str) -> bool:
+        """Whether the word's most frequent sense is a slur or an insult ("nigger", "dyke"; not
+        "boy" or "cock", whose first senses are a young man and a rooster)."""
+        offs = self.senses.get(word.lower().replace(" ", "_"), [])
+        return bool(offs) and offs[0] in self.slurs
 
     def ancestors(self, off: int) -> set[tuple[str, str]]:
         seen, out, todo = set(), set(), [off]
@@ -223,11 +237,12 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
     from wordfreq import zipf_frequency
 
     english = [en for en in set(en_fr) | {w for w in lex_en if zipf_frequency(w, "en") >= MIN_ZIPF}
-               if _WORD.match(en) and "N" in lex_en.get(en, {}) and wn.category(en) is not None]
+               if _WORD.match(en) and "N" in lex_en.get(en, {}) and wn.category(en) is not None
+               and not wn.offensive(en) and not is_offensive(en, "en")]
     # two-word nouns whose head the realiser knows and whose two words are common
     english += [en for en in wn.compounds()
                 if "N" in lex_en.get(en.split()[1], {}) and all(zipf_frequency(w, "en") >= COMPOUND_MIN_ZIPF for w in en.split())
-                and zipf_frequency(en, "en") >= MIN_ZIPF + 1 and wn.category(en) is not None]
+                and zipf_frequency(en, "en") >= MIN_ZIPF + 1 and wn.category(en) is not None and not is_offensive(en, "en")]
     french = {f: ("f" if e["N"].get("g") == "f" else "m") for f, e in lex_fr.items()
               if _WORD.match(f) and "N" in e and e["N"].get("g") in ("m", "f", "x")}
     if pivots is None:
@@ -241,7 +256,7 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         ranked = []
         for k, fr in enumerate(cands):
             g = french_gender(fr, french)
-            if g is None:
+            if g is None or is_offensive(fr, "fr"):
                 continue
             n_piv = len(pivots.get(en, {}).get(fr, ()))
             # FreeDict's two dictionaries count as two sources when both give the pair

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rendition.model.training.corpus import apertium, daily, lexicon
+from rendition.model.training.corpus import apertium, daily, freedict, lexicon, offensive
 from rendition.model.training.corpus.lexicon import Noun
 from rendition.model.training.evaluate import has_word, read_words, word_hits
 
@@ -40,7 +40,7 @@ def _dictd(d: Path, name: str, entries: dict[str, list[str]]) -> None:
     (d / f"freedict-{name}.dict.dz").write_bytes(gzip.compress(body))
 
 
-def _wordnet(d: Path) -> None:
+def _wordnet(d: Path, extra: dict[int, tuple[str, list[str], list[int], str]] | None = None, extra_index: dict[str, list[int]] | None = None) -> None:
     # offsets are arbitrary here; lexicographer files: 03 noun.Tops, 05 noun.animal, 06 noun.artifact, 18 noun.person
     synsets = {
         1: ("03", ["animal"], []),
@@ -57,13 +57,15 @@ def _wordnet(d: Path) -> None:
         12: ("18", ["cousin"], [3]),
         13: ("06", ["cap"], [6]),
     }
+    synsets = {off: (*v, "gloss") for off, v in synsets.items()} | (extra or {})
     data = []
-    for off, (lex, words, hyper) in synsets.items():
+    for off, (lex, words, hyper, gloss) in synsets.items():
         ws = " ".join(f"{w} 0" for w in words)
         ptrs = " ".join(f"@ {h:08d} n 0000" for h in hyper)
-        data.append(f"{off:08d} {lex} n {len(words):02x} {ws} {len(hyper):03d} {ptrs} | gloss".replace("  ", " "))
+        data.append(f"{off:08d} {lex} n {len(words):02x} {ws} {len(hyper):03d} {ptrs} | {gloss}".replace("  ", " "))
     (d / "data.noun").write_text("  1 licence line\n" + "\n".join(data) + "\n", encoding="utf-8")
     index = {"dog": [2], "aunt": [4], "bed": [5], "coat": [7], "animal": [1], "relative": [3], "garment": [6], "room": [8], "bathroom": [9], "post_office": [10], "kitten": [11], "cousin": [12], "cap": [13]}
+    index |= extra_index or {}
     (d / "index.noun").write_text(
         "  1 licence line\n" + "\n".join(f"{w} n {len(o)} 1 @ {len(o)} 0 " + " ".join(f"{x:08d}" for x in o) for w, o in index.items()) + "\n",
         encoding="utf-8",
@@ -125,6 +127,37 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     assert [fr for fr, _, _ in by_en["coat"]] == ["manteau"]
     days, months = daily.calendar(tmp_path)
     assert days == [("Sunday", "dimanche"), ("Monday", "lundi")] and months == [("January", "janvier")]
+
+
+def test_slurs_and_insults_stay_out_of_the_lexicon_and_the_dictionary_rows(tmp_path: Path) -> None:
+    dictd = tmp_path / "dict" / "usr/share/dictd"
+    wn = tmp_path / "wn" / "usr/share/wordnet"
+    dictd.mkdir(parents=True)
+    wn.mkdir(parents=True)
+    _dictd(dictd, "eng-fra", {"boy": ["garçon"], "cock": ["coq"], "paddy": ["rizière"], "villain": ["salope", "fripouille"], "whore": ["fille"]})
+    _dictd(dictd, "fra-eng", {"garçon": ["boy"], "coq": ["cock"], "rizière": ["paddy"], "fripouille": ["villain"], "fille": ["girl", "whore"]})
+    # WordNet marks the slur or insult that is a word's most frequent sense: "paddy" and "cock" go;
+    # "boy", whose first sense is a young man, stays
+    _wordnet(wn, {
+        20: ("18", ["paddy"], [3], "(ethnic slur) offensive term for a person of Irish descent"),
+        21: ("18", ["cock"], [3], "obscene terms for penis"),
+        22: ("05", ["cock", "rooster"], [1], "adult male chicken"),
+        23: ("18", ["boy"], [3], "a youthful male person"),
+        24: ("18", ["boy"], [3], "(ethnic slur) offensive and disparaging term for Black man"),
+        25: ("18", ["villain"], [3], "a wicked or evil person"),
+        26: ("18", ["whore"], [3], "a woman who engages in sexual intercourse for money"),
+    }, {"paddy": [20], "cock": [21, 22], "boy": [23, 24], "villain": [25], "whore": [26]})
+    _cldr(tmp_path)
+    nouns = {(n.en, n.fr) for n in lexicon.build_lexicon(tmp_path, {})}
+    assert ("boy", "garçon") in nouns and ("villain", "fripouille") in nouns
+    assert not {en for en, _ in nouns} & {"paddy", "cock", "whore"}
+    assert not {fr for _, fr in nouns} & {"salope", "fille"}
+    # the dictionary rows: an insult on either side drops the pair; "bite" is English, "chatte" a cat
+    rows = set(freedict.read_dictionaries(tmp_path, "fr"))
+    assert ("villain", "fripouille") in rows and ("boy", "garçon") in rows
+    assert not [r for r in rows if "salope" in r or "whore" in r]
+    assert offensive.is_offensive("Quelle bite !", "fr") and not offensive.is_offensive("a dog bite", "en")
+    assert not offensive.is_offensive("la chatte dort", "fr")
 
 
 NOUNS = [
