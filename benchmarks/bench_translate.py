@@ -13,8 +13,8 @@ Throughput is generated tokens (best hypothesis, </s> included when emitted) per
 time and per second of the engine process's CPU time (the robust figure when other jobs share the
 CPU); the engines take turns for --rounds rounds and each figure is the median round.
 
-(a) ours: ``rendition.model.translation.search.generate`` with the KV cache (``Transformer.decode_step``);
-(b) ours without cache: the same ``generate`` driving a shim whose ``decode_step`` re-runs the
+(a) ours: ``rendition.model.translation.search.generate_ids`` with the KV cache (``Transformer.decode_step``);
+(b) ours without cache: the same ``generate_ids`` driving a shim whose ``decode_step`` re-runs the
     decoder stack on the whole prefix every step (logits for the last position only);
 (c) CTranslate2 float32 on the exported weights (``rendition export-ct2``);
 with --kv-float16 also (a) with its cached keys/values stored as float16 (``kv_cache_dtype``).
@@ -51,9 +51,11 @@ from rendition.model.tokenizer import Tokenizer  # noqa: E402
 from rendition.model.translation.backends import TorchBackend, select_backend  # noqa: E402
 from rendition.model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
 from rendition.model.translation.options import TranslationOptions  # noqa: E402
-from rendition.model.translation.search import generate  # noqa: E402
+from rendition.model.translation.search import generate_ids  # noqa: E402
 from rendition.model.translation.transformer import Transformer, TransformerConfig  # noqa: E402
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator  # noqa: E402
+
+ALL_AT_ONCE = 1 << 62  # generate_ids' token budget: every sentence of a batch joins at the first step
 
 
 # -- (b) the no-cache baseline ---------------------------------------------------------------------
@@ -240,7 +242,7 @@ def stamp_ours(
     opts = TranslationOptions(
         beam_size=beam, max_length=FORCED, max_length_a=0.0, max_length_b=FORCED, min_length=FORCED - 1, kv_cache_dtype=kv_dtype
     )
-    generate(shim, pad(rows), opts)
+    generate_ids(shim, rows, opts, ALL_AT_ONCE)
     return shim.stamps
 
 
@@ -359,7 +361,7 @@ class EngineBench:
             return [min(len(h[0].tokens) + 1, cap) for h in self.ct2.core(b, TranslationOptions(**self.opts))]
         m = NoCacheModel(self.model) if mode == "nocache" else self.backend
         opts = TranslationOptions(**self.opts, kv_cache_dtype=_kv_dtype(mode))
-        return [len(h[0].tokens) + 1 for h in generate(m, pad(b), opts)]
+        return [len(h[0].tokens) + 1 for h in generate_ids(m, b, opts, ALL_AT_ONCE)]
 
     def throughput(self, mode: str = "cache") -> tuple[int, float, float]:
         bs = self.batches[: self.args.nocache_batches] if mode == "nocache" else self.batches
@@ -381,7 +383,6 @@ class EngineBench:
         self, spans: dict[int, tuple[int, int]], repeats: int, mode: str = "cache"
     ) -> dict[int, tuple[float, float]]:
         b0 = self.batches[0]
-        src0 = pad(b0)
         model = _CacheLength(self.backend, max(hi for _, hi in spans.values()))  # one cache size for all
 
         def run(n: int) -> None:
@@ -394,7 +395,7 @@ class EngineBench:
                 o = TranslationOptions(beam_size=self.args.beam, length_penalty=0.0, max_length=n, max_length_a=0.0, max_length_b=n)
                 o.min_length = n - 1
                 o.kv_cache_dtype = _kv_dtype(mode)
-                generate(model, src0, o)
+                generate_ids(model, b0, o, ALL_AT_ONCE)
 
         return beam_step_cost(run, spans, repeats)
 

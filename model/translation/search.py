@@ -551,9 +551,3 @@ def generate_ids(
     if stats is not None:
         stats.add(SearchStats(search.decode_steps, kv_bytes))
     return results
-
-
-def generate(model: Seq2Seq, src: Tensor, opts: TranslationOptions) -> list[list[Hypothesis]]:
-    """src (B, S) right-padded token ids -> per sentence, up to num_hypotheses hypotheses, best first."""
-    pad = model.cfg.pad_id
-    return generate_ids(model, [[t for t in row if t != pad] for row in src.tolist()], opts, max_batch_tokens=1 << 62)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-import torch
 
 from rendition.model.kernels import native
 from rendition.model.translation.translator import Translator
@@ -48,10 +47,7 @@ SHIPPED_TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def shipped_batch() -> tuple[Translator, torch.Tensor]:
-    """The shipped translator and a padded en->fr batch of sentences of different lengths."""
+def shipped_batch() -> tuple[Translator, list[list[int]]]:
+    """The shipped translator and an en->fr batch of sentences of different lengths (token ids)."""
     tr = Translator.from_pretrained(device="cpu")
-    src = torch.nn.utils.rnn.pad_sequence(
-        [torch.tensor(ids) for ids in tr.preprocess(SHIPPED_TEXTS, "fr")], batch_first=True, padding_value=tr.model.cfg.pad_id
-    )
-    return tr, src
+    return tr, tr.preprocess(SHIPPED_TEXTS, "fr")

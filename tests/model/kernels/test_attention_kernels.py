@@ -11,7 +11,7 @@ from rendition.model.kernels import native
 from rendition.model.translation.backends import AttentionKernelBackend, TorchBackend, select_backend
 from rendition.model.translation.cache import DenseCache, ReferenceCache
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import generate
+from rendition.model.translation.search import generate_ids
 from rendition.model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig
 
 # Where the native library was not built the module is skipped, unless RENDITION_REQUIRE_NATIVE=1 (CI):
@@ -179,12 +179,10 @@ def test_translation_by_reference_equals_dense(beam_size: int, shipped_batch) ->
     and n-best lists."""
     tr, src = shipped_batch
     by_ref_backend, dense_backend = AttentionKernelBackend(tr.model), TorchBackend(tr.model)
-    with torch.no_grad():
-        mem, mask = tr.model.encode(src)
-        assert isinstance(by_ref_backend.init_cache(mem, mask, 4, beams=beam_size), ReferenceCache)
-        assert isinstance(dense_backend.init_cache(mem, mask, 4, beams=beam_size), DenseCache)
-    by_ref = generate(by_ref_backend, src, TranslationOptions(beam_size=beam_size, num_hypotheses=beam_size))
-    dense = generate(dense_backend, src, TranslationOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    assert isinstance(by_ref_backend.new_cache(beam_size), ReferenceCache)
+    assert isinstance(dense_backend.new_cache(beam_size), DenseCache)
+    by_ref = generate_ids(by_ref_backend, src, TranslationOptions(beam_size=beam_size, num_hypotheses=beam_size))
+    dense = generate_ids(dense_backend, src, TranslationOptions(beam_size=beam_size, num_hypotheses=beam_size))
     assert len({len(hyps[0].tokens) for hyps in dense}) > 1  # sentences really finish at different steps
     for a, b in zip(by_ref, dense):
         assert [h.tokens for h in a] == [h.tokens for h in b]

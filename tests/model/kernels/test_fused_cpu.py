@@ -14,7 +14,7 @@ from rendition.model.kernels import fused_cpu, native
 from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend, select_backend
 from rendition.model.translation.cache import ReferenceCache
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import generate
+from rendition.model.translation.search import generate_ids
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 # Where the native library was not built the module is skipped, unless RENDITION_REQUIRE_NATIVE=1 (CI):
@@ -222,8 +222,8 @@ def test_shipped_translator_same_hypotheses_with_and_without_fused_kernels(beam_
     tr, src = shipped_batch
     assert type(tr.backend) is FusedCPUBackend  # (chosen at load)
     opts = dict(beam_size=beam_size, num_hypotheses=beam_size)
-    fused = generate(tr.backend, src, TranslationOptions(**opts))
-    plain = generate(AttentionKernelBackend(tr.model), src, TranslationOptions(**opts))
+    fused = generate_ids(tr.backend, src, TranslationOptions(**opts))
+    plain = generate_ids(AttentionKernelBackend(tr.model), src, TranslationOptions(**opts))
     for a, b in zip(fused, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)

@@ -17,7 +17,7 @@ from rendition.model.kernels import fused_cpu, native
 from rendition.model.kernels.compute_type import resolve_compute_type
 from rendition.model.translation.backends import FusedCPUBackend
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import generate
+from rendition.model.translation.search import generate_ids
 from rendition.model.translation.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -305,9 +305,6 @@ def test_shipped_translator_int8_bleu_within_0_3_of_float32(translators, directi
 def test_int8_translator_runs_the_torch_path_nowhere(translators) -> None:
     """The int8 back end serves the whole search (its steps never reach the released float weights)."""
     _, i8 = translators
-    src = torch.nn.utils.rnn.pad_sequence(
-        [torch.tensor(ids) for ids in i8.preprocess(SENTENCES[:3], "fr")], batch_first=True, padding_value=0
-    )
-    hyps = generate(i8.backend, src, TranslationOptions(beam_size=4, num_hypotheses=2))
+    hyps = generate_ids(i8.backend, i8.preprocess(SENTENCES[:3], "fr"), TranslationOptions(beam_size=4, num_hypotheses=2))
     assert all(torch.isfinite(torch.tensor([h.score for h in hs])).all() for hs in hyps)
     assert all(hs[0].tokens for hs in hyps) and all(i8.tokenizer.decode([hs[0].tokens])[0].strip() for hs in hyps)

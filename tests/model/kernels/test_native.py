@@ -13,7 +13,7 @@ from rendition.model.embedding.disan import t2t_attention, t2t_reference
 from rendition.model.kernels import fused_cpu, native
 from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import generate, lse_chunk_max
+from rendition.model.translation.search import generate_ids, lse_chunk_max
 
 
 def test_library_loads_with_the_best_variant_this_cpu_runs(need_kernel) -> None:
@@ -57,9 +57,9 @@ def variant(request, monkeypatch: pytest.MonkeyPatch, need_kernel) -> str:
 def test_each_variant_translates_as_the_torch_path(variant: str, backend, shipped_batch, set_kernel) -> None:
     tr, src = shipped_batch
     opts = dict(beam_size=4, num_hypotheses=2)
-    fast = generate(backend(tr.model), src, TranslationOptions(**opts))
+    fast = generate_ids(backend(tr.model), src, TranslationOptions(**opts))
     set_kernel("RENDITION_SEARCH_KERNEL", "0")
-    plain = generate(TorchBackend(tr.model), src, TranslationOptions(**opts))
+    plain = generate_ids(TorchBackend(tr.model), src, TranslationOptions(**opts))
     for a, b in zip(fast, plain):
         assert [h.tokens for h in a] == [h.tokens for h in b]
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-4)

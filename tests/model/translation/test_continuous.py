@@ -13,7 +13,7 @@ from rendition.model.kernels import native
 from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend
 from rendition.model.translation.cache import DenseCache, ReferenceCache
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import BeamSearch, encoder_buckets, generate
+from rendition.model.translation.search import BeamSearch, encoder_buckets, generate_ids
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 from rendition.model.translation.translator import Translator
 
@@ -45,7 +45,7 @@ def random_sources(n: int, vocab: int, seed: int = 1) -> list[list[int]]:
 
 
 def alone(backend, src: list[int], opts: TranslationOptions):
-    return generate(backend, torch.tensor([src]), opts)[0]
+    return generate_ids(backend, [src], opts)[0]
 
 
 def run_staggered(search: BeamSearch, sources: list[list[int]], seed: int = 0) -> dict[int, list]:
@@ -113,7 +113,7 @@ def check_joining_mid_flight(backend) -> None:
     ],
     ids=["abs-cap", "min-length", "n-best", "kv-half", "greedy"],
 )
-def test_joined_searches_keep_every_rule_of_generate(opts: TranslationOptions) -> None:
+def test_joined_searches_keep_every_rule_of_a_search_alone(opts: TranslationOptions) -> None:
     need(FusedCPUBackend)
     backend = FusedCPUBackend(random_model("kv", seed=3))
     sources = random_sources(16, 96, seed=4)

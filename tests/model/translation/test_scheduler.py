@@ -9,22 +9,17 @@ import threading
 import time
 
 import pytest
-import torch
-from test_continuous import assert_same, random_model, random_sources  # (this directory is on sys.path)
+from test_continuous import alone, assert_same, random_model, random_sources  # (this directory is on sys.path)
 
 from rendition.model.translation.backends import select_backend
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler, worker_layout
-from rendition.model.translation.search import generate, generate_ids
+from rendition.model.translation.search import generate_ids
 
 
 @pytest.fixture(scope="module")
 def backend():
     return select_backend(random_model("kv", seed=21))
-
-
-def alone(backend, src, opts):
-    return generate(backend, torch.tensor([src]), opts)[0]
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -12,7 +12,7 @@ import torch
 
 from rendition.model.tokenizer import Tokenizer
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import beam_step, generate, length_penalty, lse_chunk_max, row_max
+from rendition.model.translation.search import beam_step, generate_ids, length_penalty, lse_chunk_max, row_max
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
@@ -119,8 +119,7 @@ def random_table(seed: int):
 
 def run(table, n_src: int = 1, **kw) -> list[list]:
     opts = TranslationOptions(max_length_a=100, **kw)
-    src = torch.full((n_src, 3), 9)
-    return generate(ScriptedModel(table), src, opts)
+    return generate_ids(ScriptedModel(table), [[9, 9, 9]] * n_src, opts)
 
 
 def test_hand_worked_example_beats_greedy() -> None:
@@ -345,7 +344,7 @@ def test_max_output_lengths_are_where_the_search_stops() -> None:
     """``max_output_lengths`` (numpy: the service calls it on its event loop to tell a translation
     cut at its limit) is where the search stops a model that never wants to: a hypothesis of
     cap - 1 tokens and the forced </s>, for any source lengths and length options."""
-    from rendition.model.translation.search import generate_ids, max_output_lengths
+    from rendition.model.translation.search import max_output_lengths
 
     def never_done(prefix):
         return {A: 0.9, EOS: 0.1}
