@@ -176,7 +176,8 @@ def step_cost(model: Transformer, src: torch.Tensor, beam: int, ts: tuple[int, .
     with torch.inference_mode():
         mem, mask = model.encode(src)
         mem, mask = mem.repeat_interleave(beam, 0), mask.repeat_interleave(beam, 0)
-        cache = TorchBackend(model).init_cache(mem, mask, max(ts) + 1)  # (a DenseCache, every row at the same step)
+        cache = TorchBackend(model).new_cache(1)  # (a DenseCache, every row at the same step)
+        cache.join(model.cross_states(mem), mask, max(ts) + 1)
         tok = torch.randint(10, model.cfg.vocab_size, (mem.shape[0],))
         for _ in range(max(ts) + 1):
             model.decode_step(tok, cache)

@@ -69,15 +69,6 @@ class TorchBackend:
         """An empty cache for a search (``rendition.model.translation.search``) with ``beams`` rows per sentence."""
         return self.cache_type.for_model(self.model, beams, kv_dtype)
 
-    def init_cache(
-        self, mem: Tensor, mem_mask: Tensor, max_len: int, beams: int = 1, kv_dtype: torch.dtype | None = None
-    ) -> DecoderCache:
-        """A cache holding these encoded sentences (``beams`` rows each, at step 0), its K/V stored
-        as ``kv_dtype`` (default: the model's dtype)."""
-        cache = self.new_cache(beams, kv_dtype)
-        cache.join(self.cross_states(mem), mem_mask, max_len)
-        return cache
-
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         return self.model.decode_step(tokens, cache)
 

@@ -59,7 +59,8 @@ def run_steps(m: Transformer, kv_dtype: torch.dtype | None = None, backend: type
     out = []
     with torch.no_grad():
         mem, mask = be.encode(src)
-        cache = be.init_cache(mem, mask, T, beams=K, kv_dtype=kv_dtype)
+        cache = be.new_cache(K, kv_dtype)
+        cache.join(be.cross_states(mem), mask, T)
         assert isinstance(cache, ReferenceCache) == (backend is not TorchBackend)
         for t in range(2):
             out.append(be.decode_step(tokens[t, :B].repeat_interleave(K), cache))
@@ -136,7 +137,8 @@ def test_out_of_range_token_ids_raise_like_torch() -> None:
             be.encode(torch.tensor([[5.0, 6.0]]))
         mem, mask = be.encode(torch.tensor([[5, 6]], dtype=torch.int32))  # (int32 ids work, as with torch)
         torch.testing.assert_close(mem, be.encode(torch.tensor([[5, 6]]))[0])
-        cache = be.init_cache(mem, mask, 4)
+        cache = be.new_cache(1)
+        cache.join(be.cross_states(mem), mask, 4)
         with pytest.raises(IndexError):
             be.decode_step(torch.tensor([50]), cache)
         with pytest.raises(ValueError, match="one per cache row"):
@@ -179,7 +181,8 @@ def test_products_split_across_threads_equal_torch() -> None:
         be = backend(m)
         with torch.no_grad():
             mem, mask = be.encode(src)
-            cache = be.init_cache(mem, mask, 4, beams=4)
+            cache = be.new_cache(4)
+            cache.join(be.cross_states(mem), mask, 4)
             out = [mem, be.decode_step(tokens[0, :16].repeat_interleave(4), cache)]
             out += [be.decode_step(tokens[t], cache) for t in (1, 2)]
         return out

@@ -149,7 +149,8 @@ def test_cached_decoding_equals_full_decoding(kw: dict, cache_mode: str) -> None
     with torch.no_grad():
         full = m(src, tgt)  # (B, T, V)
         mem, mask = be.encode(src)
-        cache = be.init_cache(mem, mask, T + 5)
+        cache = be.new_cache(1)
+        cache.join(be.cross_states(mem), mask, T + 5)
         assert isinstance(cache, ReferenceCache) == (cache_mode != "dense")
         steps = torch.stack([be.decode_step(tgt[:, t], cache) for t in range(T)], 1)
     assert cache.positions().tolist() == [T] * B
@@ -166,7 +167,8 @@ def test_cache_reorder_and_select_follow_rows(cache_mode: str) -> None:
     with torch.no_grad():
         full = m(src, tgt)
         mem, mask = be.encode(src)
-        cache = be.init_cache(mem, mask, 10)
+        cache = be.new_cache(1)
+        cache.join(be.cross_states(mem), mask, 10)
         for t in range(3):
             be.decode_step(tgt[:, t], cache)
         # Rows swap places and row 1 is dropped (a finished sentence): select follows the rows
@@ -234,7 +236,7 @@ def test_fused_qkv_copy_follows_weight_updates() -> None:
 
 
 def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> None:
-    """init_cache(beams=K): K rows per sentence share one cross-attention K/V; every row still
+    """new_cache(K): K rows per sentence share one cross-attention K/V; every row still
     decodes exactly as the full decoder does on that row's own prefix and sentence; reorder
     within sentences and select of whole sentences keep that true."""
     torch.manual_seed(4)
@@ -248,7 +250,8 @@ def test_beam_grouped_cache_equals_full_decoding_per_row(cache_mode: str) -> Non
     with torch.no_grad():
         mem, mask = be.encode(src)
         full = m.decode(tgt, mem.repeat_interleave(K, 0), mask.repeat_interleave(K, 0))  # (B*K, T, V)
-        cache = be.init_cache(mem, mask, T, beams=K)
+        cache = be.new_cache(K)
+        cache.join(be.cross_states(mem), mask, T)
         assert cache.layers[0].cross_k.shape[0] == B and cache.batch_size == B * K
         assert cache.beams == K  # (the step kernel reads beams in groups)
         steps = [be.decode_step(tgt[:, t], cache) for t in range(3)]
@@ -284,7 +287,8 @@ def test_compaction_keeps_every_beam_decoding_as_the_full_decoder(cache_mode: st
     g = torch.Generator().manual_seed(3)
     with torch.no_grad():
         mem, mask = be.encode(src)
-        cache = be.init_cache(mem, mask, T, beams=K)
+        cache = be.new_cache(K)
+        cache.join(be.cross_states(mem), mask, T)
         sents = torch.arange(B)  # the live sentences (their original index)
         hist = torch.empty(B * K, 0, dtype=torch.long)
         anc = torch.empty(B * K, 0, dtype=torch.long)  # anc[r, j]: which row wrote r's position j
