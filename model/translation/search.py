@@ -151,13 +151,9 @@ def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | N
     normaliser still counts it)."""
     lse, cmax = lse_chunk_max(logits, C)
     if forbid is not None:
-        c = forbid // C
-        if rows is None:
-            logits[:, forbid] = NEG_INF
-            cmax[:, c] = logits[:, c * C : (c + 1) * C].amax(-1)
-        else:
-            logits[rows, forbid] = NEG_INF
-            cmax[rows, c] = logits[rows, c * C : (c + 1) * C].amax(-1)
+        c, rows = forbid // C, slice(None) if rows is None else rows
+        logits[rows, forbid] = NEG_INF
+        cmax[rows, c] = logits[rows, c * C : (c + 1) * C].amax(-1)
     return lse, cmax
 
 
@@ -345,10 +341,8 @@ class BeamSearch:
             lprobs = logits.view(Nb, K, V)
         if K == 1:
             return self._greedy(lprobs.view(Nb, V), lse, cmax)
-        if lse is None:
-            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores, 2 * K)
-        else:
-            cand_scores, cand_tokens, cand_beams = beam_step(lprobs, self.scores - lse.view(Nb, K), 2 * K, cmax.view(Nb, K, -1))
+        scores = self.scores if lse is None else self.scores - lse.view(Nb, K)
+        cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K, None if cmax is None else cmax.view(Nb, K, -1))
 
         # Finish EOS candidates that rank within the top K.
         is_eos = (cand_tokens == eos) & torch.isfinite(cand_scores)
@@ -420,11 +414,9 @@ class BeamSearch:
         if opts.sampling:
             gens = None if opts.sampling_seed is None else [s.gen for s in self.sentences]
             best, tokens = _sample(lprobs, opts, gens)
-        elif lse is None:
-            best, tokens = row_max(lprobs)
         else:
             best, tokens = row_max(lprobs, cmax)
-            best = best - lse
+            best = best if lse is None else best - lse
         Nb = len(self.sentences)
         self.scores = self.scores + best.unsqueeze(1)
         t = self.t
