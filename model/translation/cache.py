@@ -331,10 +331,7 @@ class ReferenceCache(DecoderCache):
         self.groups = 0  # storage groups allocated
         self._reorders = 0
         self._reserved = 16
-        # Cross-attention K/V in slots: a sentence's in row g of (groups, H, S, Dh), g its storage group,
-        # so that sentences join and leave without moving anyone else's; the step kernel reads them
-        # through ``cross_rows`` and only the first ``cross_lens[g]`` (real) source positions.
-        self.cross_store: list[tuple[Tensor, Tensor]] = []
+        self.cross_store: list[tuple[Tensor, Tensor]] = []  # per layer: the cross K/V slots (groups, H, S, Dh)
         self.cross_mask = torch.zeros(0, 0, dtype=torch.bool)  # (groups, S)
         self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
         self._store_bias: Tensor | None = None

@@ -134,9 +134,7 @@ class TranslationScheduler:
         self.model = model
         self.threads = threads or max(1, torch.get_num_threads() // workers)
         self.max_sentences, self.max_tokens = max_sentences, max_tokens
-        # Sentences join a worker's searches once this many places are free (or it runs fewer than
-        # this): under load they join several at a time, in one encoder pass and one cache join.
-        self.refill = max(1, max_sentences // 8)
+        self.refill = max(1, max_sentences // 8)  # places free before a full worker takes more sentences
         self.observer = observer
         self.kv_cache_dtype = kv_cache_dtype
         self.join_delay_s = join_delay_s
