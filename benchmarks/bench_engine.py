@@ -243,7 +243,7 @@ class ConfigBench:
         elif self.kind in ("core", "core8"):
             hyps = self.translator.core(sources, opts)
         else:
-            hyps = self.sched.run(sources, opts)
+            hyps = self.sched.submit(sources, opts).future.result()
         return [h[0].tokens for h in hyps]
 
     def run(self, name: str) -> tuple[float, list[list[int]]]:

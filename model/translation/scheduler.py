@@ -6,7 +6,6 @@ queue with a fair share per request.
     hyps = ticket.future.result()                                     # n-best per sentence, in order
     ticket.cancel()                                                   # its beams leave at the next step
     ticket.stats                                                      # decoding steps, cache size so far
-    sched.run(sources, opts)                                          # submit and wait
     sched.close()
 
 Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per set of options (the frozen
@@ -162,9 +161,6 @@ class TranslationScheduler:
             self._waiting.append(ticket)
             self._cond.notify_all()
         return ticket
-
-    def run(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
-        return self.submit(sources, opts).future.result()
 
     def cancel(self, ticket: Ticket) -> int:
         """Drop a request: sentences not admitted at once, running ones at their worker's next step.

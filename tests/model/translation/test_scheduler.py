@@ -41,7 +41,7 @@ def test_sampling_and_logits_processors_run_in_the_continuous_search(backend) ->
     sched = TranslationScheduler(backend, workers=1, threads=1)
     try:
         for opts in (TranslationOptions(beam_size=1, sampling_topk=3, sampling_seed=1), TranslationOptions(beam_size=2, repetition_penalty=1.5)):
-            got = sched.run(sources, opts)
+            got = sched.submit(sources, opts).future.result()
             want = [alone(backend, s, opts) for s in sources]
             for g, w in zip(got, want):
                 assert_same(g, w)
@@ -101,7 +101,7 @@ def test_a_cancelled_request_leaves_at_the_next_step_and_the_next_one_runs(backe
         assert steps >= 1 and gone.stats.kv_cache_bytes > 0  # it ran, and stopped short of its 60 steps
         assert steps < 60
         src = random_sources(2, 96, seed=8)
-        after = sched.run(src, TranslationOptions(beam_size=4))
+        after = sched.submit(src, TranslationOptions(beam_size=4)).future.result()
         for s, h in zip(src, after):
             assert_same(h, alone(backend, s, TranslationOptions(beam_size=4)))
         assert gone.stats.decode_steps == steps  # the steps after it left are not its
@@ -152,7 +152,7 @@ def test_a_failing_search_fails_its_requests_and_the_scheduler_goes_on(backend) 
         with pytest.raises(RuntimeError, match="boom"):
             first.future.result(timeout=30)
         src = random_sources(3, 96, seed=10)
-        for s, h in zip(src, sched.run(src, TranslationOptions(beam_size=2))):
+        for s, h in zip(src, sched.submit(src, TranslationOptions(beam_size=2)).future.result()):
             assert_same(h, alone(backend, s, TranslationOptions(beam_size=2)))
     finally:
         sched.close()
@@ -190,7 +190,7 @@ def test_sentences_arriving_together_are_spread_over_the_workers(backend) -> Non
     log = StepLog()
     sched = TranslationScheduler(backend, workers=2, threads=1, max_sentences=128, observer=log)
     try:
-        got = sched.run(sources, opts)
+        got = sched.submit(sources, opts).future.result()
     finally:
         sched.close()
     assert sorted(log.most) == [0, 1] and max(log.most.values()) == 8, log.most
@@ -204,7 +204,7 @@ def test_workers_run_nicer_than_the_process(backend) -> None:
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     sched = TranslationScheduler(backend, workers=2, threads=1, nice=3)
     try:
-        sched.run(random_sources(2, 96, seed=9), TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3))
+        sched.submit(random_sources(2, 96, seed=9), TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3)).future.result()
         workers = [t for t in threading.enumerate() if t.name.startswith("rendition-translate-")]
         assert len(workers) == 2
         assert [os.getpriority(os.PRIO_PROCESS, t.native_id) for t in workers] == [min(19, own + 3)] * 2
