@@ -46,18 +46,6 @@ def resolve_kv_dtype(name: str | torch.dtype | None) -> torch.dtype | None:
     return getattr(torch, key)
 
 
-def source_ids(tokenizer: Tokenizer, texts: Sequence[str], target: str, limit: int) -> list[list[int]]:
-    """[target tag, ids..., </s>] per text; ``InputTooLong`` for a text over ``limit`` tokens (the
-    encoder's max_positions - 2): an input is never cut silently."""
-    tag = tokenizer.lang_id(target)
-    out = []
-    for i, ids in enumerate(tokenizer.encode(texts)):
-        if len(ids) > limit:
-            raise InputTooLong(i, len(ids), limit, "sentence")
-        out.append([tag, *ids, EOS_ID])
-    return out
-
-
 class Translator:
     """``kv_cache_dtype``: how the decoder's self-attention keys and values are stored during a
     search (None: the model's dtype).  float16 halves the memory each step reads, which keeps the
@@ -132,7 +120,15 @@ class Translator:
 
     # -- pre / core / post ----------------------------------------------------------------------
     def preprocess(self, texts: Sequence[str], target: str) -> list[list[int]]:
-        return source_ids(self.tokenizer, texts, target, self.cfg.max_positions - 2)
+        """[target tag, ids..., </s>] per text; ``InputTooLong`` for a text over the encoder's
+        max_positions - 2 tokens: an input is never cut silently."""
+        tag, limit = self.tokenizer.lang_id(target), self.cfg.max_positions - 2
+        out = []
+        for i, ids in enumerate(self.tokenizer.encode(texts)):
+            if len(ids) > limit:
+                raise InputTooLong(i, len(ids), limit, "sentence")
+            out.append([tag, *ids, EOS_ID])
+        return out
 
     def core(self, sources: list[list[int]], opts: TranslationOptions) -> list[list[Hypothesis]]:
         """n-best hypotheses per source, in input order: on the step-level scheduler once
