@@ -36,6 +36,7 @@ class TorchBackend:
 
     name = "torch"
     cache_type: type[DecoderCache] = DenseCache
+    fused_qkv = True  # whether caches carry the model's fused Q/K/V weights (the torch step reads them)
 
     def __init__(self, model: Transformer):
         self.model = model
@@ -58,8 +59,8 @@ class TorchBackend:
         self._check_placement()
         return self.model.encode(src)
 
-    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]]:
-        return self.model.cross_states(mem)
+    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor] | None]]:
+        return self.model.cross_states(mem, self.fused_qkv)
 
     @property
     def device(self) -> torch.device:
@@ -67,7 +68,7 @@ class TorchBackend:
 
     def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
         """An empty cache for a search (``rendition.model.translation.search``) with ``beams`` rows per sentence."""
-        return self.cache_type.for_model(self.model, beams, kv_dtype)
+        return self.cache_type.for_model(self.model, beams, kv_dtype, self.fused_qkv)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         return self.model.decode_step(tokens, cache)
@@ -90,7 +91,7 @@ class _CPUBackend(TorchBackend):
         # The step kernel stores float32 or float16 K/V; other storage (bfloat16) is kept dense and
         # stepped by the reference.
         by_reference = kv_dtype is None or kv_dtype in attention_kernels.KV_DTYPES
-        return (self.cache_type if by_reference else DenseCache).for_model(self.model, beams, kv_dtype)
+        return (self.cache_type if by_reference else DenseCache).for_model(self.model, beams, kv_dtype, self.fused_qkv)
 
 
 class AttentionKernelBackend(_CPUBackend):
@@ -131,6 +132,9 @@ class FusedCPUBackend(_CPUBackend):
     def __init__(self, model: Transformer, compute_type: str = "float32"):
         super().__init__(model)
         self.fused = FusedTransformer(model, compute_type)
+        # int8: every step reads the int8 tables, so no float32 Q/K/V copy is made for the caches
+        # (after ``release_float_weights`` it would be one of zeros)
+        self.fused_qkv = not self.fused.int8
 
     @staticmethod
     def usable(model: Transformer) -> bool:

@@ -77,9 +77,9 @@ class LayerCache:
     """One decoder layer's keys and values: what ``DecoderLayer.step`` uses (``qkv``, ``cross_k``,
     ``cross_v``, ``self_attention``) and the self-attention storage."""
 
-    def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor], index: int = 0):
+    def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor] | None, index: int = 0):
         self.cache = cache
-        self.qkv = qkv  # the layer's fused Q/K/V weight (3D, D) and bias, for the steps
+        self.qkv = qkv  # the layer's fused Q/K/V weight (3D, D) and bias, for the torch steps (None: not those)
         self.index = index  # (the layer's place in the decoder)
         self.self_k: Tensor | None = None  # DenseCache: (N, H, T, Dh); ReferenceCache: (storage rows, H, T, Dh)
         self.self_v: Tensor | None = None
@@ -95,7 +95,7 @@ class LayerCache:
 class DenseLayer(LayerCache):
     """A ``DenseCache`` layer: the live sentences' cross-attention K/V (B, H, S, Dh)."""
 
-    def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor], index: int = 0):
+    def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor] | None, index: int = 0):
         super().__init__(cache, qkv, index)
         self.cross_k: Tensor | None = None
         self.cross_v: Tensor | None = None
@@ -127,7 +127,7 @@ class DecoderCache(ABC):
 
     def __init__(
         self,
-        qkv: list[tuple[Tensor, Tensor]],
+        qkv: list[tuple[Tensor, Tensor] | None],
         heads: int,
         head_dim: int,
         k: int | None,
@@ -144,17 +144,18 @@ class DecoderCache(ABC):
         self.max_len = 0  # storage positions per row
 
     @classmethod
-    def for_model(cls, model, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache:
+    def for_model(cls, model, beams: int, kv_dtype: torch.dtype | None = None, fused_qkv: bool = True) -> DecoderCache:
         """An empty cache for ``model`` (a ``Transformer``), storing self-attention K/V as ``kv_dtype``
-        (default: the model's dtype)."""
+        (default: the model's dtype); ``fused_qkv=False``: its layers get no Q/K/V weights (a step
+        that reads weight tables of its own, the int8 one)."""
         cfg = model.cfg
         w = model.embed.weight
-        qkv = [layer.self_attn.fused_qkv() for layer in model.decoder_layers]
+        qkv = [layer.self_attn.fused_qkv() if fused_qkv else None for layer in model.decoder_layers]
         k = cfg.max_relative_position if cfg.relative_positions else None
         return cls(qkv, cfg.n_heads, cfg.head_dim, k, beams, kv_dtype or w.dtype, w.device)
 
     # -- sentences join and leave ---------------------------------------------------------------------
-    def join(self, cross: list[tuple[Tensor, Tensor, tuple[Tensor, Tensor]]], mem_mask: Tensor, max_len: int) -> None:
+    def join(self, cross: list[tuple[Tensor, Tensor, tuple[Tensor, Tensor] | None]], mem_mask: Tensor, max_len: int) -> None:
         """Add b sentences (``beams`` rows each, at step 0) after the present ones: ``cross`` per
         layer their cross-attention K/V (b, H, S', Dh) (``Transformer.cross_states``), mem_mask
         (b, 1, 1, S'), max_len the most steps any of them may take."""
