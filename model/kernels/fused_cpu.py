@@ -170,11 +170,20 @@ class QuantizedWeight:
     """A linear map's weight W (out, in) in int8, symmetric per output channel: W ~ scale[:, None] *
     weight, |weight| <= 127; colsum the rows' sums (int32), for the activations' zero points."""
 
+    BLOCK_BYTES = 1 << 22  # float32 rows quantised at a time: the temporaries stay this small
+
     def __init__(self, w: Tensor):
-        w = w.detach().to(torch.float32)
-        amax = w.abs().amax(dim=1)
-        self.scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax)).contiguous()
-        self.weight = torch.round(w / self.scale[:, None]).clamp_(-127, 127).to(torch.int8).contiguous()
+        w = w.detach()
+        rows, cols = w.shape
+        self.scale = torch.empty(rows, dtype=torch.float32)
+        self.weight = torch.empty(rows, cols, dtype=torch.int8)
+        step = max(1, self.BLOCK_BYTES // (4 * max(1, cols)))
+        for r in range(0, rows, step):  # (row by row arithmetic: the blocks change no value)
+            block = w[r : r + step].to(torch.float32)
+            amax = block.abs().amax(dim=1)
+            scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+            self.scale[r : r + step] = scale
+            self.weight[r : r + step] = torch.round(block / scale[:, None]).clamp_(-127, 127).to(torch.int8)
         self.colsum = self.weight.sum(dim=1, dtype=torch.int32).contiguous()
 
     @property
