@@ -8,9 +8,11 @@ on the session-16 encoder, test fidelity moved by 1e-4).
 
 from __future__ import annotations
 
+import ctypes
 import json
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors import SafetensorError
@@ -85,7 +87,9 @@ def load_weights(model: nn.Module, path: Path) -> None:
     bad = [f"{k}: file {tuple(v.shape)} vs model {tuple(own[k].shape)}" for k, v in tensors.items() if v.shape != own[k].shape]
     if bad:
         raise ModelLoadError(f"{path}: wrong shapes for config: {bad[:5]}")
-    model.load_state_dict({k: v.to(own[k].dtype) for k, v in tensors.items()})
+    with torch.no_grad():  # in place, converting to the model's dtype: no second copy of the weights at once
+        for k, v in tensors.items():
+            own[k].copy_(v)
 
 
 class JsonConfig:
@@ -104,6 +108,27 @@ class JsonConfig:
         if unknown:
             raise ValueError(f"{path}: unknown config keys {sorted(unknown)}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+
+
+def release_freed_memory() -> bool:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): memory a load
+    allocated and freed (conversions, the float32 weights the int8 tables replace) otherwise stays
+    resident, glibc returning only the free space at the top of its heap.  False where there is
+    no glibc (nothing to do)."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
+            _MALLOC_TRIM.argtypes, _MALLOC_TRIM.restype = [ctypes.c_size_t], ctypes.c_int
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if not _MALLOC_TRIM:
+        return False
+    _MALLOC_TRIM(0)
+    return True
+
+
+_MALLOC_TRIM: Any = None  # glibc's malloc_trim once looked up; False: not there
 
 
 def load_pretrained(model_cls: type[nn.Module], config_cls: type[JsonConfig], path: Path, device: str, dtype) -> nn.Module:

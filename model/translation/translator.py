@@ -20,7 +20,7 @@ from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler, worker_layout
 from rendition.model.translation.search import Hypothesis, generate_ids
 from rendition.model.translation.transformer import Transformer, TransformerConfig
-from rendition.model.weights import load_pretrained, resolve_device
+from rendition.model.weights import load_pretrained, release_freed_memory, resolve_device
 
 DEFAULT_TRANSLATOR = Path(__file__).resolve().parents[1] / "pretrained" / "translator"
 
@@ -97,6 +97,7 @@ class Translator:
         tr = cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype, compute_type=compute_type)
         if tr.compute_type == "int8":
             tr.backend.fused.release_float_weights()
+        release_freed_memory()  # (what loading freed: the file's tensors, the float32 weights int8 replaced)
         return tr
 
     @property
