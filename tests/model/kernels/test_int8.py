@@ -191,6 +191,22 @@ def test_int8_tables_are_built_once_and_the_float_weights_can_go() -> None:
     assert torch.equal(mem_before, mem_after)  # (the int8 tables do not read the float weights)
 
 
+def test_int8_quantisation_in_row_blocks_changes_no_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``QuantizedWeight`` quantises a few rows at a time (small temporaries): the scales, the int8
+    weight and the column sums are those of the whole matrix at once, from float32 or float16."""
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(37, 24, generator=g)
+    w[5] = 0.0
+    for source in (w, w.half()):
+        whole = fused_cpu.QuantizedWeight(source)
+        monkeypatch.setattr(fused_cpu.QuantizedWeight, "BLOCK_BYTES", 4 * 24 * 5)  # 5 rows a block
+        blocks = fused_cpu.QuantizedWeight(source)
+        monkeypatch.undo()
+        assert torch.equal(blocks.scale, whole.scale) and torch.equal(blocks.weight, whole.weight)
+        assert torch.equal(blocks.colsum, whole.colsum)
+        assert blocks.scale[5] == 1.0 and not blocks.weight[5].any()
+
+
 def test_int8_refuses_a_bfloat16_kv_cache() -> None:
     need_int8()
     be = FusedCPUBackend(random_model(16, "kv"), "int8")
@@ -260,6 +276,53 @@ def test_shipped_translator_int8_weights_are_at_most_40_percent(translators) -> 
     # no float32 copy of a quantised weight stays
     assert all(p.untyped_storage().nbytes() <= 4 for p in i8.backend.fused.quantized_parameters())
     assert sum(p.numel() for p in i8.model.parameters()) == sum(p.numel() for p in f32.model.parameters())
+
+
+def reachable_tensors(root: object) -> list[torch.Tensor]:
+    """Every tensor ``root`` holds, through modules, the project's own objects, containers and
+    ``QuantizedWeight`` tables (inference copies kept in a module's ``__dict__`` included)."""
+    seen: set[int] = set()
+    out: list[torch.Tensor] = []
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            out.append(obj)
+        elif isinstance(obj, dict):
+            todo += obj.values()
+        elif isinstance(obj, (list, tuple, set)):
+            todo += obj
+        elif isinstance(obj, torch.nn.Module) or type(obj).__module__.startswith("rendition."):
+            todo += vars(obj).values()
+    return out
+
+
+def test_int8_translator_holds_no_float32_copy_of_a_quantised_weight(translators) -> None:
+    """After loading and translating (so that every lazy copy is made), the int8 translator holds
+    no float32 matrix of a quantised linear map: not the model's parameters (placeholders of 4
+    bytes), not an inference copy (the fused Q/K/V of the torch step), not in the kernels' tables
+    nor in a cache the back end makes.  The float32 matrices left are the cross-attention's key
+    and value maps, which stay float32 (the model computes them once per sentence)."""
+    _, i8 = translators
+    i8.translate(SENTENCES[:2], "en", "fr", beam_size=4)
+    i8.translate(SENTENCES[:2], "fr", "en", beam_size=2)
+    cache = i8.backend.new_cache(4)
+    mem, mask = i8.backend.encode(torch.tensor([i8.preprocess(SENTENCES[:1], "fr")[0]]))
+    cache.join(i8.backend.cross_states(mem), mask, 16)
+    assert all(layer.qkv is None for layer in cache.layers)
+    m = i8.model
+    kept = {p.untyped_storage().data_ptr() for layer in m.decoder_layers for p in (layer.cross_attn.k_proj.weight, layer.cross_attn.v_proj.weight)}
+    smallest = min(p.shape.numel() for p in i8.backend.fused.quantized_parameters())
+    matrices = [
+        t for t in reachable_tensors((i8, cache)) if t.is_floating_point() and t.untyped_storage().nbytes() >= 4 * smallest
+    ]
+    strays = [tuple(t.shape) for t in matrices if t.untyped_storage().data_ptr() not in kept and t.dim() == 2]
+    assert not strays, strays
+    assert not any("_qkv_copy" in vars(mod) or "_out_proj_copy" in vars(mod) for mod in m.modules())
+    assert all(p.untyped_storage().nbytes() <= 4 for p in i8.backend.fused.quantized_parameters())
 
 
 SENTENCES = [
