@@ -3,11 +3,14 @@
 Each compute type (float32, int8, and bfloat16 where the CPU computes it natively) runs in a
 subprocess of its own: it loads the shipped translator (``Translator.from_pretrained(device="cpu",
 compute_type=...)``), translates a few held-out sentences both ways (beam 4, so that whatever is
-built lazily is built), and reports its resident memory (VmRSS of /proc/self/status), its peak
-(VmHWM) and the bytes of the weight tensors it holds (``Translator.weight_bytes``: parameters,
-buffers, inference copies and int8 tables, each storage once).  A baseline process imports the
-same modules (torch and the package) without loading a model; each row also gives its RSS over
-that baseline, and the last lines the int8 / float32 ratios.
+built lazily is built) and reports its resident memory (VmRSS of /proc/self/status) three times:
+once loaded; after the translations, as it is; and after the translations once the C heap's free
+pages are handed back (``release_freed_memory``, glibc's ``malloc_trim``), which leaves what the
+process still holds rather than the freed working memory of the last search that glibc keeps.
+Also its peak (VmHWM) and the bytes of the weight tensors it holds (``Translator.weight_bytes``:
+parameters, buffers, inference copies and int8 tables, each storage once).  A baseline process
+imports the same modules (torch and the package) and loads no model: the table gives each figure
+over the baseline's, and the last lines the int8 / float32 ratios.
 
     python benchmarks/bench_memory.py
     python benchmarks/bench_memory.py --types float32 int8 --sentences 16
@@ -33,19 +36,22 @@ from bench_disan import status_mb  # noqa: E402
 from rendition.model.kernels.compute_type import bfloat16_unavailable  # noqa: E402
 from rendition.model.training.data import SPLITS_DIR, read_tsv  # noqa: E402
 from rendition.model.translation.translator import Translator  # noqa: E402
+from rendition.model.weights import release_freed_memory  # noqa: E402
 
 TYPES = ("float32", "int8", "bfloat16")
 
 
 def child(compute_type: str, sentences: int, threads: int) -> dict:
-    """In a fresh process: the baseline (nothing loaded) or the translator in ``compute_type``
-    after a few translations; sizes in MiB."""
+    """In a fresh process: the baseline (nothing loaded) or the translator in ``compute_type``;
+    sizes in MiB."""
     torch.set_num_threads(threads)
     out: dict = {"compute_type": compute_type}
     if compute_type != "baseline":
         pairs = read_tsv(SPLITS_DIR / "test.en-fr.tsv")[:sentences]
         t0 = time.perf_counter()
         tr = Translator.from_pretrained(device="cpu", compute_type=compute_type)
+        gc.collect()
+        out["loaded_mb"] = status_mb("VmRSS")
         tr.translate([p.src for p in pairs], "en", "fr", beam_size=4)
         tr.translate([p.tgt for p in pairs], "fr", "en", beam_size=4)
         out.update(
@@ -54,6 +60,9 @@ def child(compute_type: str, sentences: int, threads: int) -> dict:
         )  # fmt: skip
     gc.collect()
     out.update(rss_mb=status_mb("VmRSS"), peak_mb=status_mb("VmHWM"))
+    out.setdefault("loaded_mb", out["rss_mb"])
+    release_freed_memory()
+    out["live_mb"] = status_mb("VmRSS")
     return out
 
 
@@ -77,20 +86,25 @@ def main() -> None:
         return
     types = a.types or [t for t in TYPES if t != "bfloat16" or bfloat16_unavailable() is None]
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-          f"{a.threads} threads, {a.sentences} sentences each way, beam 4")  # fmt: skip
+          f"{a.threads} threads, {a.sentences} DDTP test sentences each way, beam 4")  # fmt: skip
     base = measure("baseline", a.sentences, a.threads)
     rows = {t: measure(t, a.sentences, a.threads) for t in types}
-    print("| compute type | back end | weight tensors MiB | RSS MiB | RSS over baseline MiB | peak RSS MiB | load + translate s |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    print(f"| (baseline: torch and the package imported) | - | - | {base['rss_mb']:.1f} | 0 | {base['peak_mb']:.1f} | - |")
+    keys = ("loaded_mb", "rss_mb", "live_mb")
+    print("MiB over the baseline process (torch and the package imported: "
+          + ", ".join(f"{base[k]:.0f}" for k in keys) + " MiB)")  # fmt: skip
+    print("| compute type | back end | weight tensors | RSS loaded | RSS after translating | "
+          "the same, free heap returned | peak RSS | load + translate s |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for t, r in rows.items():
         name = t if r["ran"] == t else f"{t} (ran {r['ran']})"
-        print(f"| {name} | {r['backend']} | {r['weights_mb']:.1f} | {r['rss_mb']:.1f} | {r['rss_mb'] - base['rss_mb']:.1f} "
-              f"| {r['peak_mb']:.1f} | {r['seconds']:.1f} |")  # fmt: skip
+        cells = " | ".join(f"{r[k] - base[k]:.1f}" for k in keys)
+        print(f"| {name} | {r['backend']} | {r['weights_mb']:.1f} | {cells} | {r['peak_mb'] - base['rss_mb']:.1f} "
+              f"| {r['seconds']:.1f} |")  # fmt: skip
     if "float32" in rows and "int8" in rows:
         f32, i8 = rows["float32"], rows["int8"]
-        grow = (i8["rss_mb"] - base["rss_mb"]) / (f32["rss_mb"] - base["rss_mb"])
-        print(f"int8 / float32: RSS over baseline {grow:.1%}, weight tensors {i8['weights_mb'] / f32['weights_mb']:.1%}")
+        ratios = [f"{(i8[k] - base[k]) / (f32[k] - base[k]):.1%}" for k in keys]
+        print(f"int8 / float32: weight tensors {i8['weights_mb'] / f32['weights_mb']:.1%}; RSS over baseline: "
+              f"loaded {ratios[0]}, after translating {ratios[1]}, free heap returned {ratios[2]}")  # fmt: skip
 
 
 if __name__ == "__main__":
