@@ -51,7 +51,7 @@ def child(compute_type: str, sentences: int, threads: int) -> dict:
         t0 = time.perf_counter()
         tr = Translator.from_pretrained(device="cpu", compute_type=compute_type)
         gc.collect()
-        out["loaded_mb"] = status_mb("VmRSS")
+        out.update(loaded_mb=status_mb("VmRSS"), loaded_anon_mb=status_mb("RssAnon"))
         tr.translate([p.src for p in pairs], "en", "fr", beam_size=4)
         tr.translate([p.tgt for p in pairs], "fr", "en", beam_size=4)
         out.update(
@@ -61,8 +61,9 @@ def child(compute_type: str, sentences: int, threads: int) -> dict:
     gc.collect()
     out.update(rss_mb=status_mb("VmRSS"), peak_mb=status_mb("VmHWM"))
     out.setdefault("loaded_mb", out["rss_mb"])
+    out.setdefault("loaded_anon_mb", status_mb("RssAnon"))
     release_freed_memory()
-    out["live_mb"] = status_mb("VmRSS")
+    out.update(live_mb=status_mb("VmRSS"), live_anon_mb=status_mb("RssAnon"))
     return out
 
 
@@ -89,12 +90,12 @@ def main() -> None:
           f"{a.threads} threads, {a.sentences} DDTP test sentences each way, beam 4")  # fmt: skip
     base = measure("baseline", a.sentences, a.threads)
     rows = {t: measure(t, a.sentences, a.threads) for t in types}
-    keys = ("loaded_mb", "rss_mb", "live_mb")
-    print("MiB over the baseline process (torch and the package imported: "
-          + ", ".join(f"{base[k]:.0f}" for k in keys) + " MiB)")  # fmt: skip
-    print("| compute type | back end | weight tensors | RSS loaded | RSS after translating | "
-          "the same, free heap returned | peak RSS | load + translate s |")  # fmt: skip
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    keys = ("loaded_mb", "loaded_anon_mb", "rss_mb", "live_mb", "live_anon_mb")
+    print("MiB over the baseline process (torch and the package imported, no model; its RSS "
+          f"{base['rss_mb']:.0f} MiB, {base['live_mb']:.0f} with the free heap returned)")  # fmt: skip
+    print("| compute type | back end | weight tensors | RSS loaded | of which anonymous | RSS after translating "
+          "| the same, free heap returned | of which anonymous | peak RSS | load + translate s |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for t, r in rows.items():
         name = t if r["ran"] == t else f"{t} (ran {r['ran']})"
         cells = " | ".join(f"{r[k] - base[k]:.1f}" for k in keys)
@@ -102,9 +103,10 @@ def main() -> None:
               f"| {r['seconds']:.1f} |")  # fmt: skip
     if "float32" in rows and "int8" in rows:
         f32, i8 = rows["float32"], rows["int8"]
-        ratios = [f"{(i8[k] - base[k]) / (f32[k] - base[k]):.1%}" for k in keys]
-        print(f"int8 / float32: weight tensors {i8['weights_mb'] / f32['weights_mb']:.1%}; RSS over baseline: "
-              f"loaded {ratios[0]}, after translating {ratios[1]}, free heap returned {ratios[2]}")  # fmt: skip
+        ratio = {k: f"{(i8[k] - base[k]) / (f32[k] - base[k]):.1%}" for k in keys}
+        print(f"int8 / float32 (over the baseline): weight tensors {i8['weights_mb'] / f32['weights_mb']:.1%}; "
+              f"loaded RSS {ratio['loaded_mb']} (anonymous {ratio['loaded_anon_mb']}); after translating RSS "
+              f"{ratio['rss_mb']}; with the free heap returned {ratio['live_mb']} (anonymous {ratio['live_anon_mb']})")  # fmt: skip
 
 
 if __name__ == "__main__":
