@@ -120,7 +120,7 @@ def release_freed_memory() -> bool:
         try:
             _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
             _MALLOC_TRIM.argtypes, _MALLOC_TRIM.restype = [ctypes.c_size_t], ctypes.c_int
-        except (OSError, AttributeError):
+        except (OSError, AttributeError, TypeError):
             _MALLOC_TRIM = False
     if not _MALLOC_TRIM:
         return False

@@ -89,7 +89,9 @@ class Translator:
     ) -> Translator:
         """``compute_type`` (``rendition.model.kernels.compute_type``): auto, int8, float32, float16 or
         bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  In int8 the model's float32
-        copies of the quantised weights are released once the int8 tables are built."""
+        copies of the quantised weights are released once the int8 tables are built.  Then the C
+        heap's free pages, what loading allocated and freed, go back to the system
+        (``release_freed_memory``)."""
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
         if compute_type is not None:
             compute_type, dtype = resolve_compute_type(compute_type, resolve_device(device), dtype)
