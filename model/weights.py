@@ -2,8 +2,7 @@
 
 A 2-D weight may be stored as int8 rows with one float32 scale per row (``quantize_rows``): the file
 holds ``<name>`` (int8) and ``<name>.row_scale``, and ``load_weights`` restores ``q * scale``.
-``SentenceEncoder.save_pretrained`` stores the token-embedding table this way (half the bytes of fp16;
-on the session-16 encoder, test fidelity moved by 1e-4).
+``SentenceEncoder.save_pretrained`` stores the token-embedding table this way (half the bytes of fp16).
 """
 
 from __future__ import annotations
