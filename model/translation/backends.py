@@ -59,8 +59,8 @@ class TorchBackend:
         self._check_placement()
         return self.model.encode(src)
 
-    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor] | None]]:
-        return self.model.cross_states(mem, self.fused_qkv)
+    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor]]:
+        return self.model.cross_states(mem)
 
     @property
     def device(self) -> torch.device:

@@ -155,19 +155,17 @@ class DecoderCache(ABC):
         return cls(qkv, cfg.n_heads, cfg.head_dim, k, beams, kv_dtype or w.dtype, w.device)
 
     # -- sentences join and leave ---------------------------------------------------------------------
-    def join(self, cross: list[tuple[Tensor, Tensor, tuple[Tensor, Tensor] | None]], mem_mask: Tensor, max_len: int) -> None:
+    def join(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor, max_len: int) -> None:
         """Add b sentences (``beams`` rows each, at step 0) after the present ones: ``cross`` per
         layer their cross-attention K/V (b, H, S', Dh) (``Transformer.cross_states``), mem_mask
         (b, 1, 1, S'), max_len the most steps any of them may take."""
         n = mem_mask.shape[0] * self.beams
-        for layer, (_, _, qkv) in zip(self.layers, cross):
-            layer.qkv = qkv
         self._mem_bias = None
         self.steps = torch.cat([self.steps, self.steps.new_zeros(n)])
         if max_len > self.max_len:  # (in steps of WIDEN positions: storage is copied when it widens)
             self._widen(-(-max_len // self.WIDEN) * self.WIDEN)
         self._add_rows(n)
-        self._join_cross([(ck, cv) for ck, cv, _ in cross], mem_mask)
+        self._join_cross(cross, mem_mask)
 
     @abstractmethod
     def _join_cross(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor) -> None:

@@ -300,16 +300,13 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, mem, mask)
 
     # -- incremental decoding -------------------------------------------------------------------
-    def cross_states(self, mem: Tensor, fused_qkv: bool = True) -> list[tuple[Tensor, Tensor, tuple[Tensor, Tensor] | None]]:
+    def cross_states(self, mem: Tensor) -> list[tuple[Tensor, Tensor]]:
         """Per decoder layer: the cross-attention keys and values of memory (B, S, D), each
-        (B, H, S, Dh) contiguous, and the layer's fused self-attention Q/K/V weight and bias (the
-        step's projections as one product; None with ``fused_qkv=False``, for a step that reads
-        weight tables of its own)."""
+        (B, H, S, Dh) contiguous."""
         cross = []
         for layer in self.decoder_layers:
             ca = layer.cross_attn
-            k, v = ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()  # (B, H, S, Dh)
-            cross.append((k, v, layer.self_attn.fused_qkv() if fused_qkv else None))
+            cross.append((ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()))  # (B, H, S, Dh)
         return cross
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:

@@ -37,7 +37,7 @@ def new_cache(cache_type: type[DecoderCache], beams: int = 1, kv_dtype: torch.dt
 
 def join(cache: DecoderCache, sentences: int, max_len: int = 12, src_len: int = 4) -> None:
     cross = torch.randn(sentences, H, src_len, DH)
-    cache.join([(cross, cross.clone(), QKV)] * 2, torch.ones(sentences, 1, 1, src_len, dtype=torch.bool), max_len)
+    cache.join([(cross, cross.clone())] * 2, torch.ones(sentences, 1, 1, src_len, dtype=torch.bool), max_len)
 
 
 def test_both_strategies_share_the_interface() -> None:
