@@ -43,7 +43,11 @@ MEALS = [("have", "breakfast", "prendre", "le petit déjeuner"), ("have", "lunch
 # events and illnesses (pairs FreeDict gives): "the party is on Friday", "she has a cold"
 EVENTS = [Noun("party", "fête", "f", "event", True, 20), Noun("birthday", "anniversaire", "m", "event", True, 27), Noun("concert", "concert", "m", "event", True, 30),
           Noun("meeting", "réunion", "f", "event", True, 24), Noun("lesson", "leçon", "f", "event", True, 32), Noun("trip", "voyage", "m", "event", True, 27),
-          Noun("visit", "visite", "f", "event", True, 25)]  # fmt: skip
+          Noun("visit", "visite", "f", "event", True, 25), Noun("wedding", "mariage", "m", "event", True, 22), Noun("picnic", "pique-nique", "m", "event", True, 32),
+          Noun("match", "match", "m", "event", True, 19), Noun("exam", "examen", "m", "event", True, 27), Noun("show", "spectacle", "m", "event", True, 13),
+          Noun("appointment", "rendez-vous", "m", "event", True, 25), Noun("festival", "festival", "m", "event", True, 23),
+          Noun("funeral", "enterrement", "m", "event", True, 26)]  # fmt: skip
+HAVE_EVENTS = ("party", "meeting", "lesson", "visit", "exam", "appointment")  # "I have an exam tomorrow"
 ILLNESSES = [("a cold", "un rhume"), ("the flu", "la grippe"), ("a fever", "de la fièvre")]
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
@@ -443,7 +447,7 @@ class Generator:
     def f_event(self):
         r = self.rng
         kind = r.choice(["when", "when", "go", "have"])
-        event = r.choice([e for e in EVENTS if kind != "have" or e.en in ("party", "meeting", "lesson", "visit")])
+        event = r.choice([e for e in EVENTS if kind != "have" or e.en in HAVE_EVENTS])
         tense = r.choice(["present", "future"]) if kind == "when" else r.choice(list(TENSES))
         when = self.when(tense, 1.0 if kind == "when" else 0.5)
         s = self.subj()
