@@ -10,9 +10,7 @@
 #   scripts/gpu-check.sh --dry-run   # anywhere: checks that every step's files, modules and options exist
 #
 # Nothing heavy is built: the torch back end runs on CUDA (no native kernels), and the repository is
-# used in place (PYTHONPATH, through a folder that links model/ and service/ as rendition.model and
-# rendition.service).  Python packages the machine lacks can come as wheels in ./.whl
-# (installed with pip --no-index into /tmp/site first).
+# used in place (scripts/gpu-env.sh: PYTHONPATH, and the wheels carried in ./.whl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-check-out}"
@@ -25,21 +23,9 @@ MODELS="${RENDITION_MODELS:-translator,encoder}"  # the service's models in step
 PYTEST_K="${GPU_CHECK_PYTEST_K:-}"                # a pytest -k filter for step 2 ("not encoder" without the encoder)
 BENCH="${GPU_CHECK_BENCH:-1}"                     # 0: no step 4 (it needs ctranslate2 with CUDA)
 mkdir -p "$OUT"
-# the packages import as rendition.model and rendition.service (an install maps model/ and service/
-# there); used in place, a folder of two links gives the same names
-SHIM="$(mktemp -d)"
-mkdir -p "$SHIM/rendition"
-ln -s "$PWD/model" "$SHIM/rendition/model"
-ln -s "$PWD/service" "$SHIM/rendition/service"
-export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+source scripts/gpu-env.sh  # rendition.model / rendition.service in place, the carried wheels
 
 step() { echo "== $* ($(date -u +%T))" | tee -a "$OUT/steps.txt"; }
-
-if (( ! DRY )) && [[ -d .whl ]] && compgen -G ".whl/*.whl" >/dev/null; then
-    step "installing the carried wheels"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-    export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
 
 if (( DRY )); then
     step "dry run: every step's pieces"

@@ -33,16 +33,7 @@ mkdir -p "$OUT" "$RUN" "$WORK/init"
 
 say() { echo "== $* (+$((SECONDS - START)) s)" | tee -a "$WORK/steps.txt"; }
 
-SHIM="$WORK/shim"
-mkdir -p "$SHIM/rendition"
-ln -s "$PWD/model" "$SHIM/rendition/model"
-ln -s "$PWD/service" "$SHIM/rendition/service"
-export PYTHONPATH="$SHIM${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
-if (( ! DRY )) && compgen -G ".whl/*.whl" >/dev/null; then
-    say "installing the carried wheels"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-    export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
+source scripts/gpu-env.sh  # rendition.model / rendition.service in place, the carried wheels
 
 say "unpacking the starting weights and the corpus"
 "$PY" scripts/gpu_bundle.py unpack "$INIT" "$WORK/init" || exit 1
