@@ -49,6 +49,9 @@ EVENTS = [Noun("party", "fête", "f", "event", True, 20), Noun("birthday", "anni
           Noun("funeral", "enterrement", "m", "event", True, 26)]  # fmt: skip
 HAVE_EVENTS = ("party", "meeting", "lesson", "visit", "exam", "appointment")  # "I have an exam tomorrow"
 ILLNESSES = [("a cold", "un rhume"), ("the flu", "la grippe"), ("a fever", "de la fièvre")]
+# games and instruments: "play football" / "jouer au football", "play the piano" / "jouer du piano"
+SPORTS = [("football", "football", "m"), ("tennis", "tennis", "m"), ("rugby", "rugby", "m"), ("golf", "golf", "m"), ("hockey", "hockey", "m")]
+INSTRUMENTS = [("piano", "piano", "m"), ("guitar", "guitare", "f"), ("violin", "violon", "m"), ("flute", "flûte", "f")]
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
@@ -424,6 +427,25 @@ class Generator:
 
         return build
 
+    def f_play(self):
+        r = self.rng
+        sport = r.random() < 0.6
+        en, fr, g = r.choice(SPORTS if sport else INSTRUMENTS)
+        s = self.subj()
+        tense = r.choice(list(TENSES))
+        when = self.when(tense)
+        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        prog = tense == "present" and when is None and r.random() < 0.4
+
+        def build(lang: str):
+            if lang == "en":
+                vp = R.VP(R.V("play"), R.NP(R.N(en)) if sport else R.NP(R.D("the"), R.N(en)))
+            else:  # jouer à (sports), jouer de (instruments): "au football", "de la guitare"
+                vp = R.VP(R.V("jouer"), R.PP(R.P("à" if sport else "de"), R.NP(R.D("le"), R.N(fr).g(g))))
+            return clause(lang, [subject(lang, s), vp], tense, when, typ, prog)
+
+        return build
+
     def f_meal(self):
         r = self.rng
         en_v, en_o, fr_v, fr_o = r.choice(MEALS)
@@ -483,7 +505,7 @@ class Generator:
 
         return build
 
-    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1))
+    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1), ("f_play", 1))
 
     def sentence(self) -> tuple[str, str] | None:
         names, weights = zip(*self.FRAMES)

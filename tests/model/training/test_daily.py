@@ -243,6 +243,20 @@ def test_events_illnesses_and_feminine_people_are_realised() -> None:
     assert any(re.search(r"\bcousine\b", fr) for _, fr in subjects) and any(re.search(r"\bcousin\b", fr) for _, fr in subjects)
 
 
+def test_games_take_a_and_instruments_de_in_french() -> None:
+    gen = daily.Generator(NOUNS, [("Wednesday", "mercredi")], [("June", "juin")], random.Random(4))
+    pairs = [p for p in (gen.pair(gen.f_play()) for _ in range(80)) if p]
+    assert len(pairs) >= 70
+    for en, fr in pairs:  # "play football" / "au football"; "play the piano" / "du piano", "de la guitare"
+        sport = next(((e, f) for e, f, _ in daily.SPORTS if re.search(rf"\bplays?(ed)?\b.*\b{e}\b|\bplaying {e}\b", en)), None)
+        if sport:
+            assert re.search(rf"\bau {sport[1]}\b", fr) and not re.search(rf"the {sport[0]}", en), (en, fr)
+        else:
+            e, f, g = next(i for i in daily.INSTRUMENTS if re.search(rf"\bthe {i[0]}\b", en))
+            assert re.search(rf"\b{'du' if g == 'm' else 'de la'} {f}\b", fr), (en, fr)
+    assert any("le mercredi" in fr for _, fr in pairs) and any(fr.endswith("?") for _, fr in pairs)  # habits, questions
+
+
 def test_body_parts_take_the_subjects_possessive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(daily, "VERBS", {"body": [("wash", "laver")]})
     gen = daily.Generator(NOUNS, [("Monday", "lundi")], [("May", "mai")], random.Random(4))
