@@ -540,14 +540,18 @@ def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months:
     yield from months
 
 
-def per_french_word(nouns: Sequence[Noun], keep: int = 2) -> list[Noun]:
+def per_french_word(nouns: Sequence[Noun], keep: int = 2, second_sources: int = 3) -> list[Noun]:
     """Where several English nouns got the same French one (girl, daughter, lad, bachelor ->
-    fille/garçon), the ``keep`` most common: "ma fille" is "my daughter" and "la fille" "the girl",
-    but French -> English must not learn the rare words."""
+    fille/garçon), at most ``keep``: "ma fille" is "my daughter" and "la fille" "the girl", but
+    French -> English must not learn the rare or wrong ones (doigt -> flip, oiseau -> poultry,
+    frère -> sibling).  The English nouns FreeDict's fra-eng gives for the French word come first,
+    then the most common (manteau: coat, then cloak); a second one is kept when fra-eng gives it
+    or ``second_sources`` sources do."""
     by_fr: dict[tuple[str, str], list[Noun]] = {}
-    for n in sorted(nouns, key=lambda n: (n.rank, n.en)):
+    for n in sorted(nouns, key=lambda n: (not n.back, n.rank, n.en)):
         by_fr.setdefault((n.fr, n.gender), []).append(n)
-    kept = [n for ns in by_fr.values() for i, n in enumerate(ns) if i == 0 or (i < keep and n.rank <= MAX_RANK)]
+    kept = [n for ns in by_fr.values() for i, n in enumerate(ns)
+            if i == 0 or (i < keep and n.rank <= MAX_RANK and (n.back or n.sources >= second_sources))]
     return sorted(kept, key=lambda n: (n.rank, n.en))
 
 

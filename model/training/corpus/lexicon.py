@@ -72,6 +72,8 @@ class Noun:
     confirmed: bool  # both FreeDict directions give the pair, or two Apertium pivots, or one and FreeDict, or an emoji's keywords
     rank: int  # lower is more common: 10 x (7 - the English word's Zipf frequency)
     countable: bool = True  # pyrealb's English lexicon: "water", "bread" take no "a" and no plural
+    sources: int = 0  # independent sources giving the pair (FreeDict both ways, Esperanto, Spanish or Catalan)
+    back: bool = False  # FreeDict's fra-eng gives this English noun for the French one
 
 
 class WordNet:
@@ -202,6 +204,7 @@ COMPOUND_RANK = 5  # rank penalty of a two-word noun: wordfreq rates a phrase ne
 ALTERNATIVE_SOURCES = 2  # a noun's second French word is kept when this many sources give it ...
 ALTERNATIVE_MIN_ZIPF = 3.0  # ... and it is this common in French
 ALTERNATIVE_RANK = 5  # rank penalty of the second word: placed in fewer sentences than the first
+BACK_WORD_CATEGORIES = ("animal", "food", "clothing", "furniture", "object", "vehicle", "place", "outdoors", "body", "plant")
 
 
 def split_french(fr: str) -> tuple[str, str, str]:
@@ -250,6 +253,12 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
 
     nouns: list[Noun] = []
     alternatives: list[Noun] = []
+    # French words whose first sense in FreeDict's fra-eng is an English noun ("grange" -> barn,
+    # where eng-fra gives "kiosque"): second words for that noun (below)
+    first_sense_of: dict[str, list[str]] = defaultdict(list)
+    for f, es in fr_en.items():
+        if es:
+            first_sense_of[es[0].casefold()].append(f)
     for en in sorted(english):
         cands = [f.replace("\u2010", "-") for f in en_fr.get(en, [])]
         cands += [f for f in pivots.get(en, {}) if f not in cands]
@@ -274,11 +283,11 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         if not ranked:
             continue
         ranked.sort()
-        _, fr, g, confirmed, _ = ranked[0]
+        _, fr, g, confirmed, n_src = ranked[0]
         rank = round(10 * (7 - zipf_frequency(en, "en"))) + (COMPOUND_RANK if " " in en else 0)
         countable = lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
         category = wn.category(en)
-        nouns.append(Noun(en, fr, g, category, confirmed, rank, countable))
+        nouns.append(Noun(en, fr, g, category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
         # French -> English must know the other common word for the same thing (frigo beside
         # réfrigérateur, rhume beside froid): a second candidate that two sources confirm, less often
         for _, alt, alt_g, alt_confirmed, alt_src in ranked[1:2]:
@@ -286,10 +295,20 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
             # storm; not étape -> stadium or gosse -> girl)
             first_sense = fr_en.get(alt, [""])[0].casefold() == en.casefold()
             if alt_confirmed and first_sense and alt_src >= ALTERNATIVE_SOURCES and zipf_frequency(alt, "fr") >= ALTERNATIVE_MIN_ZIPF:
-                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable))
+                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, alt_src, True))
+        # ... and a common French word whose first sense, French -> English, is this noun though no
+        # source gives it English -> French ("grange" -> barn, "frigo" -> fridge)
+        # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
+        # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
+        back_words = sorted((-zipf_frequency(f, "fr"), f) for f in first_sense_of.get(en.casefold(), ())
+                            if category in BACK_WORD_CATEGORIES and f != fr and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
+                            and not set(lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and french_gender(f, french) is not None)
+        for z, alt in back_words[:1]:
+            if -z >= ALTERNATIVE_MIN_ZIPF and alt not in {a.fr for a in alternatives if a.en == en}:
+                alternatives.append(Noun(en, alt, french_gender(alt, french), category, True, rank + ALTERNATIVE_RANK, countable, 1, True))
         # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
         if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
-            nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable))
+            nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
     # not another noun's own word (grandmother -> grand-père, table -> liste, tool -> produit)
     primary = {pyrealb_form(n.fr.lower()) for n in nouns}
     nouns += [n for n in alternatives if pyrealb_form(n.fr.lower()) not in primary]

@@ -24,7 +24,7 @@ FRENCH = frozenset(
     bougnoul bougnoule nègre négresse négro bicot bamboula youpin youtre chinetoque niakoué
     rital boche pédé tapette tarlouze gouine travelo
     putain pute salope roulure pouffiasse pétasse garce catin traînée grognasse
-    connard connasse salaud salopard enculé enfoiré bâtard bâtarde couille couilles bite con conne merde foutre
+    connard connasse salaud salopard enculé enfoiré bâtard bâtarde couille couilles bite con conne cul merde foutre
     """.split()
 )
 

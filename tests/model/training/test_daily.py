@@ -98,7 +98,7 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     _dictd(dictd, "eng-fra", {"dog": ["chien"], "aunt": ["tante"], "bed": ["planche", "lit"], "coat": ["manteau"], "xyzzy": ["truc"],
                               "bathroom": ["piscine", "salle de bains"], "cousin": ["cousin"], "cap": ["bonnet", "casquette"]})
     _dictd(dictd, "fra-eng", {"lit": ["bed"], "planche": ["board", "bed"], "tante": ["aunt"], "manteau": ["coat"], "salle de bains": ["bathroom"],
-                              "cousin": ["cousin"], "bonnet": ["cap"], "casquette": ["cap"]})
+                              "cousin": ["cousin"], "bonnet": ["cap"], "casquette": ["cap"], "toutou": ["dog", "doggy"], "couche": ["bed", "layer"]})
     _wordnet(wn)
     _cldr(tmp_path)
     # Apertium (tested on the real dictionaries below): "bed" -> "lit" through two pivots; "coat" ->
@@ -108,7 +108,7 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     built = lexicon.build_lexicon(tmp_path, pivots)
     nouns = {n.en: n for n in sorted(built, key=lambda n: -n.rank)}  # the first (most common) entry of each word
     by_en = {en: [(n.fr, n.gender, n.rank) for n in built if n.en == en] for en in nouns}
-    assert nouns["dog"] == Noun("dog", "chien", "m", "animal", True, nouns["dog"].rank)  # confirmed by the emoji
+    assert nouns["dog"] == Noun("dog", "chien", "m", "animal", True, nouns["dog"].rank, sources=1)  # confirmed by the emoji
     assert (nouns["aunt"].fr, nouns["aunt"].gender, nouns["aunt"].category) == ("tante", "f", "family")
     assert (nouns["bed"].fr, nouns["bed"].category) == ("lit", "thing")  # an artifact in no category
     assert (nouns["coat"].fr, nouns["coat"].category) == ("manteau", "clothing")  # FreeDict both ways beats es + ca
@@ -119,12 +119,17 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     assert "xyzzy" not in nouns  # in no lexicon
     # people in both genders where French has both; other nouns once
     assert sorted(by_en["cousin"]) == [("cousin", "f", nouns["cousin"].rank), ("cousin", "m", nouns["cousin"].rank)]
-    assert len(by_en["aunt"]) == 1 and len(by_en["dog"]) == 1
+    assert len(by_en["aunt"]) == 1
     # a second French word that both dictionaries give and whose first sense is this noun, in fewer
     # sentences (a higher rank); not "veste" or "abri", which one source each gives
     (first, _, r1), (second, _, r2) = sorted(by_en["cap"], key=lambda x: x[2])
     assert {first, second} == {"bonnet", "casquette"} and r2 == r1 + lexicon.ALTERNATIVE_RANK
     assert [fr for fr, _, _ in by_en["coat"]] == ["manteau"]
+    # a common French word whose first sense in fra-eng is the noun, though eng-fra lacks it: a
+    # second word too, for French -> English
+    # things only ("dog", an animal: "toutou"; not "bed", in no category: "couche")
+    assert sorted((fr, r - nouns["dog"].rank) for fr, _, r in by_en["dog"]) == [("chien", 0), ("toutou", lexicon.ALTERNATIVE_RANK)]
+    assert [fr for fr, _, _ in by_en["bed"]] == ["lit"]
     days, months = daily.calendar(tmp_path)
     assert days == [("Sunday", "dimanche"), ("Monday", "lundi")] and months == [("January", "janvier")]
 
@@ -296,10 +301,17 @@ def test_committed_daily_sets_have_their_words() -> None:
 
 
 def test_at_most_two_common_english_words_per_french_word() -> None:
-    nouns = [Noun("bachelor", "garçon", "m", "person", True, 40), Noun("boy", "garçon", "m", "person", True, 18), Noun("lad", "garçon", "m", "person", True, 38),
-             Noun("daughter", "fille", "f", "family", True, 19), Noun("girl", "fille", "f", "person", True, 16), Noun("lass", "fille", "f", "person", True, 34), NOUNS[0]]
-    # the second word only when common (rank <= MAX_RANK): never bachelor, never a third
-    assert [n.en for n in daily.per_french_word(nouns)] == ["dog", "girl", "boy", "daughter"]
+    nouns = [Noun("bachelor", "garçon", "m", "person", True, 40, sources=3, back=True), Noun("boy", "garçon", "m", "person", True, 18, sources=4, back=True),
+             Noun("lad", "garçon", "m", "person", True, 38, sources=4, back=True), Noun("daughter", "fille", "f", "family", True, 19, sources=3),
+             Noun("girl", "fille", "f", "person", True, 16, sources=3, back=True), Noun("lass", "fille", "f", "person", True, 34, sources=3), NOUNS[0],
+             Noun("flip", "doigt", "m", "body", True, 28, sources=1), Noun("finger", "doigt", "m", "body", True, 25, sources=4, back=True),
+             Noun("poultry", "oiseau", "m", "animal", True, 24, sources=1), Noun("bird", "oiseau", "m", "animal", True, 35, sources=1, back=True),
+             Noun("cloak", "manteau", "m", "clothing", True, 34, sources=3, back=True), Noun("coat", "manteau", "m", "clothing", True, 26, sources=2, back=True)]
+    # the second word only when common (rank <= MAX_RANK) and given back by fra-eng or by three
+    # sources: never bachelor, never a third, never a word one source gives for the French one
+    # (flip, poultry), the word fra-eng gives first even when rarer (bird), and else the most
+    # common first (coat, then cloak)
+    assert [n.en for n in daily.per_french_word(nouns)] == ["dog", "girl", "boy", "daughter", "finger", "coat", "cloak", "bird"]
 
 
 def _ci() -> bool:
