@@ -190,6 +190,13 @@ class QuantizedWeight:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.weight, self.scale, self.colsum))
 
+    def rows(self, ids: Tensor) -> QuantizedWeight:
+        """The weight of the output channels ``ids`` (V',): its rows, scales and sums, gathered."""
+        out = object.__new__(QuantizedWeight)
+        ids = ids.to(torch.long)
+        out.weight, out.scale, out.colsum = (t.index_select(0, ids) for t in (self.weight, self.scale, self.colsum))
+        return out
+
     def dequantized(self) -> Tensor:
         """The float32 weight this one stands for (for tests and references)."""
         return self.weight.to(torch.float32) * self.scale[:, None]
@@ -365,7 +372,7 @@ class FusedTransformer:
             if (reason := int8_unavailable()) is not None:
                 raise RuntimeError(f"the int8 compute type cannot run here: {reason}")
             with torch.no_grad():
-                q_embed = QuantizedWeight(model.embed.weight)  # (tied: lookup and output projection)
+                self.q_embed = q_embed = QuantizedWeight(model.embed.weight)  # (tied: lookup and output projection)
                 self._encoder = ((), self._build_encoder(q_embed))
                 self._decoder = ((), self._build_decoder(q_embed))
 
@@ -479,6 +486,12 @@ class FusedTransformer:
         tables = [t for entry in (self._encoder, self._decoder) if entry is not None for t in _tensors(entry[1].keep)]
         return _unique_bytes(t for t in tables if t.untyped_storage().data_ptr() not in params)
 
+    def output_rows(self, ids: Tensor) -> QuantizedWeight:
+        """int8: the quantised output projection's rows for the token ``ids`` (a vocabulary shortlist)."""
+        if not self.int8:
+            raise RuntimeError("output_rows() is for the int8 compute type")
+        return self.q_embed.rows(ids)
+
     # -- the two calls ---------------------------------------------------------------------------
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
         """``Transformer.encode`` in one C call, computing only the real (non-padding) tokens:
@@ -513,9 +526,11 @@ class FusedTransformer:
             raise ValueError(f"head_dim {cfg.head_dim} not supported by the fused kernels")
         return mem, mask[:, None, None, :]
 
-    def decode_step(self, tokens: Tensor, cache: Any) -> Tensor:
+    def decode_step(self, tokens: Tensor, cache: Any, output: Tensor | QuantizedWeight | None = None) -> Tensor:
         """``Transformer.decode_step`` for a by-reference cache (``ReferenceCache``, whose rows are
-        each at their own step), in one C call: logits (N, V).
+        each at their own step), in one C call: logits (N, V).  ``output``: the output projection
+        restricted to V' tokens (a vocabulary shortlist): float32 (D, V') columns of E^T, or in
+        int8 the ``output_rows`` of those tokens; the logits are then (N, V').
         Call ``refresh()`` when a search starts."""
         so = kernel()
         assert so is not None and self._decoder is not None, "check usable() and refresh() first"
@@ -534,6 +549,16 @@ class FusedTransformer:
         )  # fmt: skip
         src = cache.src
         x, h = torch.empty(N, D), torch.empty(N, D)
+        out_proj, q_out = None, None
+        if isinstance(output, QuantizedWeight):
+            if not self.int8 or output.weight.shape[1] != D:
+                raise ValueError("a quantised output projection needs the int8 compute type and (V', D) rows")
+            V, q_out = output.weight.shape[0], ctypes.pointer(output.struct())
+        elif output is not None:
+            if self.int8 or output.dtype != torch.float32 or output.dim() != 2 or output.shape[0] != D:
+                raise ValueError("a float output projection needs the float32 compute type and (D, V') float32 columns")
+            out_proj = output = output.contiguous()
+            V = output.shape[1]
         qkv, ff, logits = torch.empty(N, 3 * D), torch.empty(N, F), torch.empty(N, V)
         pos = None  # the sinusoidal table (rows picked by steps)
         if model.positions is not None:
@@ -546,6 +571,7 @@ class FusedTransformer:
             heads=cfg.n_heads, d_ff=F, vocab=V, src_len=S, max_len=cache.layers[0].self_k.shape[2], t=t,
             max_rel=cfg.max_relative_position if cache.k is not None else 0, emb_scale=model.emb_scale,
             eps=cfg.layer_norm_eps, half=attention_kernels._half(cache.layers[0].self_k), threads=torch.get_num_threads(),
+            out_proj=native.ptr(out_proj), q_out=q_out,
         )  # fmt: skip
         rc = so.rk_decoder_step(ctypes.byref(args))
         if rc != 0:

@@ -82,6 +82,7 @@ class DecoderStepArgs(ctypes.Structure):
         + _fields("src_stride", c_long) + _fields("steps cross_rows cross_lens mem_bias pos x h qkv ff logits", _P)
         + _fields("rows beams d_model heads d_ff vocab src_len max_len t max_rel", c_long)
         + _fields("emb_scale eps", c_float) + _fields("half threads", c_int)
+        + _fields("out_proj", _P) + [("q_out", POINTER(QLinear))]
     )  # fmt: skip
 
 

@@ -356,7 +356,9 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
     ffn_block(x, h, ff, w->ln3_g, w->ln3_b, w->w_1, &w->q_1, w->b_1, w->w_2, &w->q_2, w->b_2, N, D, F, eps, threads);
   }
   layer_norm(x, h, W->norm_g, W->norm_b, N, D, eps, threads);
-  if (W->q_embed.w) qmm_wt(h, D, &W->q_embed, a->logits, V, N, V, D);  /* h @ E^T, E int8 (V, D) */
+  if (a->q_out) qmm_wt(h, D, a->q_out, a->logits, V, N, V, D);  /* a shortlist's rows of E, int8 */
+  else if (a->out_proj) mm(h, a->out_proj, a->logits, N, V, D);  /* a shortlist's columns of E^T */
+  else if (W->q_embed.w) qmm_wt(h, D, &W->q_embed, a->logits, V, N, V, D);  /* h @ E^T, E int8 (V, D) */
   else mm(h, W->out_proj, a->logits, N, V, D);  /* h @ (D, V) */
   return 0;
 }

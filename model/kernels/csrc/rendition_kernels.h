@@ -90,6 +90,10 @@ typedef struct {
   long rows, beams, d_model, heads, d_ff, vocab, src_len, max_len, t, max_rel;
   float emb_scale, eps;
   int half, threads;
+  /* A vocabulary shortlist's output projection in place of the weights' (vocab is then its size),
+     or both NULL: out_proj (D, vocab) float, or q_out (vocab, D) int8 rows of the embedding. */
+  const float* out_proj;
+  const rk_qlinear* q_out;
 } rk_decoder_step_args;
 
 typedef struct {
