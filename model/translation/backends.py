@@ -1,8 +1,10 @@
 """How a ``Transformer`` runs at inference: one back-end object per model, chosen once at load.
 
 A back end has the interface beam search drives (``rendition.model.translation.search``): ``cfg``,
-``device``, ``encode(src)``, ``cross_states(mem)``, ``new_cache(beams, kv_dtype)`` and
-``decode_step(tokens, cache)``.  All compute the same functions (the tests compare them):
+``device``, ``encode(src)``, ``cross_states(mem)``, ``new_cache(beams, kv_dtype)``,
+``decode_step(tokens, cache, output=None)`` and ``output_projection(ids)`` (the output projection
+restricted to some tokens, which ``decode_step`` then computes the logits of: a vocabulary shortlist,
+``rendition.model.translation.shortlist``; ``shortlist`` holds it, or None).  All compute the same functions (the tests compare them):
 
 * ``TorchBackend`` ("torch"): the reference model itself, ``Transformer`` as written, with a
   ``DenseCache``; any device and dtype (CUDA runs this one);
@@ -26,8 +28,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from rendition.model.kernels import attention as attention_kernels
-from rendition.model.kernels.fused_cpu import FusedTransformer
+from rendition.model.kernels.fused_cpu import FusedTransformer, QuantizedWeight
 from rendition.model.translation.cache import DecoderCache, DenseCache, ReferenceCache
+from rendition.model.translation.shortlist import Shortlist
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 
@@ -37,6 +40,7 @@ class TorchBackend:
     name = "torch"
     cache_type: type[DecoderCache] = DenseCache
     fused_qkv = True  # whether caches carry the model's fused Q/K/V weights (the torch step reads them)
+    shortlist: Shortlist | None = None  # searches on this back end compute logits over its candidates only
 
     def __init__(self, model: Transformer):
         self.model = model
@@ -70,8 +74,14 @@ class TorchBackend:
         """An empty cache for a search (``rendition.model.translation.search``) with ``beams`` rows per sentence."""
         return self.cache_type.for_model(self.model, beams, kv_dtype, self.fused_qkv)
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
-        return self.model.decode_step(tokens, cache)
+    def output_projection(self, ids: Tensor) -> Tensor:
+        """The output projection's columns for the token ``ids`` (V',): what ``decode_step`` takes as
+        ``output`` to compute the logits of those tokens only (a vocabulary shortlist)."""
+        return self.model.output_weight_t().index_select(1, ids.to(self.device))
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache, output: Tensor | None = None) -> Tensor:
+        """Logits (N, V) of the next token, or (N, V') over the columns ``output_projection`` gave."""
+        return self.model.decode_step(tokens, cache, output)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name})"
@@ -150,10 +160,17 @@ class FusedCPUBackend(_CPUBackend):
         self.fused.refresh()  # (the cache's steps read the weights as they are now)
         return super().new_cache(beams, kv_dtype)
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+    def output_projection(self, ids: Tensor) -> Tensor | QuantizedWeight:
+        """float32: the (D, V') columns of the output projection; int8: the quantised rows of the
+        tied embedding for ``ids``."""
+        if self.fused.int8:
+            return self.fused.output_rows(ids)
+        return super().output_projection(ids)
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache, output: Tensor | QuantizedWeight | None = None) -> Tensor:
         if isinstance(cache, ReferenceCache):
-            return self.fused.decode_step(tokens, cache)
-        return self.model.decode_step(tokens, cache)  # (a dense cache: bfloat16 K/V storage)
+            return self.fused.decode_step(tokens, cache, output)
+        return self.model.decode_step(tokens, cache, output)  # (a dense cache: bfloat16 K/V storage)
 
 
 BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBackend, TorchBackend)  # fastest first

@@ -58,6 +58,9 @@ class Seq2Seq(Protocol):
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor: ...
 
+    # With a vocabulary shortlist (``shortlist`` not None): ``output_projection(ids)``, and
+    # ``decode_step(tokens, cache, output)`` computing the logits of those ids only.
+
 
 @dataclass
 class Hypothesis:
@@ -157,17 +160,21 @@ def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | N
     return lse, cmax
 
 
-def _process_logits(logits: Tensor, prev: Tensor, lengths: Tensor, opts: TranslationOptions) -> Tensor:
+def _process_logits(
+    logits: Tensor, prev: Tensor, lengths: Tensor, opts: TranslationOptions, local: Tensor | None = None
+) -> Tensor:
     """CTranslate2's logits processors on logits (N, V) given each row's tokens so far: the first
     ``lengths[r]`` (N,) of ``prev[r]`` (N, W).  The repetition penalty on the tokens already
     generated, then no repeated n-gram (a token that would complete an n-gram the row holds already
-    is disabled)."""
+    is disabled).  ``local`` (vocabulary,): with a shortlist, each token's column of ``logits``
+    (-1: not in the list; ``prev`` holds vocabulary ids)."""
     N, W = prev.shape
     V = logits.shape[1]
     pos = torch.arange(W, device=prev.device)
     if opts.repetition_penalty != 1.0 and W:
         seen = torch.zeros(N, V + 1, dtype=torch.bool, device=logits.device)
-        seen.scatter_(1, prev.masked_fill(pos >= lengths.unsqueeze(1), V), True)  # (column V: no token)
+        cols = prev if local is None else local[prev].masked_fill(local[prev] < 0, V)
+        seen.scatter_(1, cols.masked_fill(pos >= lengths.unsqueeze(1), V), True)  # (column V: no token)
         p = opts.repetition_penalty
         logits = torch.where(seen[:, :V], torch.where(logits < 0, logits * p, logits / p), logits)
     n = opts.no_repeat_ngram_size
@@ -177,8 +184,12 @@ def _process_logits(logits: Tensor, prev: Tensor, lengths: Tensor, opts: Transla
         match = (grams[:, :, : n - 1] == tail.unsqueeze(1)).all(-1)
         match &= pos[: W - n + 1] + n <= lengths.unsqueeze(1)  # n-grams of generated tokens only
         rows, cols = match.nonzero(as_tuple=True)
+        banned = grams[rows, cols, n - 1]
+        if local is not None:  # (a token outside the list has no logit to disable)
+            banned = local[banned]
+            rows, banned = rows[banned >= 0], banned[banned >= 0]
         logits = logits.clone()
-        logits[rows, grams[rows, cols, n - 1]] = NEG_INF
+        logits[rows, banned] = NEG_INF
     return logits
 
 
@@ -194,16 +205,23 @@ def _force_prefix(logits: Tensor, lengths: Tensor, prefix: Tensor) -> Tensor:
     return torch.where(inside.unsqueeze(1), forced, logits)
 
 
-def _sample(lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator] | None) -> tuple[Tensor, Tensor]:
+def _sample(
+    lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator] | None, cols: list[Tensor] | None = None
+) -> tuple[Tensor, Tensor]:
     """One token per row of log-probabilities (N, V) from the top-k at the temperature, each row
     drawn with its own generator when given (a seeded sentence draws the same whatever runs beside
-    it); returns (their log-probabilities, the tokens)."""
+    it); returns (their log-probabilities, the tokens).  ``cols``: with a vocabulary shortlist, each
+    row's own columns (its sentence's candidates), the only ones it draws from (so a seeded draw
+    does not depend on the other sentences' columns)."""
     scaled = lprobs / opts.sampling_temperature
     if opts.sampling_topk > 0 and opts.sampling_topk < scaled.shape[1]:
         kth = scaled.topk(opts.sampling_topk, dim=-1).values[:, -1:]
         scaled = scaled.masked_fill(scaled < kth, NEG_INF)
     probs = torch.softmax(scaled, -1)
-    if gens is None:
+    if cols is not None:
+        gs = gens or [None] * len(cols)
+        tokens = torch.cat([c[torch.multinomial(probs[r, c], 1, generator=g)] for r, (c, g) in enumerate(zip(cols, gs))])
+    elif gens is None:
         tokens = torch.multinomial(probs, 1).squeeze(1)
     else:
         tokens = torch.cat([torch.multinomial(probs[r], 1, generator=g) for r, g in enumerate(gens)])
@@ -243,6 +261,7 @@ class _Sentence:
     lp_max: float  # length penalty at max_len: bounds what a live beam can still reach
     finished: list[Hypothesis] = field(default_factory=list)
     gen: torch.Generator | None = None  # seeded sampling: this sentence's draws
+    candidates: np.ndarray | None = None  # with a vocabulary shortlist: its candidate target tokens
 
 
 @dataclass(frozen=True)
@@ -278,6 +297,22 @@ class BeamSearch:
         self.failed: list[tuple[Hashable, Exception]] = []  # sentences whose encoder pass raised (they never joined)
         self.drawn: dict[Hashable, list[Hypothesis]] = {}  # sampling n: the draws done so far per sentence
         self.decode_steps = 0
+        # A vocabulary shortlist (``rendition.model.translation.shortlist``) on the back end: each step
+        # computes the logits of ``vocab_ids`` only (V',), the union of the live sentences'
+        # candidates, and each sentence's rows keep only its own candidates (the others' columns
+        # at -inf, before normalising): a sentence's result does not depend on who shares its
+        # steps.  The search maps its choices back to vocabulary ids (``history`` and ``tokens``
+        # hold vocabulary ids).  The projection is gathered again when sentences join; when they
+        # leave, only their rows of the mask go.
+        self.shortlist = getattr(model, "shortlist", None)
+        self.vocab_ids: Tensor | None = None  # (V',) sorted
+        self._output = None  # the back end's output projection for vocab_ids
+        self._local: Tensor | None = None  # (vocabulary,) each id's column in the logits, -1: none
+        self._blocked: Tensor | None = None  # (B, 1, V') True: not a candidate of that sentence
+        self._cols: list[Tensor] = []  # per sentence its candidates' columns (sampling draws among them)
+        self._stale = True
+        self.shortlist_builds = 0  # times the projection was gathered
+        self.shortlist_rows = 0  # V' summed over the decoding steps
 
     # -- the caller's side ------------------------------------------------------------------------
     def add(self, key: Hashable, source: list[int]) -> None:
@@ -322,10 +357,38 @@ class BeamSearch:
         done = self._step()
         return done if self.draws == 1 else self._gather_draws(done)
 
+    def _restrict(self) -> None:
+        """The union of the live sentences' candidates, its output projection, and each sentence's
+        mask of the columns that are not its own candidates."""
+        assert self.shortlist is not None
+        cands = [s.candidates for s in self.sentences]
+        ids = self.shortlist.union(cands)
+        self.vocab_ids = torch.from_numpy(ids).to(self.device)
+        self._output = self.model.output_projection(self.vocab_ids)
+        local = torch.full((self.shortlist.vocab_size,), -1, dtype=torch.long, device=self.device)
+        local[self.vocab_ids] = torch.arange(len(ids), device=self.device)
+        self._local = local
+        blocked = torch.ones(len(cands), len(ids), dtype=torch.bool)
+        self._cols = [local[torch.from_numpy(c).to(self.device)] for c in cands]
+        for r, c in enumerate(self._cols):
+            blocked[r, c.cpu()] = False
+        self._blocked = blocked.to(self.device).unsqueeze(1)
+        self._stale = False
+        self.shortlist_builds += 1
+
     def _step(self) -> list[tuple[Hashable, list[Hypothesis]]]:
-        K, opts, eos = self.K, self.opts, self.model.cfg.eos_id
+        K, opts = self.K, self.opts
         Nb = len(self.sentences)
-        logits = self.model.decode_step(self.tokens, self.cache).float()  # (Nb * K, V)
+        if self.shortlist is None:
+            logits = self.model.decode_step(self.tokens, self.cache).float()  # (Nb * K, V)
+            eos = self.model.cfg.eos_id
+        else:  # (Nb * K, V') over vocab_ids; eos: its column
+            if self._stale:
+                self._restrict()
+            logits = self.model.decode_step(self.tokens, self.cache, self._output).float()
+            logits.view(Nb, K, -1).masked_fill_(self._blocked, NEG_INF)
+            eos = int(self._local[self.model.cfg.eos_id])
+            self.shortlist_rows += logits.shape[-1]
         self.decode_steps += 1
         V = logits.shape[-1]
         t = self.t
@@ -343,6 +406,8 @@ class BeamSearch:
             return self._greedy(lprobs.view(Nb, V), lse, cmax)
         scores = self.scores if lse is None else self.scores - lse.view(Nb, K)
         cand_scores, cand_tokens, cand_beams = beam_step(lprobs, scores, 2 * K, None if cmax is None else cmax.view(Nb, K, -1))
+        if self.vocab_ids is not None:  # (columns -> vocabulary ids)
+            cand_tokens, eos = self.vocab_ids[cand_tokens], self.model.cfg.eos_id
 
         # Finish EOS candidates that rank within the top K.
         is_eos = (cand_tokens == eos) & torch.isfinite(cand_scores)
@@ -390,13 +455,15 @@ class BeamSearch:
         """The unfused step on logits (N, V), rows = sentences x K: the logits processors and the
         target prefix, log_softmax, EOS forbidden where ``forbid`` (before min_length), only EOS,
         with its own log-probability, where ``ending`` (at max length, min_length or not)."""
-        eos, K, opts = self.model.cfg.eos_id, self.K, self.opts
+        eos, K, opts, local = self.model.cfg.eos_id, self.K, self.opts, self._local
+        if self.shortlist is not None:  # (logits over vocab_ids: the columns of EOS and of the prefix)
+            eos = int(local[eos])
         if opts.processed:
             lengths = self.t.repeat_interleave(K)
             if opts.repetition_penalty != 1.0 or opts.no_repeat_ngram_size:
-                logits = _process_logits(logits, self.history.view(len(logits), -1), lengths, opts)
+                logits = _process_logits(logits, self.history.view(len(logits), -1), lengths, opts, local)
             if len(self.prefix):
-                logits = _force_prefix(logits, lengths, self.prefix)
+                logits = _force_prefix(logits, lengths, self.prefix if local is None else local[self.prefix])
         lprobs = torch.log_softmax(logits, dim=-1)
         eos_lp = lprobs[:, eos].clone()
         rows_end = ending.repeat_interleave(K)
@@ -413,10 +480,12 @@ class BeamSearch:
         eos, opts = self.model.cfg.eos_id, self.opts
         if opts.sampling:
             gens = None if opts.sampling_seed is None else [s.gen for s in self.sentences]
-            best, tokens = _sample(lprobs, opts, gens)
+            best, tokens = _sample(lprobs, opts, gens, self._cols if self.shortlist is not None else None)
         else:
             best, tokens = row_max(lprobs, cmax)
             best = best if lse is None else best - lse
+        if self.vocab_ids is not None:  # (columns -> vocabulary ids)
+            tokens = self.vocab_ids[tokens]
         Nb = len(self.sentences)
         self.scores = self.scores + best.unsqueeze(1)
         t = self.t
@@ -464,6 +533,9 @@ class BeamSearch:
         rows = row_beams if row_beams is not None else torch.arange(len(self.sentences) * K, device=self.device)
         self.cache.select(rows.view(-1, K).index_select(0, idx).view(-1))
         self.sentences = [self.sentences[r] for r in kept]
+        if self._blocked is not None and not self._stale:  # (the projection stays: it holds the kept sentences' candidates)
+            self._blocked = self._blocked[idx]
+            self._cols = [self._cols[r] for r in kept]
         self.scores, self.history, self.t = self.scores[idx], self.history[idx], self.t[idx]
         self.max_lens = self.max_lens[idx]
         self.tokens = self.tokens.view(-1, K).index_select(0, idx).view(-1)
@@ -499,8 +571,11 @@ class BeamSearch:
                 continue
             self.cache.join(cross, mem_mask, max(m_list))
             b = len(batch)
-            for (key, _), m in zip(batch, m_list):
+            self._stale = True
+            for (key, ids), m in zip(batch, m_list):
                 s = _Sentence(key, m, length_penalty(m, opts.length_penalty))
+                if self.shortlist is not None:  # (the target prefix must stay possible)
+                    s.candidates = self.shortlist.candidates([*ids, *opts.target_prefix])
                 if opts.sampling and opts.sampling_seed is not None:  # draw j of a sentence: seed + j
                     s.gen = torch.Generator(device=dev).manual_seed(opts.sampling_seed + (key.j if isinstance(key, _Draw) else 0))
                 self.sentences.append(s)

@@ -309,9 +309,11 @@ class Transformer(nn.Module):
             cross.append((ca.split(ca.k_proj(mem)).contiguous(), ca.split(ca.v_proj(mem)).contiguous()))  # (B, H, S, Dh)
         return cross
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+    def decode_step(self, tokens: Tensor, cache: DecoderCache, output: Tensor | None = None) -> Tensor:
         """tokens (N,) at step cache.positions() -> logits (N, V); advances the cache by one.  The
-        step is one per row (sentences join a ``rendition.model.translation.cache`` cache at different times)."""
+        step is one per row (sentences join a ``rendition.model.translation.cache`` cache at different times).
+        ``output`` (D, V'): columns of the output projection to use instead (a vocabulary shortlist's,
+        ``rendition.model.translation.shortlist``): logits (N, V')."""
         pos = cache.positions()  # (N,) steps
         x = F.embedding(tokens[:, None], self.embed.weight, self.cfg.pad_id) * self.emb_scale  # (N, 1, D)
         if self.positions is not None:
@@ -322,7 +324,8 @@ class Transformer(nn.Module):
         for layer, lc in zip(self.decoder_layers, cache.layers):
             x = layer.step(x, lc, mem_bias)
         cache.advance()
-        return self.logits(self.decoder_norm(x))[:, 0]
+        h = self.decoder_norm(x)
+        return (self.logits(h) if output is None else h @ output.to(h.dtype))[:, 0]
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

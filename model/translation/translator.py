@@ -19,6 +19,7 @@ from rendition.model.translation.backends import TorchBackend, select_backend
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler, worker_layout
 from rendition.model.translation.search import Hypothesis, generate_ids
+from rendition.model.translation.shortlist import Shortlist, resolve_shortlist
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 from rendition.model.weights import load_pretrained, release_freed_memory, resolve_device
 
@@ -55,7 +56,10 @@ class Translator:
     model as it is given (device, dtype): move the model before making its Translator.
 
     ``compute_type``: "int8" runs the model's linear maps in int8 (``rendition.model.kernels.compute_type``;
-    the caller has checked it can run here); None, the model in its own dtype."""
+    the caller has checked it can run here); None, the model in its own dtype.
+
+    ``shortlist``: a vocabulary shortlist (``rendition.model.translation.shortlist``): each decoding
+    step then computes the logits of the batch's candidate tokens only (None: the whole vocabulary)."""
 
     def __init__(
         self,
@@ -64,6 +68,7 @@ class Translator:
         max_batch_tokens: int = 16384,
         kv_cache_dtype: str | torch.dtype | None = None,
         compute_type: str | None = None,
+        shortlist: Shortlist | None = None,
     ):
         self.model = model.eval()
         self.cfg = model.cfg
@@ -75,6 +80,9 @@ class Translator:
             raise ValueError(f"compute_type int8 stores the K/V cache in float32 or float16, not {self.kv_cache_dtype}")
         self.backend: TorchBackend = select_backend(self.model, "int8" if int8 else "float32")
         self.compute_type = "int8" if int8 else str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        if shortlist is not None and shortlist.vocab_size != self.cfg.vocab_size:
+            raise ValueError(f"the shortlist is for a vocabulary of {shortlist.vocab_size}, the model has {self.cfg.vocab_size}")
+        self.backend.shortlist = self.shortlist = shortlist
         self.stats = SearchStats()  # every search's, summed (decode steps) and at most (cache size)
         self.scheduler: TranslationScheduler | None = None
 
@@ -86,9 +94,12 @@ class Translator:
         dtype: str | torch.dtype | None = None,
         kv_cache_dtype: str | torch.dtype | None = None,
         compute_type: str | None = None,
+        shortlist: bool | str | Path | Shortlist | None = None,
     ) -> Translator:
         """``compute_type`` (``rendition.model.kernels.compute_type``): auto, int8, float32, float16 or
-        bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  In int8 the model's float32
+        bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  ``shortlist``: True for
+        the model directory's ``shortlist.safetensors``, a path to one, or a ``Shortlist``; None or
+        False: none (``ShortlistError`` when asked for and missing or not this model's).  In int8 the model's float32
         copies of the quantised weights are released once the int8 tables are built.  Then the C
         heap's free pages, what loading allocated and freed, go back to the system
         (``release_freed_memory``)."""
@@ -96,7 +107,9 @@ class Translator:
         if compute_type is not None:
             compute_type, dtype = resolve_compute_type(compute_type, resolve_device(device), dtype)
         model = load_pretrained(Transformer, TransformerConfig, path, device, dtype)
-        tr = cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype, compute_type=compute_type)
+        sl = resolve_shortlist(shortlist, path, model.cfg.vocab_size)
+        tr = cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype, compute_type=compute_type,
+                 shortlist=sl)  # fmt: skip
         if tr.compute_type == "int8":
             tr.backend.fused.release_float_weights()
         release_freed_memory()  # (what loading freed: the file's tensors, the float32 weights int8 replaced)
