@@ -77,7 +77,9 @@ def _load_models(state: AppState, translator: Translator | None, encoder: Senten
         state.translator = _load_engine(
             state,
             "translator",
-            lambda: translator or load_translator(s.translator_path, s.device, s.dtype, s.kv_cache_dtype, s.compute_type),
+            lambda: translator or load_translator(
+                s.translator_path, s.device, s.dtype, s.kv_cache_dtype, s.compute_type, s.shortlist
+            ),
             lambda m: TranslationEngine(m, s.translator_name, state.metrics),
         )
     if "encoder" in s.models:

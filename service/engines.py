@@ -190,17 +190,19 @@ class TranslationEngine:
             "kv_cache_dtype": dtype_name(self.translator.kv_cache_dtype or p.dtype),
             "compute_type": self.translator.compute_type,
             "backend": self.translator.backend.name,
+            "shortlist": self.translator.shortlist is not None,
         }
 
 
 def load_translator(
-    path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto", compute_type: str = "auto"
+    path: Path | None, device: str, dtype: str, kv_cache_dtype: str = "auto", compute_type: str = "auto", shortlist: bool = False
 ) -> Translator:
-    """The translator on its device, dtype and compute type (its back end is chosen for them, once)."""
+    """The translator on its device, dtype and compute type (its back end is chosen for them, once);
+    ``shortlist``: with the model directory's vocabulary shortlist."""
     dev = resolve_device(device)
     return Translator.from_pretrained(
         path or DEFAULT_TRANSLATOR, device=str(dev), dtype=resolve_dtype(dtype, dev), kv_cache_dtype=kv_cache_dtype,
-        compute_type=compute_type,
+        compute_type=compute_type, shortlist=shortlist,
     )  # fmt: skip
 
 

@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     compute_type: Literal["auto", "int8", "float32", "float16", "bfloat16"] = "auto"
     # the encoder's (resolve_encoder_compute_type): auto = its linear maps in int8 or bfloat16 where the CPU runs it
     encoder_compute_type: Literal["auto", "int8", "bfloat16", "float32", "float16"] = "auto"
+    # the translator's vocabulary shortlist (rendition.model.translation.shortlist): each step computes the logits
+    # of the sentence's candidate tokens only; needs shortlist.safetensors in the model directory (rendition build-shortlist)
+    shortlist: bool = False
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 

@@ -94,6 +94,7 @@ def evaluate(
                 "beam_size": beam_size,
                 "length_penalty": length_penalty,
                 "compute_type": translator.compute_type,
+                "shortlist": translator.shortlist is not None,
             }
             words_file = splits_dir / f"{split}.{source}.words.tsv"
             if source and words_file.exists():
@@ -118,14 +119,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--compute-type", default="float32", choices=["auto", "int8", "float32", "float16", "bfloat16"],
         help="the translator's compute type (rendition.model.kernels.compute_type); auto: int8 on a CPU that runs it",
     )  # fmt: skip
+    ap.add_argument(
+        "--shortlist", nargs="?", const=True, default=None, metavar="FILE",
+        help="with the vocabulary shortlist (default: shortlist.safetensors in the model directory; rendition build-shortlist)",
+    )  # fmt: skip
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     a = ap.parse_args(argv)
     if a.threads:
         import torch
 
         torch.set_num_threads(a.threads)
-    tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype, compute_type=a.compute_type)
-    print(f"compute type {tr.compute_type}, back end {tr.backend.name}")
+    tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype, compute_type=a.compute_type, shortlist=a.shortlist)
+    print(f"compute type {tr.compute_type}, back end {tr.backend.name}, shortlist {'on' if tr.shortlist else 'off'}")
     res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty)
     for direction, r in res.items():
         print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")

@@ -37,8 +37,9 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
         dtype = None if args.dtype == "float32" else args.dtype
         compute_type = {None: "auto", "default": None}.get(args.compute_type, args.compute_type)  # default: --dtype alone
         return Translator.from_pretrained(
-            args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type
-        )
+            args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type,
+            shortlist=getattr(args, "shortlist", None),
+        )  # fmt: skip
     from rendition.model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
     ct2_dir = args.model_dir
@@ -150,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", *KV_CACHE_DTYPES],
         help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
     )
+    p.add_argument(
+        "--shortlist", nargs="?", const=True, default=None, metavar="FILE",
+        help="torch engine: the vocabulary shortlist (default: shortlist.safetensors in --model-dir; rendition build-shortlist)",
+    )  # fmt: skip
     return p
 
 
