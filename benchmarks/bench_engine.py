@@ -34,7 +34,12 @@ Configurations (``--only`` takes their keys), every layout I x J with I, J in {1
 * ``sched-WxT``: ``TranslationScheduler(translator.backend, workers=W, threads=T)``, the step-level
   continuous-batching scheduler the service uses;
 * ``core8``, ``sched8-WxT``: the same with our int8 compute type
-  (``Translator.from_pretrained(compute_type="int8")``).
+  (``Translator.from_pretrained(compute_type="int8")``);
+* ``core8sl``, ``sched8sl-WxT``: int8 with the vocabulary shortlist (``--shortlist``, by default the
+  model directory's ``shortlist.safetensors``; ``rendition build-shortlist``), each sentence's logits
+  over its own candidates only; ``ct2i8sl-IxJ``: CTranslate2 int8 with ``use_vmap`` over the same
+  shortlist exported as its vocabulary map (the union of a batch's candidates).  Their ``same as
+  core`` compares with ``core8``.
 
 ``--baseline REF`` (a git ref: a commit, branch or tag of this repository): REF's tree is checked
 out into a temporary ``git worktree`` (removed at exit) and its native kernels built in place (or
@@ -117,13 +122,18 @@ BEAM = 4
 BATCH_TOKENS = 16384  # padded tokens x beam per batch: Translator's and the service's default budget (CTranslate2 measured the same at 8,192-32,768)
 LAYOUTS = ["1x1", "1x2", "2x1", "2x2"]
 EXAMPLES_PER_BATCH = 32  # ct2i8ex: sentences per batch (CTranslate2's command-line default)
-CT2_KINDS = {"ct2": ("float32", "tokens"), "ct2mkl": ("float32", "tokens"), "ct2i8": ("int8", "tokens"), "ct2i8ex": ("int8", "examples")}
-OURS_INT8 = ("core8", "sched8")
-OURS = ("core", "sched", *OURS_INT8)  # the kinds a baseline tree runs too (--baseline)
+CT2_KINDS = {
+    "ct2": ("float32", "tokens"), "ct2mkl": ("float32", "tokens"), "ct2i8": ("int8", "tokens"), "ct2i8ex": ("int8", "examples"),
+    "ct2i8sl": ("int8", "tokens"),
+}  # fmt: skip
+OURS_INT8 = ("core8", "sched8", "core8sl", "sched8sl")
+OURS = ("core", "sched", "core8", "sched8")  # the kinds a baseline tree runs too (--baseline)
+SHORTLIST_KINDS = ("core8sl", "sched8sl", "ct2i8sl")  # with the vocabulary shortlist
 BASE = "base:"  # a configuration run on the baseline tree's engine
 CONFIGS = (
     [f"ct2-{x}" for x in LAYOUTS] + [f"ct2i8-{x}" for x in LAYOUTS] + [f"ct2i8ex-{x}" for x in LAYOUTS]
     + ["core"] + [f"sched-{x}" for x in LAYOUTS] + ["core8"] + [f"sched8-{x}" for x in LAYOUTS]
+    + ["core8sl"] + [f"sched8sl-{x}" for x in LAYOUTS] + [f"ct2i8sl-{x}" for x in LAYOUTS]
 )  # fmt: skip
 MKL_CONFIGS = [f"ct2mkl-{x}" for x in LAYOUTS]
 
@@ -187,12 +197,14 @@ def checkout_baseline(ref: str, tmp: Path) -> tuple[Path, str]:
 class ConfigBench:
     """One configuration, inside its own process: ``run(set)`` translates that set's sources once, timed."""
 
-    def __init__(self, key: str, n: int, ct2_dir: Path | None, sets: list[str], model_dir: str):
+    def __init__(self, key: str, n: int, ct2_dir: Path | None, sets: list[str], model_dir: str, shortlist: str | None = None):
         self.kind, self.workers, self.threads = layout(key)
-        if self.kind in ("sched", "sched8"):  # loaded on one thread; the workers set their own (scheduler.worker_layout)
+        if self.kind in ("sched", "sched8", "sched8sl"):  # loaded on one thread; the workers set their own (scheduler.worker_layout)
             torch.set_num_threads(1)
         int8 = self.kind in OURS_INT8
-        if "compute_type" in inspect.signature(Translator.from_pretrained).parameters:
+        if self.kind in ("core8sl", "sched8sl"):
+            self.translator = Translator.from_pretrained(model_dir, device="cpu", compute_type="int8", shortlist=shortlist)
+        elif "compute_type" in inspect.signature(Translator.from_pretrained).parameters:
             self.translator = Translator.from_pretrained(model_dir, device="cpu", compute_type="int8" if int8 else "float32")
         elif int8:  # (a baseline tree from before compute types)
             raise SystemExit(f"{key}: this tree has no int8 compute type")
@@ -209,15 +221,17 @@ class ConfigBench:
             from rendition.model.translation.ct2 import CT2Engine
 
             compute_type, self.batch_type = CT2_KINDS[self.kind]
+            vmap = self.kind in SHORTLIST_KINDS
             self.ct2 = CT2Engine(
-                ct2_dir, self.translator.tokenizer.pieces(), device="cpu", compute_type=compute_type,
-                threads=self.threads, inter_threads=self.workers, max_batch_tokens=BATCH_TOKENS,
+                ct2_dir / ("ct2sl" if vmap else "ct2"), self.translator.tokenizer.pieces(), device="cpu",
+                compute_type=compute_type, threads=self.threads, inter_threads=self.workers, max_batch_tokens=BATCH_TOKENS,
+                **({"use_vmap": True} if vmap else {}),
             )  # fmt: skip
             if self.batch_type == "examples":
                 self.ct2.translator = _ExampleBatches(self.ct2.translator, EXAMPLES_PER_BATCH)
         else:
             torch.set_num_threads(self.threads)
-        if self.kind in ("sched", "sched8"):  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
+        if self.kind in ("sched", "sched8", "sched8sl"):  # one long-lived scheduler, as in the service (and as CTranslate2's Translator)
             from rendition.model.translation.scheduler import TranslationScheduler
 
             self.sched = TranslationScheduler(self.translator.backend, workers=self.workers, threads=self.threads)
@@ -240,7 +254,7 @@ class ConfigBench:
                 total = sum(map(len, sources))
                 per_batch = max(1, min(BATCH_TOKENS // BEAM, total // (2 * self.workers)))  # source tokens per batch
                 hyps = self.ct2.core(sources, opts, max_batch_tokens=per_batch * BEAM)
-        elif self.kind in ("core", "core8"):
+        elif self.kind in ("core", "core8", "core8sl"):
             hyps = self.translator.core(sources, opts)
         else:
             hyps = self.sched.submit(sources, opts).future.result()
@@ -306,6 +320,11 @@ def table(name: str, n: int, keys: list[str], times: dict, outputs: dict, refs: 
     if ours8_best and ct2i8_best:
         summary["ours_int8_vs_ct2_int8"] = round(ours8_best / ct2i8_best, 3)
         print(f"ours int8 best ({ours8_key}) / CTranslate2 int8 best ({ct2i8_key}): {ours8_best / ct2i8_best:.2f}x")
+    (sl_key, sl_best), (vmap_key, vmap_best) = best(("core8sl", "sched8sl")), best(("ct2i8sl",))
+    if sl_best and (vmap_best or ct2i8_best):
+        other_key, other = (vmap_key, vmap_best) if vmap_best else (ct2i8_key, ct2i8_best)
+        summary["ours_int8_shortlist_vs_ct2"] = round(sl_best / other, 3)
+        print(f"ours int8 + shortlist best ({sl_key}) / CTranslate2 int8 best ({other_key}): {sl_best / other:.2f}x")
     if ours_best and ct2_best:
         summary["ours_float32_vs_ct2_float32"] = round(ours_best / ct2_best, 3)
         print(f"ours float32 best ({ours_key}) / CTranslate2 float32 best ({ct2_key}): {ours_best / ct2_best:.2f}x")
@@ -324,6 +343,10 @@ def main() -> None:
     p.add_argument("--with-mkl", action="store_true", help="also the ct2mkl-* rows (CT2_USE_MKL=1)")
     p.add_argument("--quick", action="store_true", help="smoke run: 100 sentences, 1 round")
     p.add_argument(
+        "--shortlist", metavar="FILE", default=None,
+        help="the vocabulary shortlist of the *sl rows (default: shortlist.safetensors in the model directory)",
+    )  # fmt: skip
+    p.add_argument(
         "--baseline", metavar="REF",
         help="a git ref (commit, branch, tag): each of our configurations also runs on that tree's engine (base:KEY "
         "rows), in the same rounds, with the same sentences, model and settings",
@@ -337,16 +360,23 @@ def main() -> None:
     base_tree, base_commit = checkout_baseline(args.baseline, tmp) if args.baseline else (None, None)
     if base_tree is not None:  # each of ours, then the baseline's, in every round
         keys = [k for key in keys for k in ([key, BASE + key] if layout(key)[0] in OURS else [key])]
-    ct2_dir = None
+    ct2_dir = None  # (its ct2/ and ct2sl/, the second with the shortlist's vocabulary map)
     if any(layout(key)[0] in CT2_KINDS for key in keys):
         from rendition.model.translation.ct2 import export_ct2
 
-        ct2_dir = export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2")
+        ct2_dir = tmp
+        if any(layout(key)[0] in CT2_KINDS and layout(key)[0] not in SHORTLIST_KINDS for key in keys):
+            export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2")
+        if any(layout(key)[0] in SHORTLIST_KINDS and layout(key)[0] in CT2_KINDS for key in keys):
+            from rendition.model.translation.shortlist import Shortlist
+
+            export_ct2(DEFAULT_TRANSLATOR, tmp / "ct2sl", shortlist=Shortlist.load(args.shortlist or DEFAULT_TRANSLATOR))
     def start(key: str) -> EngineProcess:
         if key.startswith(BASE):  # (a spawned process takes the environment as it is when it starts)
             os.environ[BASELINE_ENV] = str(base_tree)
         try:
-            return EngineProcess(ConfigBench, key, args.n, ct2_dir, args.sets, str(DEFAULT_TRANSLATOR))
+            extra = (args.shortlist or True,) if layout(key)[0] in SHORTLIST_KINDS else ()
+            return EngineProcess(ConfigBench, key, args.n, ct2_dir, args.sets, str(DEFAULT_TRANSLATOR), *extra)
         finally:
             os.environ.pop(BASELINE_ENV, None)
 

@@ -41,6 +41,7 @@ import argparse
 import json
 import math
 import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -155,12 +156,14 @@ def build_spec(model: Transformer, pieces: Sequence[str]):
 
 
 def export_ct2(
-    model_dir: str | Path, out_dir: str | Path, quantization: str | None = None, force: bool = False
+    model_dir: str | Path, out_dir: str | Path, quantization: str | None = None, force: bool = False, shortlist=None
 ) -> Path:
     """Write a CTranslate2 model directory for the rendition model in ``model_dir``.
 
     The output also holds our SentencePiece model and TransformerConfig (``rendition_config.json``)
-    so that ``CT2Translator.from_pretrained(out_dir)`` needs nothing else."""
+    so that ``CT2Translator.from_pretrained(out_dir)`` needs nothing else.  ``shortlist`` (a
+    ``rendition.model.translation.shortlist.Shortlist``): also its vocabulary map (``vmap.txt``), for
+    CTranslate2's ``use_vmap``."""
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()) and not force:
         raise FileExistsError(f"{out_dir} exists and is not empty (use --force to overwrite)")
@@ -178,7 +181,12 @@ def export_ct2(
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    spec.save(str(out_dir))
+    with tempfile.TemporaryDirectory() as tmp:
+        if shortlist is not None:
+            from rendition.model.translation.shortlist import write_vmap
+
+            spec.register_vocabulary_mapping(str(write_vmap(shortlist, tokenizer.pieces(), Path(tmp) / "vmap.txt")))
+        spec.save(str(out_dir))
     return out_dir
 
 
@@ -204,7 +212,10 @@ class CT2Engine:
         threads: int = 0,
         max_batch_tokens: int = 8192,
         inter_threads: int = 1,
+        use_vmap: bool = False,
     ):
+        """``use_vmap``: restrict each batch's vocabulary with the model directory's ``vmap.txt``
+        (``export_ct2(shortlist=...)``)."""
         import ctranslate2
 
         self.translator = ctranslate2.Translator(
@@ -214,6 +225,7 @@ class CT2Engine:
         self.ids = {p: i for i, p in enumerate(self.pieces)}
         self.max_batch_tokens = max_batch_tokens
         self.device = device
+        self.use_vmap = use_vmap
 
     def to_pieces(self, ids: Sequence[int]) -> list[str]:
         return [self.pieces[i] for i in ids]
@@ -253,6 +265,7 @@ class CT2Engine:
             target_prefix=[self.to_pieces(opts.target_prefix)] * len(sources) if opts.target_prefix else None,
             sampling_topk=opts.sampling_topk,
             sampling_temperature=opts.sampling_temperature,
+            use_vmap=self.use_vmap,
         )
         out = []
         for r in results:

@@ -299,3 +299,21 @@ def test_the_translator_loads_the_model_directorys_shortlist(tmp_path) -> None:
     assert [t.tokens for t in tr.translate(texts, "en", "fr")] == [t.tokens for t in base.translate(texts, "en", "fr")]
     with pytest.raises(ShortlistError, match="vocabulary of 12"):
         Translator.from_pretrained(tmp_path, shortlist=build_from_pairs(HAND_SRC, HAND_TGT, 12))
+
+
+def test_the_ctranslate2_vocabulary_map_lists_the_same_candidates(tmp_path) -> None:
+    """``write_vmap``: the always-on tokens on the line with an empty source, then per source token
+    itself and its list -- the union CTranslate2 forms for one sentence is its candidates here."""
+    sl = build_from_pairs(HAND_SRC, HAND_TGT, 12, top_k=2, frequent=1)
+    pieces = [f"p{i}" for i in range(12)]
+    lines = sl_mod.write_vmap(sl, pieces, tmp_path / "vmap.txt").read_text().splitlines()
+    rules = {}
+    for line in lines:
+        key, _, targets = line.partition("\t")
+        rules[key] = [pieces.index(p) for p in targets.split()]
+    assert set(rules) == {""} | set(pieces)
+    for src in ([5], [4, 6], [11]):
+        union = set(rules[""]).union(*(rules[pieces[s]] for s in src))
+        assert union == set(sl.candidates(src).tolist())
+    with pytest.raises(ShortlistError):
+        sl_mod.write_vmap(sl, pieces[:5], tmp_path / "bad.txt")
