@@ -308,7 +308,7 @@ class BeamSearch:
         self.vocab_ids: Tensor | None = None  # (V',) sorted
         self._output = None  # the back end's output projection for vocab_ids
         self._local: Tensor | None = None  # (vocabulary,) each id's column in the logits, -1: none
-        self._blocked: Tensor | None = None  # (B, 1, V') True: not a candidate of that sentence
+        self._blocked: Tensor | None = None  # (B, 1, V') -inf: not a candidate of that sentence, else 0
         self._cols: list[Tensor] = []  # per sentence its candidates' columns (sampling draws among them)
         self._stale = True
         self.shortlist_builds = 0  # times the projection was gathered
@@ -368,11 +368,11 @@ class BeamSearch:
         local = torch.full((self.shortlist.vocab_size,), -1, dtype=torch.long, device=self.device)
         local[self.vocab_ids] = torch.arange(len(ids), device=self.device)
         self._local = local
-        blocked = torch.ones(len(cands), len(ids), dtype=torch.bool)
+        blocked = torch.full((len(cands), len(ids)), NEG_INF)
         self._cols = [local[torch.from_numpy(c).to(self.device)] for c in cands]
         for r, c in enumerate(self._cols):
-            blocked[r, c.cpu()] = False
-        self._blocked = blocked.to(self.device).unsqueeze(1)
+            blocked[r, c.cpu()] = 0.0
+        self._blocked = blocked.to(self.device).unsqueeze(1)  # (an addition: much faster than masked_fill_ broadcast)
         self._stale = False
         self.shortlist_builds += 1
 
@@ -386,7 +386,7 @@ class BeamSearch:
             if self._stale:
                 self._restrict()
             logits = self.model.decode_step(self.tokens, self.cache, self._output).float()
-            logits.view(Nb, K, -1).masked_fill_(self._blocked, NEG_INF)
+            logits.view(Nb, K, -1).add_(self._blocked)
             eos = int(self._local[self.model.cfg.eos_id])
             self.shortlist_rows += logits.shape[-1]
         self.decode_steps += 1

@@ -25,8 +25,13 @@ void rk_lse_chunk_max(const rk_lse_args* a) {
       cr[c] = m;
       M = m > M ? m : M;
     }
+    /* (exponents clamped at -87, where expf is still a normal float: -inf logits, as a vocabulary
+       shortlist masks them, would send every vector holding one down libmvec's scalar path) */
     #pragma omp simd reduction(+:S)
-    for (long t = 0; t < V; ++t) S += expf(xr[t] - M);
+    for (long t = 0; t < V; ++t) {
+      const float d = xr[t] - M;
+      S += expf(d > -87.0f ? d : -87.0f);
+    }
     lse[r] = M + logf(S);
   }
 }
