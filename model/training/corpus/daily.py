@@ -52,6 +52,13 @@ ILLNESSES = [("a cold", "un rhume"), ("the flu", "la grippe"), ("a fever", "de l
 # games and instruments: "play football" / "jouer au football", "play the piano" / "jouer du piano"
 SPORTS = [("football", "football", "m"), ("tennis", "tennis", "m"), ("rugby", "rugby", "m"), ("golf", "golf", "m"), ("hockey", "hockey", "m")]
 INSTRUMENTS = [("piano", "piano", "m"), ("guitar", "guitare", "f"), ("violin", "violon", "m"), ("flute", "flûte", "f")]
+# requests: (English, French) verbs for the imperative, by the kind of object they take
+REQUESTS = {
+    "object": [("buy", "acheter"), ("clean", "nettoyer"), ("open", "ouvrir"), ("close", "fermer"), ("bring", "apporter"), ("take", "prendre"), ("carry", "porter"), ("show", "montrer"), ("find", "trouver"), ("forget", "oublier"), ("repair", "réparer")],
+    "food": [("buy", "acheter"), ("eat", "manger"), ("cook", "cuisiner"), ("cut", "couper"), ("bring", "apporter"), ("taste", "goûter"), ("take", "prendre"), ("forget", "oublier")],
+    "clothing": [("wear", "porter"), ("wash", "laver"), ("buy", "acheter"), ("take", "prendre"), ("forget", "oublier")],
+    "person": [("call", "appeler"), ("help", "aider"), ("wait for", "attendre"), ("visit", "visiter")],
+}
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
@@ -505,12 +512,58 @@ class Generator:
 
         return build
 
-    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1), ("f_play", 1))
+    def f_request(self):
+        """A request to one person or several ("Please buy some apples." / "Achète des pommes, s'il
+        te plaît." or "Achetez des pommes, s'il vous plaît."; "Do not forget your coat." / "N'oublie
+        pas ton manteau."), or to go somewhere ("Go to the bakery." / "Va à la boulangerie.")."""
+        r = self.rng
+        number = r.choice("sp")  # tu / vous
+        please = r.random() < 0.4
+        neg = r.random() < 0.2
+        if r.random() < 0.2:
+            place = self.noun("place", "place", "outdoors")
+
+            def vp(lang: str):
+                i = 0 if lang == "en" else 1
+                return R.VP(R.V(("go", "aller")[i]).pe(2).n(number), R.PP(R.P(("to", "à")[i]), np(lang, place, "the")))
+        else:
+            kind = r.choice(["object", "object", "food", "food", "clothing", "person"])
+            v_en, v_fr = r.choice(REQUESTS[kind])
+            cats = {"object": ("object", "thing", "furniture"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal")}[kind]
+            obj = self.noun(*cats)
+            det = r.choice(["the", "this", "poss"] + (["some"] if kind == "food" else []) + (["a"] if v_en in ("buy", "bring", "find", "take") else []))
+            num = "p" if r.random() < 0.3 else "s"
+
+            def vp(lang: str):
+                o = np(lang, obj, det, num, owner=2, owner_number=number)
+                if lang == "en" and " " in v_en:
+                    verb, prep = v_en.split()
+                    return R.VP(R.V(verb), R.PP(R.P(prep), o))
+                return R.VP(R.V(v_en if lang == "en" else v_fr).pe(2).n(number), o)
+
+        def build(lang: str):
+            sent = R.S(vp(lang)).t("ip")
+            return sent.typ({"neg": True}) if neg else sent
+
+        def polite(lang: str, text: str) -> str:
+            if not please:
+                return text
+            if lang == "en":
+                return "Please " + text[0].lower() + text[1:]
+            return text[:-1].rstrip() + (", s'il te plaît." if number == "s" else ", s'il vous plaît.")
+
+        return build, polite
+
+    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1), ("f_play", 1), ("f_request", 2))
 
     def sentence(self) -> tuple[str, str] | None:
         names, weights = zip(*self.FRAMES)
-        frame = self.rng.choices(names, weights)[0]
-        return self.pair(getattr(self, frame)())
+        frame = getattr(self, self.rng.choices(names, weights)[0])()
+        if not isinstance(frame, tuple):
+            return self.pair(frame)
+        build, finish = frame  # (a frame that edits the realised text: "Please ...")
+        pair = self.pair(build)
+        return (finish("en", pair[0]), finish("fr", pair[1])) if pair else None
 
 
 def generate(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]], n: int, seed: int = 0, tries: int = 4) -> Iterator[tuple[str, str]]:

@@ -301,7 +301,7 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
         # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
         back_words = sorted((-zipf_frequency(f, "fr"), f) for f in first_sense_of.get(en.casefold(), ())
-                            if category in BACK_WORD_CATEGORIES and f != fr and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
+                            if category in BACK_WORD_CATEGORIES and f not in cands and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
                             and not set(lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and french_gender(f, french) is not None)
         for z, alt in back_words[:1]:
             if -z >= ALTERNATIVE_MIN_ZIPF and alt not in {a.fr for a in alternatives if a.en == en}:

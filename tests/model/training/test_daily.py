@@ -333,3 +333,31 @@ def test_apertium_triangulates_the_words_freedict_lacks() -> None:
     assert "nièce" in got["niece"]
     assert "xyzzy" not in got
     assert all(f in french for fs in got.values() for f in fs)  # only nouns the realiser knows
+
+
+def test_requests_are_imperatives_to_one_person_or_several() -> None:
+    gen = daily.Generator(NOUNS, [("Monday", "lundi")], [("May", "mai")], random.Random(2))
+    pairs = [p for p in (_request(gen) for _ in range(120)) if p]
+    assert len(pairs) >= 100
+    tu = vous = please = 0
+    for en, fr in pairs:
+        # English: the bare verb first ("Buy ...", "Please buy ...", "Do not forget ..."), no subject
+        assert re.match(r"^(Please )?(Do not )?[A-Z]?[a-z]+ ", en) and not re.match(r"^(Please )?(I|You|We) ", en), en
+        polite = en.startswith("Please ")
+        please += polite
+        # French: no subject pronoun; "s'il te plaît" with tu forms, "s'il vous plaît" with vous forms
+        assert not re.match(r"^(Tu|Vous|Nous) ", fr), fr
+        assert polite == fr.endswith(("s'il te plaît.", "s'il vous plaît.")), (en, fr)
+        plural = bool(re.search(r"\b\w+ez\b", fr.split(",")[0])) or " votre " in fr or " vos " in fr
+        tu += not plural
+        vous += plural
+        if polite:
+            assert fr.endswith("s'il vous plaît.") == plural, (en, fr)
+    assert tu and vous and please
+    assert any(fr.startswith(("Achète ", "Achetez ")) for _, fr in pairs) and any(en.startswith("Do not ") for en, _ in pairs)
+
+
+def _request(gen: daily.Generator) -> tuple[str, str] | None:
+    build, finish = gen.f_request()
+    pair = gen.pair(build)
+    return (finish("en", pair[0]), finish("fr", pair[1])) if pair else None
