@@ -52,6 +52,8 @@ train=$!
 if (( DRY )); then
     say "the check, dry"
     OUT="$WORK/check" scripts/gpu-check.sh --dry-run >"$WORK/check.log" 2>&1
+elif [[ "${GPU_CHECK_SKIP:-0}" == 1 ]]; then
+    say "the check skipped (GPU_CHECK_SKIP=1: a second call on a machine already checked)"
 else
     say "the check, on the translator alone"
     OUT="$WORK/check" RENDITION_MODELS=translator GPU_CHECK_PYTEST_K="not encoder" GPU_CHECK_BENCH=0 \

@@ -130,6 +130,18 @@ def keep(p: Pair, max_chars: int = 400) -> bool:
     return 0.5 <= ratio <= 2.2
 
 
+def split_source(name: str) -> tuple[str, str]:
+    """A corpus row's source column -> (source, direction): ``"realised"`` -> ("realised", "both");
+    ``"realised>fr"`` (a row to be learnt only into French) -> ("realised", "en-fr");
+    ``"lexicon>en"`` -> ("lexicon", "fr-en")."""
+    source, sep, into = name.partition(">")
+    if not sep:
+        return source, "both"
+    if into not in ("en", "fr"):
+        raise ValueError(f"corpus source {name!r}: expected NAME, NAME>en or NAME>fr")
+    return source, "en-fr" if into == "fr" else "fr-en"
+
+
 def parse_upsample(spec: str) -> dict[str, int]:
     """``"dialogue=3,help=2"`` -> {"dialogue": 3, "help": 2}: corpus sources and how many times each
     is repeated per epoch (sources not named: once)."""

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rendition.model.training.data import REPO_DATA, SPLITS_DIR, read_tsv
+from rendition.model.training.data import REPO_DATA, SPLITS_DIR, read_tsv, split_source
 from rendition.model.training.english_text import (
     EXTRA_DEBIAN,
     EXTRA_PYPI,
@@ -73,8 +73,9 @@ def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | N
         lines = extra.read_text(encoding="utf-8").splitlines()
         rows = itertools.chain(rows, (tuple(line.split("\t", 1)) for line in lines if "\t" in line))
     for src, en in rows:
-        if times.get(src, 1) > 1:
-            out[en] = max(out.get(en, 1), times[src])
+        n = times.get(split_source(src)[0], 1)  # ("realised>fr": the realised source, one direction)
+        if n > 1:
+            out[en] = max(out.get(en, 1), n)
     return out
 
 

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from rendition.model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
-from rendition.model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv
+from rendition.model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv, split_source
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 Example = tuple[list[int], list[int]]  # (tagged source ids + EOS, target ids)
@@ -105,14 +105,17 @@ def collate(examples: list[Example], idx: list[int]) -> tuple[torch.Tensor, torc
     return src, tin, tout
 
 
-def read_corpus_pairs(path: Path, upsample: str) -> list[Pair]:
-    """The corpus rows (source, English, French) as pairs, each source repeated as ``upsample`` says."""
+def read_corpus_pairs(path: Path, upsample: str) -> dict[str, list[Pair]]:
+    """The corpus rows (source, English, French) as pairs by the direction they train ("both",
+    "en-fr", "fr-en": a source column ``NAME>fr`` / ``NAME>en``, ``data.split_source``), each
+    source repeated as ``upsample`` says."""
     times = parse_upsample(upsample)
-    out: list[Pair] = []
+    out: dict[str, list[Pair]] = {"both": [], "en-fr": [], "fr-en": []}
     with path.open(encoding="utf-8") as f:
         for line in f:
             src, en, fr = line.rstrip("\n").split("\t", 2)
-            out += [Pair(en, fr)] * times.get(src, 1)
+            source, direction = split_source(src)
+            out[direction] += [Pair(en, fr)] * times.get(source, 1)
     return out
 
 
@@ -236,7 +239,7 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     if not Path(f"{sp_prefix}.model").exists():
         texts: list[str] = []
         for lp in sorted({f"en-{x}" for x in cfg.tokenizer_langs if x != "en"}):
-            ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != "en-fr" else corpus
+            ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != "en-fr" else [p for ps in corpus.values() for p in ps]
             texts += [p.src for p in ps] + [p.tgt for p in ps]
         train_tokenizer(texts, sp_prefix, cfg.vocab_size, cfg.tokenizer_langs, cfg.byte_fallback, 2_000_000)
     tok = Tokenizer(f"{sp_prefix}.model")
@@ -252,10 +255,12 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     valid_ex: list[Example] = []
     bleu_sets: list[tuple[str, str, list[Pair]]] = []
     for lp in cfg.pairs:
-        tr_pairs = corpus if corpus is not None and lp == "en-fr" else read_tsv(splits_dir / f"train.{lp}.tsv")
+        from_corpus = corpus is not None and lp == "en-fr"
+        tr_pairs = corpus["both"] if from_corpus else read_tsv(splits_dir / f"train.{lp}.tsv")
         va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
         for s, t in directions([lp]):
-            train_ex += load_examples(tok, tr_pairs, s, t, cfg.max_len)
+            one_way = corpus[f"{s}-{t}"] if from_corpus else []  # (rows learnt in this direction only)
+            train_ex += load_examples(tok, tr_pairs + one_way, s, t, cfg.max_len)
             for name in cfg.valid_sets.split(","):
                 if name.endswith(lp):
                     valid_ex += load_examples(tok, read_tsv(splits_dir / f"valid.{name}.tsv")[:500], s, t, 10_000)

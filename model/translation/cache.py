@@ -184,8 +184,9 @@ class DecoderCache(ABC):
     def _select_cross(self, sentences: Tensor) -> None:
         """Keep only these sentences' cross-attention K/V."""
 
-    def reserve(self, sentences: int) -> None:  # noqa: B027 (a hint; most storage ignores it)
-        """A hint: this many sentences may run at once (storage that grows by copying reserves it)."""
+    def reserve(self, sentences: int, positions: int = 0) -> None:  # noqa: B027 (a hint; most storage ignores it)
+        """A hint: this many sentences may run at once, and rows may reach this many positions
+        (storage that grows by copying reserves it)."""
 
     @abstractmethod
     def reorder(self, beam_idx: Tensor) -> None:
@@ -330,15 +331,21 @@ class ReferenceCache(DecoderCache):
         self.groups = 0  # storage groups allocated
         self._reorders = 0
         self._reserved = 16
+        self._reserved_len = 0
         self.cross_store: list[tuple[Tensor, Tensor]] = []  # per layer: the cross K/V slots (groups, H, S, Dh)
         self.cross_mask = torch.zeros(0, 0, dtype=torch.bool)  # (groups, S)
         self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
         self._store_bias: Tensor | None = None
 
-    def reserve(self, sentences: int) -> None:
-        """Storage for this many sentences at once (allocated at the first join), so the cache
-        does not grow step by step as a search fills up."""
+    def reserve(self, sentences: int, positions: int = 0) -> None:
+        """Storage for this many sentences at once and ``positions`` per row (allocated at the
+        first join), so the cache does not grow by copying as a search fills up.  Uninitialised
+        storage: the pages a row never writes are never touched."""
         self._reserved = max(self._reserved, sentences)
+        self._reserved_len = max(self._reserved_len, positions)
+
+    def join(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor, max_len: int) -> None:
+        super().join(cross, mem_mask, max(max_len, self._reserved_len))
 
     def _widen(self, max_len: int) -> None:
         self._regrow(self.groups * self.beams, max_len, torch.empty)  # (the kernel reads only positions written)

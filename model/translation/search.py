@@ -277,13 +277,14 @@ class BeamSearch:
     (one thread drives it; see ``rendition.model.translation.scheduler`` for the workers that do).
     ``beam_size`` 1 is greedy search (the argmax token, or a sampled one; done at EOS)."""
 
-    def __init__(self, model: Seq2Seq, opts: TranslationOptions, capacity: int = 16):
-        """``capacity``: how many sentences may run at once (the cache reserves their storage)."""
+    def __init__(self, model: Seq2Seq, opts: TranslationOptions, capacity: int = 16, positions: int = 0):
+        """``capacity``: how many sentences may run at once, ``positions``: the most steps one may
+        take (the cache reserves their storage; it grows by copying beyond them)."""
         self.model, self.opts = model, opts
         self.K = opts.beam_size
         self.draws = opts.num_hypotheses if opts.sampling else 1  # independent draws per sentence
         self.cache = model.new_cache(self.K, opts.kv_cache_dtype)
-        self.cache.reserve(capacity)
+        self.cache.reserve(capacity, positions)
         self.device = dev = model.device
         self.sentences: list[_Sentence] = []  # live, in cache order
         self.scores = torch.zeros(0, self.K, device=dev)  # (B, K) running log-probabilities
@@ -599,10 +600,19 @@ def generate_ids(
     join, shortest first, while the running ones hold at most ``max_batch_tokens`` source tokens x
     beams (at least one at a time).  n-best per source, in input order.  ``stats``, when given,
     gets the decoding steps run and the cache's largest size."""
-    search = BeamSearch(model, opts, capacity=min(len(sources), 128) or 1)
-    results: list[list[Hypothesis]] = [[] for _ in sources]
+    draws = opts.num_hypotheses if opts.sampling else 1
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)  # (popped from the end)
-    cost = [len(s) * opts.beam_size * search.draws for s in sources]
+    cost = [len(s) * opts.beam_size * draws for s in sources]
+    # the cache's storage, reserved once: as many sentences as the first fill admits (later ones
+    # take the places of those that finish), as many positions as the longest may take
+    first, budget = 0, 0
+    for i in reversed(order):
+        if first and budget + cost[i] > max_batch_tokens:
+            break
+        first, budget = first + 1, budget + cost[i]
+    positions = max(max_output_lengths([len(s) for s in sources], opts), default=0)
+    search = BeamSearch(model, opts, capacity=max(first, 1), positions=positions)
+    results: list[list[Hypothesis]] = [[] for _ in sources]
     running, kv_bytes = 0, 0
     while order or not search.idle:
         while order and (running == 0 or running + cost[order[-1]] <= max_batch_tokens):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import pyrealb as R
@@ -52,6 +52,13 @@ ILLNESSES = [("a cold", "un rhume"), ("the flu", "la grippe"), ("a fever", "de l
 # games and instruments: "play football" / "jouer au football", "play the piano" / "jouer du piano"
 SPORTS = [("football", "football", "m"), ("tennis", "tennis", "m"), ("rugby", "rugby", "m"), ("golf", "golf", "m"), ("hockey", "hockey", "m")]
 INSTRUMENTS = [("piano", "piano", "m"), ("guitar", "guitare", "f"), ("violin", "violon", "m"), ("flute", "flûte", "f")]
+# requests: (English, French) verbs for the imperative, by the kind of object they take
+REQUESTS = {
+    "object": [("buy", "acheter"), ("clean", "nettoyer"), ("open", "ouvrir"), ("close", "fermer"), ("bring", "apporter"), ("take", "prendre"), ("carry", "porter"), ("show", "montrer"), ("find", "trouver"), ("forget", "oublier"), ("repair", "réparer")],
+    "food": [("buy", "acheter"), ("eat", "manger"), ("cook", "cuisiner"), ("cut", "couper"), ("bring", "apporter"), ("taste", "goûter"), ("take", "prendre"), ("forget", "oublier")],
+    "clothing": [("wear", "porter"), ("wash", "laver"), ("buy", "acheter"), ("take", "prendre"), ("forget", "oublier")],
+    "person": [("call", "appeler"), ("help", "aider"), ("wait for", "attendre"), ("visit", "visiter")],
+}
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
@@ -177,10 +184,14 @@ class Generator:
         # the rank order) ** 0.25
         self.weights = {c: [1.0 / (1 + i) ** WEIGHT_POWER for i in range(len(ns))] for c, ns in self.by_cat.items()}
         self.realise = Realiser()
+        self.directions: set[str] = set()  # of the nouns the sentence being made uses
+        self.direction = "both"  # the direction the last sentence trains (one-way nouns make it one-way)
 
     def noun(self, *cats: str) -> Noun:
         cat = self.rng.choice([c for c in cats if c in self.by_cat])
-        return self.rng.choices(self.by_cat[cat], self.weights[cat])[0]
+        noun = self.rng.choices(self.by_cat[cat], self.weights[cat])[0]
+        self.directions.add(noun.direction)
+        return noun
 
     def subj(self, people: bool = True) -> Subject:
         r = self.rng
@@ -505,16 +516,71 @@ class Generator:
 
         return build
 
-    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1), ("f_play", 1))
+    def f_request(self):
+        """A request to one person or several ("Please buy some apples." / "Achète des pommes, s'il
+        te plaît." or "Achetez des pommes, s'il vous plaît."; "Do not forget your coat." / "N'oublie
+        pas ton manteau."), or to go somewhere ("Go to the bakery." / "Va à la boulangerie.")."""
+        r = self.rng
+        number = r.choice("sp")  # tu / vous
+        please = r.random() < 0.4
+        neg = r.random() < 0.2
+        if r.random() < 0.2:
+            place = self.noun("place", "place", "outdoors")
+
+            def vp(lang: str):
+                i = 0 if lang == "en" else 1
+                return R.VP(R.V(("go", "aller")[i]).pe(2).n(number), R.PP(R.P(("to", "à")[i]), np(lang, place, "the")))
+        else:
+            kind = r.choice(["object", "object", "food", "food", "clothing", "person"])
+            v_en, v_fr = r.choice(REQUESTS[kind])
+            cats = {"object": ("object", "thing", "furniture"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal")}[kind]
+            obj = self.noun(*cats)
+            det = r.choice(["the", "this", "poss"] + (["some"] if kind == "food" else []) + (["a"] if v_en in ("buy", "bring", "find", "take") else []))
+            num = "p" if r.random() < 0.3 else "s"
+
+            def vp(lang: str):
+                o = np(lang, obj, det, num, owner=2, owner_number=number)
+                if lang == "en" and " " in v_en:
+                    verb, prep = v_en.split()
+                    return R.VP(R.V(verb), R.PP(R.P(prep), o))
+                return R.VP(R.V(v_en if lang == "en" else v_fr).pe(2).n(number), o)
+
+        def build(lang: str):
+            sent = R.S(vp(lang)).t("ip")
+            return sent.typ({"neg": True}) if neg else sent
+
+        def polite(lang: str, text: str) -> str:
+            if not please:
+                return text
+            if lang == "en":
+                return "Please " + text[0].lower() + text[1:]
+            return text[:-1].rstrip() + (", s'il te plaît." if number == "s" else ", s'il vous plaît.")
+
+        return build, polite
+
+    FRAMES = (("f_event", 2), ("f_illness", 1), ("f_verb_object", 6), ("f_location", 3), ("f_work_go", 3), ("f_describe", 2), ("f_hurts", 2), ("f_weather", 3), ("f_have", 2), ("f_where", 1), ("f_activity", 3), ("f_meal", 1), ("f_play", 1), ("f_request", 2))
 
     def sentence(self) -> tuple[str, str] | None:
+        """A pair of one frame; ``self.direction`` is the direction it trains: "both", or one way
+        where it uses a noun learnt one way only (none where it uses nouns of both one-way kinds)."""
         names, weights = zip(*self.FRAMES)
-        frame = self.rng.choices(names, weights)[0]
-        return self.pair(getattr(self, frame)())
+        self.directions = set()
+        frame = getattr(self, self.rng.choices(names, weights)[0])()
+        one_way = self.directions - {"both"}
+        if len(one_way) > 1:
+            return None
+        self.direction = one_way.pop() if one_way else "both"
+        if not isinstance(frame, tuple):
+            return self.pair(frame)
+        build, finish = frame  # (a frame that edits the realised text: "Please ...")
+        pair = self.pair(build)
+        return (finish("en", pair[0]), finish("fr", pair[1])) if pair else None
 
 
-def generate(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]], n: int, seed: int = 0, tries: int = 4) -> Iterator[tuple[str, str]]:
-    """n distinct (English, French) sentence pairs (fewer if the frames run out of new ones)."""
+def generate(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]], n: int, seed: int = 0, tries: int = 4,
+             directions: bool = False) -> Iterator[tuple[str, ...]]:
+    """n distinct (English, French) sentence pairs (fewer if the frames run out of new ones);
+    ``directions``: (English, French, the direction it trains) triples."""
     gen = Generator(nouns, days, months, random.Random(seed))
     seen: set[str] = set()
     misses = 0
@@ -524,20 +590,27 @@ def generate(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Seq
             misses += 1
             continue
         seen.add(p[0])
-        yield p
+        yield (*p, gen.direction) if directions else p
 
 
-def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months: Sequence[tuple[str, str]], directions: bool = False) -> Iterator[tuple[str, ...]]:
     """Each noun with its article, both numbers ("the dog" / "le chien", "dogs" / "des chiens"), so
-    the gender and the plural are seen; the week days and months."""
+    the gender and the plural are seen; the week days and months.  ``directions``: with the
+    direction each trains (the noun's)."""
     real = Realiser()
     for n in nouns:
         for det, num in (("the", "s"), ("a", "s"), ("the", "p")):
             p = (real("en", partial(np, "en", n, det, num)), real("fr", partial(np, "fr", n, det, num)))
             if p[0] and p[1]:
-                yield p
-    yield from days
-    yield from months
+                yield (*p, n.direction) if directions else p
+    for en, fr in (*days, *months):
+        yield (en, fr, "both") if directions else (en, fr)
+
+
+def source_name(source: str, direction: str) -> str:
+    """The corpus's source column for a row of ``source`` that trains ``direction``: "realised",
+    "realised>fr" (English -> French only), "realised>en" (``data.split_source`` reads it)."""
+    return source if direction == "both" else f"{source}>{direction.split('-')[1]}"
 
 
 def per_french_word(nouns: Sequence[Noun], keep: int = 2, second_sources: int = 3) -> list[Noun]:
@@ -546,12 +619,13 @@ def per_french_word(nouns: Sequence[Noun], keep: int = 2, second_sources: int = 
     French -> English must not learn the rare or wrong ones (doigt -> flip, oiseau -> poultry,
     frère -> sibling).  The English nouns FreeDict's fra-eng gives for the French word come first,
     then the most common (manteau: coat, then cloak); a second one is kept when fra-eng gives it
-    or ``second_sources`` sources do."""
+    or ``second_sources`` sources do, and it is learnt English -> French only ("infant" ->
+    "enfant", while "enfant" -> "child")."""
     by_fr: dict[tuple[str, str], list[Noun]] = {}
     for n in sorted(nouns, key=lambda n: (not n.back, n.rank, n.en)):
         by_fr.setdefault((n.fr, n.gender), []).append(n)
-    kept = [n for ns in by_fr.values() for i, n in enumerate(ns)
-            if i == 0 or (i < keep and n.rank <= MAX_RANK and (n.back or n.sources >= second_sources))]
+    kept = [n if i == 0 else replace(n, direction="en-fr") for ns in by_fr.values() for i, n in enumerate(ns)
+            if i == 0 or (i < keep and n.rank <= MAX_RANK and (n.back or n.sources >= second_sources) and n.direction != "fr-en")]
     return sorted(kept, key=lambda n: (n.rank, n.en))
 
 
@@ -567,14 +641,15 @@ MAX_RANK = 35  # nouns placed in sentences: English Zipf frequency >= 3.5 (glove
 
 
 def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
-    """The corpus sources ``lexicon`` (confirmed nouns with articles, days, months) and ``daily``
-    (realised sentences over the common confirmed nouns), read from unpacked packages under root."""
+    """The corpus sources ``lexicon`` (confirmed nouns with articles, days, months) and ``realised``
+    (realised sentences over the common confirmed nouns), read from unpacked packages under root;
+    rows with a noun learnt one way only are ``lexicon>fr`` / ``realised>en`` ...."""
     from rendition.model.training.corpus.lexicon import build_lexicon
 
     nouns = per_french_word([n for n in build_lexicon(root) if n.confirmed])
     days, months = calendar(root)
-    for en, fr in lexicon_rows(nouns, days, months):
-        yield "lexicon", en, fr
+    for en, fr, direction in lexicon_rows(nouns, days, months, directions=True):
+        yield source_name("lexicon", direction), en, fr
     common = [n for n in nouns if n.rank <= MAX_RANK]
-    for en, fr in generate(common, days, months, sentences, seed):
-        yield "realised", en, fr
+    for en, fr, direction in generate(common, days, months, sentences, seed, directions=True):
+        yield source_name("realised", direction), en, fr

@@ -74,6 +74,7 @@ class Noun:
     countable: bool = True  # pyrealb's English lexicon: "water", "bread" take no "a" and no plural
     sources: int = 0  # independent sources giving the pair (FreeDict both ways, Esperanto, Spanish or Catalan)
     back: bool = False  # FreeDict's fra-eng gives this English noun for the French one
+    direction: str = "both"  # the pairs it is placed in train "both" ways, or only "en-fr" / "fr-en"
 
 
 class WordNet:
@@ -289,23 +290,24 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         category = wn.category(en)
         nouns.append(Noun(en, fr, g, category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
         # French -> English must know the other common word for the same thing (frigo beside
-        # réfrigérateur, rhume beside froid): a second candidate that two sources confirm, less often
+        # réfrigérateur, rhume beside froid): a second candidate that two sources confirm, less
+        # often, and learnt French -> English only (English -> French keeps to the first word)
         for _, alt, alt_g, alt_confirmed, alt_src in ranked[1:2]:
             # ... and whose own first sense, French -> English, is this noun (casquette -> cap, orage ->
             # storm; not étape -> stadium or gosse -> girl)
             first_sense = fr_en.get(alt, [""])[0].casefold() == en.casefold()
             if alt_confirmed and first_sense and alt_src >= ALTERNATIVE_SOURCES and zipf_frequency(alt, "fr") >= ALTERNATIVE_MIN_ZIPF:
-                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, alt_src, True))
+                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, alt_src, True, "fr-en"))
         # ... and a common French word whose first sense, French -> English, is this noun though no
         # source gives it English -> French ("grange" -> barn, "frigo" -> fridge)
         # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
         # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
         back_words = sorted((-zipf_frequency(f, "fr"), f) for f in first_sense_of.get(en.casefold(), ())
-                            if category in BACK_WORD_CATEGORIES and f != fr and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
+                            if category in BACK_WORD_CATEGORIES and f not in cands and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
                             and not set(lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and french_gender(f, french) is not None)
         for z, alt in back_words[:1]:
             if -z >= ALTERNATIVE_MIN_ZIPF and alt not in {a.fr for a in alternatives if a.en == en}:
-                alternatives.append(Noun(en, alt, french_gender(alt, french), category, True, rank + ALTERNATIVE_RANK, countable, 1, True))
+                alternatives.append(Noun(en, alt, french_gender(alt, french), category, True, rank + ALTERNATIVE_RANK, countable, 1, True, "fr-en"))
         # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
         if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
             nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))

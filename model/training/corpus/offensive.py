@@ -4,7 +4,9 @@ from them.
 Bilingual dictionaries list such words with a neutral gloss ("whore" -> "fille", "fag" ->
 "clope"), so a one-word pair can teach the model an insult for an everyday word.  WordNet marks
 the English ones whose most frequent sense is a slur ("(ethnic slur) ...", "offensive term for
-..."): ``lexicon.WordNet.offensive`` reads that mark; these lists hold the rest, one per language.
+..."): ``lexicon.WordNet.offensive`` reads that mark; these lists hold the rest, one per language,
+and the few words whose everyday sense is violent where a dictionary gives an innocent one
+("rape", the plant, for "colza").
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ ENGLISH = frozenset(
     nigger nigga negro negress coon darky darkie kike spic wetback chink gook jap nip paki
     raghead towelhead faggot fag dyke tranny poof poofter
     whore slut hooker hussy skank bitch cunt twat pussy wanker bastard arse arsehole asshole
-    dick cock bollocks motherfucker fuck shit
+    dick cock bollocks motherfucker fuck shit rape
     """.split()
 )
 FRENCH = frozenset(

@@ -124,6 +124,8 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     # sentences (a higher rank); not "veste" or "abri", which one source each gives
     (first, _, r1), (second, _, r2) = sorted(by_en["cap"], key=lambda x: x[2])
     assert {first, second} == {"bonnet", "casquette"} and r2 == r1 + lexicon.ALTERNATIVE_RANK
+    # ... learnt French -> English only: English -> French keeps to the first
+    assert sorted((n.fr, n.direction) for n in built if n.en == "cap") == sorted([(first, "both"), (second, "fr-en")])
     assert [fr for fr, _, _ in by_en["coat"]] == ["manteau"]
     # a common French word whose first sense in fra-eng is the noun, though eng-fra lacks it: a
     # second word too, for French -> English
@@ -311,7 +313,32 @@ def test_at_most_two_common_english_words_per_french_word() -> None:
     # sources: never bachelor, never a third, never a word one source gives for the French one
     # (flip, poultry), the word fra-eng gives first even when rarer (bird), and else the most
     # common first (coat, then cloak)
-    assert [n.en for n in daily.per_french_word(nouns)] == ["dog", "girl", "boy", "daughter", "finger", "coat", "cloak", "bird"]
+    kept = daily.per_french_word(nouns)
+    assert [n.en for n in kept] == ["dog", "girl", "boy", "daughter", "finger", "coat", "cloak", "bird"]
+    # the second English word is learnt English -> French only: "fille" -> girl, "daughter" -> fille
+    assert {n.en: n.direction for n in kept} == {"dog": "both", "girl": "both", "boy": "both", "daughter": "en-fr", "finger": "both",
+                                                 "coat": "both", "cloak": "en-fr", "bird": "both"}
+
+
+def test_one_way_nouns_make_one_way_rows() -> None:
+    nouns = [Noun("child", "enfant", "m", "family", True, 17, direction="both"), Noun("infant", "enfant", "m", "family", True, 30, direction="en-fr"),
+             Noun("fridge", "frigo", "m", "furniture", True, 30, direction="fr-en"), *NOUNS]
+    rows = list(daily.lexicon_rows(nouns, [("Monday", "lundi")], [], directions=True))
+    assert ("the infant", "l'enfant", "en-fr") in rows and ("the fridge", "le frigo", "fr-en") in rows
+    assert ("the child", "l'enfant", "both") in rows and ("Monday", "lundi", "both") in rows
+    triples = list(daily.generate(nouns, [("Monday", "lundi")], [("May", "mai")], 300, seed=1, directions=True))
+    assert len(triples) > 200
+    for en, fr, direction in triples:
+        # a sentence with a one-way noun trains that way only (never both one-way kinds in one
+        # sentence); a frame that drew a noun it did not use may be one-way without it
+        words = set(re.findall(r"\w+", en.lower()))
+        if words & {"infant", "infants"}:
+            assert direction == "en-fr", (en, fr, direction)
+        if words & {"fridge", "fridges"}:
+            assert direction == "fr-en", (en, fr, direction)
+    assert {d for *_, d in triples} == {"both", "en-fr", "fr-en"}
+    assert daily.source_name("realised", "en-fr") == "realised>fr" and daily.source_name("lexicon", "fr-en") == "lexicon>en"
+    assert daily.source_name("lexicon", "both") == "lexicon"
 
 
 def _ci() -> bool:
@@ -333,3 +360,31 @@ def test_apertium_triangulates_the_words_freedict_lacks() -> None:
     assert "nièce" in got["niece"]
     assert "xyzzy" not in got
     assert all(f in french for fs in got.values() for f in fs)  # only nouns the realiser knows
+
+
+def test_requests_are_imperatives_to_one_person_or_several() -> None:
+    gen = daily.Generator(NOUNS, [("Monday", "lundi")], [("May", "mai")], random.Random(2))
+    pairs = [p for p in (_request(gen) for _ in range(120)) if p]
+    assert len(pairs) >= 100
+    tu = vous = please = 0
+    for en, fr in pairs:
+        # English: the bare verb first ("Buy ...", "Please buy ...", "Do not forget ..."), no subject
+        assert re.match(r"^(Please )?(Do not )?[A-Z]?[a-z]+ ", en) and not re.match(r"^(Please )?(I|You|We) ", en), en
+        polite = en.startswith("Please ")
+        please += polite
+        # French: no subject pronoun; "s'il te plaît" with tu forms, "s'il vous plaît" with vous forms
+        assert not re.match(r"^(Tu|Vous|Nous) ", fr), fr
+        assert polite == fr.endswith(("s'il te plaît.", "s'il vous plaît.")), (en, fr)
+        plural = bool(re.search(r"\b\w+ez\b", fr.split(",")[0])) or " votre " in fr or " vos " in fr
+        tu += not plural
+        vous += plural
+        if polite:
+            assert fr.endswith("s'il vous plaît.") == plural, (en, fr)
+    assert tu and vous and please
+    assert any(fr.startswith(("Achète ", "Achetez ")) for _, fr in pairs) and any(en.startswith("Do not ") for en, _ in pairs)
+
+
+def _request(gen: daily.Generator) -> tuple[str, str] | None:
+    build, finish = gen.f_request()
+    pair = gen.pair(build)
+    return (finish("en", pair[0]), finish("fr", pair[1])) if pair else None

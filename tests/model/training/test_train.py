@@ -68,3 +68,19 @@ def test_train_checkpoints_resume_and_export(splits: Path, tmp_path: Path) -> No
     m = Transformer(TransformerConfig.load(out / "config.json"))
     load_weights(m, out / "model.safetensors")
     assert (out / "sentencepiece.model").read_bytes() == (run / "sentencepiece.model").read_bytes()
+
+
+def test_corpus_rows_train_the_directions_their_source_names(tmp_path: Path) -> None:
+    from rendition.model.training.data import Pair
+    from rendition.model.training.train import read_corpus_pairs
+
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("ui\tOpen\tOuvrir\nrealised\tThe dog sleeps.\tLe chien dort.\n"
+                      "realised>fr\tThe infant sleeps.\tL'enfant dort.\nlexicon>en\tthe fridge\tle frigo\n", encoding="utf-8")
+    pairs = read_corpus_pairs(corpus, "realised=2,lexicon=3")
+    assert pairs["both"] == [Pair("Open", "Ouvrir")] + [Pair("The dog sleeps.", "Le chien dort.")] * 2
+    assert pairs["en-fr"] == [Pair("The infant sleeps.", "L'enfant dort.")] * 2  # learnt only into French
+    assert pairs["fr-en"] == [Pair("the fridge", "le frigo")] * 3  # only into English
+    corpus.write_text("realised>de\ta\tb\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="NAME>en or NAME>fr"):
+        read_corpus_pairs(corpus, "")

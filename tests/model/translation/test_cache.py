@@ -139,3 +139,19 @@ def test_nbytes_counts_self_and_cross_storage() -> None:
     half = new_cache(DenseCache, kv_dtype=torch.float16)
     join(half, 2, max_len=64)
     assert half.nbytes() == 2 * (2 * (2 * H * 64 * DH) * 2 + 2 * (2 * H * 4 * DH) * 4)
+
+
+def test_by_reference_storage_reserved_once_does_not_move(need_kernel) -> None:
+    """``reserve(sentences, positions)``: the first join allocates storage for both, so sentences
+    joining later (longer ones too) neither grow nor copy it."""
+    need_kernel("RENDITION_ATTENTION_KERNEL")
+    cache = new_cache(ReferenceCache, beams=2)
+    cache.reserve(20, 100)
+    join(cache, 18, max_len=12)
+    ptrs = [(lc.self_k.data_ptr(), lc.self_v.data_ptr()) for lc in cache.layers]
+    assert cache.layers[0].self_k.shape == (20 * 2, H, 128, DH) and cache.max_len == 128  # (in steps of 64)
+    cache.select(torch.arange(2, 36))  # one sentence finishes; three join, one of them long
+    join(cache, 3, max_len=90)
+    assert [(lc.self_k.data_ptr(), lc.self_v.data_ptr()) for lc in cache.layers] == ptrs
+    join(cache, 1, max_len=12)  # a 21st: beyond the reservation, the storage grows
+    assert cache.layers[0].self_k.shape[0] > 20 * 2

@@ -34,8 +34,10 @@ class _ScriptCache:
         self.beams = beams
         self.hist: list[list[int]] = []
 
-    def reserve(self, sentences: int) -> None:
-        pass
+    reserved: list[tuple[int, int]] = []  # (sentences, positions) of every reserve() call, all caches
+
+    def reserve(self, sentences: int, positions: int = 0) -> None:
+        self.reserved.append((sentences, positions))
 
     def join(self, cross, mem_mask, max_len: int) -> None:
         self.hist += [[] for _ in range(mem_mask.shape[0] * self.beams)]
@@ -360,3 +362,20 @@ def test_max_output_lengths_are_where_the_search_stops() -> None:
         )
         hyps = generate_ids(ScriptedModel(never_done), [[9] * n for n in lens], opts)
         assert [len(h[0].tokens) + 1 for h in hyps] == max_output_lengths(lens, opts), (lens, opts)
+
+
+def test_one_search_reserves_the_first_fill_and_the_longest_output_at_once() -> None:
+    """``generate_ids`` tells the cache, before any sentence joins, how many sentences the token
+    budget admits at first (the shortest first) and how many steps the longest source may take, so
+    that storage which grows by copying is allocated once."""
+    _ScriptCache.reserved.clear()
+    def table(prefix):
+        return {EOS: 1.0}
+
+    lens = [3, 3, 4, 5, 9, 30]  # (source tokens: tag, ids, </s>)
+    opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=5)
+    generate_ids(ScriptedModel(table), [[9] * n for n in lens], opts, max_batch_tokens=2 * (3 + 3 + 4 + 5))
+    assert _ScriptCache.reserved == [(4, 35)]  # 3, 3, 4, 5 fit the budget; 30 x 1.0 + 5 steps
+    _ScriptCache.reserved.clear()
+    generate_ids(ScriptedModel(table), [[9] * 50], opts, max_batch_tokens=10)  # over the budget alone: still one
+    assert _ScriptCache.reserved == [(1, 55)]
