@@ -517,44 +517,68 @@ class Generator:
         return build
 
     def f_request(self):
-        """A request to one person or several ("Please buy some apples." / "Achète des pommes, s'il
-        te plaît." or "Achetez des pommes, s'il vous plaît."; "Do not forget your coat." / "N'oublie
-        pas ton manteau."), or to go somewhere ("Go to the bakery." / "Va à la boulangerie.")."""
+        """Requests: to one person or several in the imperative ("Close the door, please." / "Ferme
+        la porte, s'il te plaît." or "Fermez ..., s'il vous plaît."; "Please buy some apples." /
+        "Achète des pommes, s'il te plaît."; "Do not forget your coat." / "N'oublie pas ton
+        manteau."; "Go to the bakery." / "Va à la boulangerie."), a wish ("I would like some bread,
+        please." / "Je voudrais du pain, s'il vous plaît.") or a bare thing ("A coffee, please." /
+        "Un café, s'il vous plaît.").  English puts "please" last more often than first, as
+        people do: French has it last either way."""
         r = self.rng
-        number = r.choice("sp")  # tu / vous
-        please = r.random() < 0.4
-        neg = r.random() < 0.2
-        if r.random() < 0.2:
+        kind = r.choices(["imperative", "go", "wish", "thing"], [6, 1, 2, 1])[0]
+        number = "p" if kind in ("wish", "thing") else r.choice("sp")  # tu / vous (a wish or a bare thing: vous)
+        please = r.choices(["end", "start", None], [4, 2, 3] if kind == "imperative" else [4, 1, 1] if kind == "go" else [6, 0, 2] if kind == "wish" else [1, 0, 0])[0]
+        neg = kind == "imperative" and r.random() < 0.2
+        if kind == "go":
             place = self.noun("place", "place", "outdoors")
 
-            def vp(lang: str):
+            def parts(lang: str):
                 i = 0 if lang == "en" else 1
-                return R.VP(R.V(("go", "aller")[i]).pe(2).n(number), R.PP(R.P(("to", "à")[i]), np(lang, place, "the")))
+                return R.S(R.VP(R.V(("go", "aller")[i]).pe(2).n(number), R.PP(R.P(("to", "à")[i]), np(lang, place, "the")))).t("ip")
+        elif kind in ("wish", "thing"):
+            obj = self.noun("food", "food", "object", "clothing", "thing")
+            det = r.choice(["a", "some", "the", "this"]) if kind == "wish" else r.choice(["a", "a", "some", "the"])
+            num = "p" if r.random() < 0.2 else "s"
+            we = kind == "wish" and r.random() < 0.2
+
+            def parts(lang: str):
+                o = np(lang, obj, det, num)
+                if kind == "thing":
+                    return o
+                pro = R.Pro("I" if lang == "en" else "je").pe(1).n("p" if we else "s")
+                return R.S(pro, R.VP(R.V("like" if lang == "en" else "vouloir"), o)).t("c")
         else:
-            kind = r.choice(["object", "object", "food", "food", "clothing", "person"])
-            v_en, v_fr = r.choice(REQUESTS[kind])
-            cats = {"object": ("object", "thing", "furniture"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal")}[kind]
+            vkind = r.choice(["object", "object", "food", "food", "clothing", "person"])
+            v_en, v_fr = r.choice(REQUESTS[vkind])
+            cats = {"object": ("object", "thing", "furniture"), "food": ("food",), "clothing": ("clothing",), "person": ("family", "person", "animal")}[vkind]
             obj = self.noun(*cats)
-            det = r.choice(["the", "this", "poss"] + (["some"] if kind == "food" else []) + (["a"] if v_en in ("buy", "bring", "find", "take") else []))
+            det = r.choice(["the", "this", "poss"] + (["some"] if vkind == "food" else []) + (["a"] if v_en in ("buy", "bring", "find", "take") else []))
             num = "p" if r.random() < 0.3 else "s"
 
-            def vp(lang: str):
+            def parts(lang: str):
                 o = np(lang, obj, det, num, owner=2, owner_number=number)
                 if lang == "en" and " " in v_en:
                     verb, prep = v_en.split()
-                    return R.VP(R.V(verb), R.PP(R.P(prep), o))
-                return R.VP(R.V(v_en if lang == "en" else v_fr).pe(2).n(number), o)
+                    vp = R.VP(R.V(verb), R.PP(R.P(prep), o))
+                else:
+                    vp = R.VP(R.V(v_en if lang == "en" else v_fr).pe(2).n(number), o)
+                return R.S(vp).t("ip")
 
         def build(lang: str):
-            sent = R.S(vp(lang)).t("ip")
+            sent = parts(lang)
             return sent.typ({"neg": True}) if neg else sent
 
         def polite(lang: str, text: str) -> str:
-            if not please:
+            text = text[0].upper() + text[1:]
+            if not text.endswith((".", "!", "?")):
+                text += "."
+            if please is None:
                 return text
-            if lang == "en":
+            if lang == "fr":
+                return text[:-1].rstrip() + (", s'il te plaît." if number == "s" else ", s'il vous plaît.")
+            if please == "start":
                 return "Please " + text[0].lower() + text[1:]
-            return text[:-1].rstrip() + (", s'il te plaît." if number == "s" else ", s'il vous plaît.")
+            return text[:-1].rstrip() + ", please."
 
         return build, polite
 

@@ -362,25 +362,34 @@ def test_apertium_triangulates_the_words_freedict_lacks() -> None:
     assert all(f in french for fs in got.values() for f in fs)  # only nouns the realiser knows
 
 
-def test_requests_are_imperatives_to_one_person_or_several() -> None:
+def test_requests_are_imperatives_wishes_or_things_with_please_mostly_last() -> None:
     gen = daily.Generator(NOUNS, [("Monday", "lundi")], [("May", "mai")], random.Random(2))
-    pairs = [p for p in (_request(gen) for _ in range(120)) if p]
-    assert len(pairs) >= 100
-    tu = vous = please = 0
+    pairs = [p for p in (_request(gen) for _ in range(300)) if p]
+    assert len(pairs) >= 250
+    kinds = {"imperative": 0, "wish": 0, "thing": 0}
+    tu = vous = first = last = 0
     for en, fr in pairs:
-        # English: the bare verb first ("Buy ...", "Please buy ...", "Do not forget ..."), no subject
-        assert re.match(r"^(Please )?(Do not )?[A-Z]?[a-z]+ ", en) and not re.match(r"^(Please )?(I|You|We) ", en), en
-        polite = en.startswith("Please ")
-        please += polite
-        # French: no subject pronoun; "s'il te plaît" with tu forms, "s'il vous plaît" with vous forms
-        assert not re.match(r"^(Tu|Vous|Nous) ", fr), fr
+        polite = en.startswith("Please ") or en.endswith(", please.")
+        first += en.startswith("Please ")
+        last += en.endswith(", please.")
+        # French has "s'il te plaît" / "s'il vous plaît" last, exactly where English has "please"
         assert polite == fr.endswith(("s'il te plaît.", "s'il vous plaît.")), (en, fr)
-        plural = bool(re.search(r"\b\w+ez\b", fr.split(",")[0])) or " votre " in fr or " vos " in fr
-        tu += not plural
-        vous += plural
-        if polite:
-            assert fr.endswith("s'il vous plaît.") == plural, (en, fr)
-    assert tu and vous and please
+        if re.match(r"^(Je voudrais|Nous voudrions) ", fr):  # a wish: "I would like ..."
+            kinds["wish"] += 1
+            assert re.match(r"^(I|We) would like ", en) and not fr.endswith("s'il te plaît."), (en, fr)
+        elif re.match(r"^(Un|Une|Des|Du|De la|De l'|Le|La|Les|L')\b", fr):  # a bare thing: "A coffee, please."
+            kinds["thing"] += 1
+            assert en.endswith(", please.") and fr.endswith("s'il vous plaît."), (en, fr)
+        else:  # the imperative: no subject in either language
+            kinds["imperative"] += 1
+            assert not re.match(r"^(Please )?(I|You|We) ", en) and not re.match(r"^(Tu|Vous|Nous) ", fr), (en, fr)
+            plural = bool(re.search(r"\b\w+ez\b", fr.split(",")[0])) or " votre " in fr or " vos " in fr
+            tu += not plural
+            vous += plural
+            if polite:
+                assert fr.endswith("s'il vous plaît.") == plural, (en, fr)
+    assert all(kinds.values()) and tu and vous
+    assert last > first > 0  # "Close the door, please." more often than "Please close the door."
     assert any(fr.startswith(("Achète ", "Achetez ")) for _, fr in pairs) and any(en.startswith("Do not ") for en, _ in pairs)
 
 
