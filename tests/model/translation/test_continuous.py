@@ -61,6 +61,19 @@ def run_staggered(search: BeamSearch, sources: list[list[int]], seed: int = 0) -
     return out
 
 
+def scheduled_in_tickets(backend, sources: list[list[int]], opts: TranslationOptions, workers: int, per_ticket: int = 5) -> list:
+    """The n-best of each source through a step-level scheduler (one thread a worker, at most 6
+    sentences each), submitted in tickets of ``per_ticket`` sources, in input order."""
+    from rendition.model.translation.scheduler import TranslationScheduler
+
+    sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
+    try:
+        tickets = [sched.submit(sources[i : i + per_ticket], opts) for i in range(0, len(sources), per_ticket)]
+        return [h for t in tickets for h in t.future.result(timeout=120)]
+    finally:
+        sched.close()
+
+
 def assert_same(got, want) -> None:
     assert [h.tokens for h in got] == [h.tokens for h in want]
     for g, w in zip(got, want):

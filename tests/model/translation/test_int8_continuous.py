@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_continuous import alone, assert_same, check_joining_mid_flight, random_model, random_sources  # (on sys.path)
+from test_continuous import (  # (on sys.path)
+    alone,
+    assert_same,
+    check_joining_mid_flight,
+    random_model,
+    random_sources,
+    scheduled_in_tickets,
+)
 
 from rendition.model.kernels import fused_cpu, native
 from rendition.model.translation.backends import FusedCPUBackend, select_backend
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.scheduler import TranslationScheduler
 
 
 def int8_backend(rel: str = "kv", seed: int = 0) -> FusedCPUBackend:
@@ -35,12 +41,7 @@ def test_scheduler_results_equal_searches_alone_in_int8(workers: int) -> None:
     backend = int8_backend("kv", seed=21)
     sources = random_sources(20, 96, seed=3)
     opts = TranslationOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
-    sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
-    try:
-        tickets = [sched.submit(sources[i : i + 5], opts) for i in range(0, 20, 5)]
-        got = [h for t in tickets for h in t.future.result(timeout=120)]
-    finally:
-        sched.close()
+    got = scheduled_in_tickets(backend, sources, opts, workers)
     for src, hyps in zip(sources, got):
         assert_same(hyps, alone(backend, src, opts))
     assert torch.isfinite(torch.tensor([h.score for hs in got for h in hs])).all()

@@ -14,14 +14,19 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from test_continuous import assert_same, need, random_model, run_staggered  # (this directory is on sys.path)
+from test_continuous import (  # (this directory is on sys.path)
+    assert_same,
+    need,
+    random_model,
+    run_staggered,
+    scheduled_in_tickets,
+)
 
 from rendition.model.kernels import fused_cpu, native
 from rendition.model.tokenizer import BOS_ID, EOS_ID, UNK_ID, Tokenizer
 from rendition.model.translation import shortlist as sl_mod
 from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend, select_backend
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.scheduler import TranslationScheduler
 from rendition.model.translation.search import BeamSearch, generate_ids
 from rendition.model.translation.shortlist import (
     FILENAME,
@@ -272,12 +277,7 @@ def test_scheduler_results_equal_searches_alone_with_a_shortlist(model, kind: st
     backend = with_shortlist(make_backend(kind, model), random_shortlist(seed=2))
     srcs = sources(20, seed=3)
     opts = TranslationOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
-    sched = TranslationScheduler(backend, workers=workers, threads=1, max_sentences=6)
-    try:
-        tickets = [sched.submit(srcs[i : i + 5], opts) for i in range(0, 20, 5)]
-        got = [h for t in tickets for h in t.future.result(timeout=120)]
-    finally:
-        sched.close()
+    got = scheduled_in_tickets(backend, srcs, opts, workers)
     for src, hyps in zip(srcs, got):
         assert_same(hyps, generate_ids(backend, [src], opts)[0])
         assert all(math.isfinite(h.score) for h in hyps)
