@@ -6,9 +6,10 @@ A shortlist is built once from a parallel corpus (``rendition build-shortlist``)
 model directory as ``shortlist.safetensors`` (no pickle):
 
 * ``offsets`` (V + 1,) and ``targets``: per source token s, ``targets[offsets[s]:offsets[s + 1]]``
-  are its best target tokens, best first, by the sentence-level co-occurrence translation score
-  p(t | s) = c(s, t) / c(s), where c(s) counts the sentence pairs whose source side holds s and
-  c(s, t) those whose source holds s and target holds t (each token counted once per sentence).
+  are its best target tokens, best first, by a sentence-level co-occurrence score: the Dice
+  coefficient 2 c(s, t) / (c(s) + c(t)) by default, or p(t | s) = c(s, t) / c(s), where c(s)
+  counts the sentence pairs whose source side holds s, c(t) those whose target side holds t and
+  c(s, t) those holding both (each token counted once per sentence; ``cooccurrence_scores``).
   The frequent tokens below are left out of these lists (they are always candidates anyway), so
   the top K are the K best of the others.  Both directions of the shared vocabulary go into one
   table: an en-fr pair counts English source tokens against French target tokens and the reverse.
