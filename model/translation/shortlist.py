@@ -301,12 +301,11 @@ def read_corpus(path: Path, tokenizer, limit: int | None = None, batch: int = 65
 def main(argv: Sequence[str] | None = None) -> None:
     """``rendition build-shortlist --corpus TSV --model-dir DIR [--top-k K] [--frequent N]``."""
     from rendition.model.tokenizer import Tokenizer
-    from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 
     ap = argparse.ArgumentParser(prog="rendition build-shortlist", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     ap.add_argument("--corpus", type=Path, required=True, help="TSV rows origin<TAB>english<TAB>french")
-    ap.add_argument("--model-dir", type=Path, default=DEFAULT_TRANSLATOR, help="its sentencepiece.model and config.json; the file goes here")
+    ap.add_argument("--model-dir", type=Path, required=True, help="its sentencepiece.model and config.json; the file goes here (model/pretrained/translator for the shipped one)")
     ap.add_argument("--top-k", type=int, default=50, help="target tokens kept per source token (besides the frequent ones)")
     ap.add_argument("--frequent", type=int, default=500, help="most frequent target tokens, candidates of every sentence")
     ap.add_argument("--score", default="dice", choices=SCORES, help="how a source token's targets are ranked: Dice coefficient or p(t|s)")

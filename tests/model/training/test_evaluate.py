@@ -17,6 +17,7 @@ class LookupTranslator:
 
     languages = ("en", "fr")
     compute_type = "float32"
+    shortlist = None
 
     def __init__(self, table: dict[str, str]):
         self.table = table
