@@ -289,8 +289,8 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         countable = lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
         category = wn.category(en)
         nouns.append(Noun(en, fr, g, category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
-        # French -> English must know the other common word for the same thing (frigo beside
-        # réfrigérateur, rhume beside froid): a second candidate that two sources confirm, less
+        # French -> English must know the other common word for the same thing (bicyclette beside
+        # vélo, casquette beside bonnet): a second candidate that two sources confirm, less
         # often, and learnt French -> English only (English -> French keeps to the first word)
         for _, alt, alt_g, alt_confirmed, alt_src in ranked[1:2]:
             # ... and whose own first sense, French -> English, is this noun (casquette -> cap, orage ->
@@ -299,7 +299,7 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
             if alt_confirmed and first_sense and alt_src >= ALTERNATIVE_SOURCES and zipf_frequency(alt, "fr") >= ALTERNATIVE_MIN_ZIPF:
                 alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, alt_src, True, "fr-en"))
         # ... and a common French word whose first sense, French -> English, is this noun though no
-        # source gives it English -> French ("grange" -> barn, "frigo" -> fridge)
+        # source gives it English -> French ("grange" -> barn, "carnet" -> notebook)
         # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
         # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
         back_words = sorted((-zipf_frequency(f, "fr"), f) for f in first_sense_of.get(en.casefold(), ())
