@@ -24,7 +24,7 @@ from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 CSRC = "model/kernels/csrc"
-SOURCES = [f"{CSRC}/{name}.c" for name in ("cpu", "attention", "fused", "search", "disan")]
+SOURCES = [f"{CSRC}/{name}.c" for name in ("cpu", "attention", "fused", "packed", "search", "disan")]
 DEPENDS = [f"{CSRC}/{name}.h" for name in ("rendition_kernels", "vec", "attention_impl")]
 COMMON = [
     "-O3", "-ffast-math", "-fopenmp", "-fno-wrapv",  # (-fno-wrapv: Python's CFLAGS carry -fwrapv)

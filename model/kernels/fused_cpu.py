@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,24 @@ def _sgemm_address() -> int | None:
 
 _WIRED: dict[int, str | None] = {}  # per loaded library: the sgemm it calls ("onednn", "mkl"), or None
 _INT8: dict[int, bool] = {}  # per loaded library: whether it has oneDNN's int8 gemm
+_PACKED: dict[int, bool] = {}  # per loaded library: whether int8 weights are packed for oneDNN's matmul
+
+
+def _wire_packed(so: ctypes.CDLL) -> bool:
+    """Hand the library oneDNN's matmul API (``csrc/packed.c``) unless ``RENDITION_INT8_PACKED=0``;
+    whether it took it."""
+    if not native.enabled("RENDITION_INT8_PACKED"):
+        return False
+    addresses = [_dnnl_address(name) for name in native.DNNL_API]
+    if any(a is None for a in addresses):
+        return False
+    return so.rk_set_dnnl_api(ctypes.byref(native.DnnlApi((ctypes.c_void_p * len(addresses))(*addresses)))) == 0
+
+
+def packed_products() -> bool:
+    """Whether the int8 products run on weights packed for oneDNN's matmul primitive."""
+    so = kernel()
+    return so is not None and _PACKED.get(id(so), False)
 
 
 def kernel() -> ctypes.CDLL | None:
@@ -147,6 +166,7 @@ def kernel() -> ctypes.CDLL | None:
         address = _dnnl_address("dnnl_gemm_u8s8s32")
         so.rk_set_dnnl_gemm_u8s8s32(address, activation_levels())
         _INT8[id(so)] = address is not None
+        _PACKED[id(so)] = _wire_packed(so)
     return so if _WIRED[id(so)] else None
 
 
@@ -168,33 +188,78 @@ def int8_unavailable() -> str | None:
 
 class QuantizedWeight:
     """A linear map's weight W (out, in) in int8, symmetric per output channel: W ~ scale[:, None] *
-    weight, |weight| <= 127; colsum the rows' sums (int32), for the activations' zero points."""
+    weight, |weight| <= 127; colsum the rows' sums (int32), for the activations' zero points.
+
+    Where oneDNN's matmul API is wired (``packed_products()``), the weight is also packed once into
+    the blocked layout of oneDNN's matmul primitive (``csrc/packed.c``), which the products then
+    read; the plain copy is then dropped unless ``keep_plain`` (the embedding keeps it: tokens are
+    looked up by row), and ``weight`` unpacks it when asked.  ``pack=False``: the plain weight only."""
 
     BLOCK_BYTES = 1 << 22  # float32 rows quantised at a time: the temporaries stay this small
 
-    def __init__(self, w: Tensor):
+    def __init__(self, w: Tensor, pack: bool = True, keep_plain: bool = False):
         w = w.detach()
         rows, cols = w.shape
+        self.shape = (rows, cols)
         self.scale = torch.empty(rows, dtype=torch.float32)
-        self.weight = torch.empty(rows, cols, dtype=torch.int8)
+        plain = torch.empty(rows, cols, dtype=torch.int8)
         step = max(1, self.BLOCK_BYTES // (4 * max(1, cols)))
         for r in range(0, rows, step):  # (row by row arithmetic: the blocks change no value)
             block = w[r : r + step].to(torch.float32)
             amax = block.abs().amax(dim=1)
             scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
             self.scale[r : r + step] = scale
-            self.weight[r : r + step] = torch.round(block / scale[:, None]).clamp_(-127, 127).to(torch.int8)
-        self.colsum = self.weight.sum(dim=1, dtype=torch.int32).contiguous()
+            plain[r : r + step] = torch.round(block / scale[:, None]).clamp_(-127, 127).to(torch.int8)
+        self.colsum = plain.sum(dim=1, dtype=torch.int32).contiguous()
+        self._plain: Tensor | None = plain
+        self._packed: int | None = None  # the packed form's handle
+        if pack and packed_products():
+            so = kernel()
+            assert so is not None
+            handle = so.rk_qlinear_pack(plain.data_ptr(), rows, cols)
+            if handle:
+                self._packed = handle
+                weakref.finalize(self, so.rk_qlinear_free, handle)
+                if not keep_plain:
+                    self._plain = None
+
+    @property
+    def weight(self) -> Tensor:
+        """The int8 weight (out, in): the plain copy, or the packed one unpacked (a new tensor)."""
+        if self._plain is not None:
+            return self._plain
+        so = kernel()
+        out = torch.empty(self.shape, dtype=torch.int8)
+        if so is None or so.rk_qlinear_unpack(self._packed, out.data_ptr()) != 0:
+            raise RuntimeError("the packed int8 weight could not be unpacked")
+        return out
+
+    def tensors(self) -> list[Tensor]:
+        """The tensors it holds (the plain weight where kept, the scales, the sums)."""
+        return [t for t in (self._plain, self.scale, self.colsum) if t is not None]
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.weight, self.scale, self.colsum))
+        """Bytes of its tensors and of its packed form."""
+        return sum(t.numel() * t.element_size() for t in self.tensors()) + self.packed_bytes
+
+    @property
+    def packed_bytes(self) -> int:
+        """Bytes of the packed form (oneDNN's memory, outside torch's tensors), 0 without one."""
+        so = kernel()
+        return int(so.rk_qlinear_packed_bytes(self._packed)) if self._packed and so is not None else 0
+
+    def packed(self) -> int | None:
+        """The handle of the packed form, or None (the products run on oneDNN's gemm)."""
+        return self._packed
 
     def rows(self, ids: Tensor) -> QuantizedWeight:
-        """The weight of the output channels ``ids`` (V',): its rows, scales and sums, gathered."""
+        """The weight of the output channels ``ids`` (V',): its rows, scales and sums, gathered (plain,
+        not packed: a search's own rows, where packing would cost more than it saves)."""
         out = object.__new__(QuantizedWeight)
         ids = ids.to(torch.long)
-        out.weight, out.scale, out.colsum = (t.index_select(0, ids) for t in (self.weight, self.scale, self.colsum))
+        out._plain, out.scale, out.colsum = (t.index_select(0, ids) for t in (self.weight, self.scale, self.colsum))
+        out._packed, out.shape = None, (int(ids.numel()), self.shape[1])
         return out
 
     def dequantized(self) -> Tensor:
@@ -202,7 +267,7 @@ class QuantizedWeight:
         return self.weight.to(torch.float32) * self.scale[:, None]
 
     def struct(self) -> native.QLinear:
-        return native.QLinear(self.weight.data_ptr(), self.scale.data_ptr(), self.colsum.data_ptr())
+        return native.QLinear(native.ptr(self._plain), self.scale.data_ptr(), self.colsum.data_ptr(), self._packed)
 
 
 def qlinear(x: Tensor, w: QuantizedWeight, threads: int | None = None) -> dict[str, Tensor]:
@@ -212,9 +277,9 @@ def qlinear(x: Tensor, w: QuantizedWeight, threads: int | None = None) -> dict[s
     if so is None or not _INT8.get(id(so)):
         raise RuntimeError("no int8 kernel here (native library and oneDNN's dnnl_gemm_u8s8s32)")
     x = x.detach().to(torch.float32).contiguous()
-    (M, K), N = x.shape, w.weight.shape[0]
-    if w.weight.shape[1] != K:
-        raise ValueError(f"x has {K} features, the weight {w.weight.shape[1]}")
+    (M, K), N = x.shape, w.shape[0]
+    if w.shape[1] != K:
+        raise ValueError(f"x has {K} features, the weight {w.shape[1]}")
     out = dict(
         y=torch.empty(M, N), xq=torch.empty(M, K, dtype=torch.uint8), x_scale=torch.empty(M),
         x_zero=torch.empty(M, dtype=torch.int32), acc=torch.empty(M, N, dtype=torch.int32),
@@ -279,7 +344,7 @@ def _tensors(obj: Any) -> list[Tensor]:
     if isinstance(obj, Tensor):
         return [obj]
     if isinstance(obj, QuantizedWeight):
-        return [obj.weight, obj.scale, obj.colsum]
+        return obj.tensors()
     if isinstance(obj, dict):
         obj = list(obj.values())
     if isinstance(obj, (tuple, list)):
@@ -305,9 +370,11 @@ def resident_weight_bytes(model: nn.Module, fused: FusedTransformer | None = Non
         for name, value in module.__dict__.items():
             if name.endswith("_copy") and isinstance(value, tuple):
                 tensors += _tensors(value[1])
+    packed = 0
     if fused is not None:
         tensors += [t for entry in (fused._encoder, fused._decoder) if entry is not None for t in _tensors(entry[1].keep)]
-    return _unique_bytes(tensors)
+        packed = fused.packed_bytes()
+    return _unique_bytes(tensors) + packed
 
 
 def _version(params: tuple[Tensor, ...]) -> tuple:
@@ -372,7 +439,7 @@ class FusedTransformer:
             if (reason := int8_unavailable()) is not None:
                 raise RuntimeError(f"the int8 compute type cannot run here: {reason}")
             with torch.no_grad():
-                self.q_embed = q_embed = QuantizedWeight(model.embed.weight)  # (tied: lookup and output projection)
+                self.q_embed = q_embed = QuantizedWeight(model.embed.weight, keep_plain=True)  # (tied: lookup and output projection)
                 self._encoder = ((), self._build_encoder(q_embed))
                 self._decoder = ((), self._build_decoder(q_embed))
 
@@ -480,11 +547,18 @@ class FusedTransformer:
         return released
 
     def table_bytes(self) -> int:
-        """Bytes of the weight tables' own tensors (those not shared with the model's parameters)."""
+        """Bytes of the weight tables' own tensors (those not shared with the model's parameters) and
+        of their packed forms."""
         params = {p.untyped_storage().data_ptr() for p in self.model.parameters()}
         params |= {b.untyped_storage().data_ptr() for b in self.model.buffers()}
         tables = [t for entry in (self._encoder, self._decoder) if entry is not None for t in _tensors(entry[1].keep)]
-        return _unique_bytes(t for t in tables if t.untyped_storage().data_ptr() not in params)
+        return _unique_bytes(t for t in tables if t.untyped_storage().data_ptr() not in params) + self.packed_bytes()
+
+    def packed_bytes(self) -> int:
+        """Bytes of the int8 weights' packed forms (each counted once)."""
+        weights = {id(w): w for entry in (self._encoder, self._decoder) if entry is not None
+                   for w in entry[1].keep if isinstance(w, QuantizedWeight)}  # fmt: skip
+        return sum(w.packed_bytes for w in weights.values())
 
     def output_rows(self, ids: Tensor) -> QuantizedWeight:
         """int8: the quantised output projection's rows for the token ``ids`` (a vocabulary shortlist)."""
@@ -551,9 +625,9 @@ class FusedTransformer:
         x, h = torch.empty(N, D), torch.empty(N, D)
         out_proj, q_out = None, None
         if isinstance(output, QuantizedWeight):
-            if not self.int8 or output.weight.shape[1] != D:
+            if not self.int8 or output.shape[1] != D:
                 raise ValueError("a quantised output projection needs the int8 compute type and (V', D) rows")
-            V, q_out = output.weight.shape[0], ctypes.pointer(output.struct())
+            V, q_out = output.shape[0], ctypes.pointer(output.struct())
         elif output is not None:
             if self.int8 or output.dtype != torch.float32 or output.dim() != 2 or output.shape[0] != D:
                 raise ValueError("a float output projection needs the float32 compute type and (D, V') float32 columns")

@@ -20,7 +20,7 @@ import warnings
 from ctypes import POINTER, c_float, c_int, c_long, c_void_p
 from pathlib import Path
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 ISAS = ("avx512", "avx2", "generic")  # best first
 HERE = Path(__file__).resolve().parent
 
@@ -57,9 +57,10 @@ ENCODER_QLINEAR_FIELDS = "q_qkv q_o q_1 q_2"  # int8 forms of w_qkv w_o w_1 w_2
 
 
 class QLinear(ctypes.Structure):
-    """``rk_qlinear``: an int8 weight (out, in), its per-row scales and column sums (all NULL: float32)."""
+    """``rk_qlinear``: an int8 weight (out, in), its per-row scales and column sums (all NULL: float32),
+    and its packed form for oneDNN's matmul primitive (or NULL)."""
 
-    _fields_ = _fields("w scale colsum", _P)
+    _fields_ = _fields("w scale colsum packed", _P)
 
 
 class DecoderLayer(ctypes.Structure):
@@ -122,10 +123,24 @@ class QLinearArgs(ctypes.Structure):
     )  # fmt: skip
 
 
+DNNL_API = (  # rk_dnnl_api's functions, in its order
+    "dnnl_engine_create", "dnnl_stream_create", "dnnl_stream_destroy", "dnnl_memory_desc_create_with_strides",
+    "dnnl_memory_desc_create_with_tag", "dnnl_memory_desc_clone", "dnnl_memory_desc_destroy", "dnnl_memory_desc_equal",
+    "dnnl_matmul_primitive_desc_create", "dnnl_reorder_primitive_desc_create", "dnnl_primitive_desc_query_md",
+    "dnnl_primitive_desc_destroy", "dnnl_primitive_create", "dnnl_primitive_execute", "dnnl_primitive_destroy",
+    "dnnl_memory_create", "dnnl_memory_set_data_handle", "dnnl_memory_destroy", "dnnl_memory_desc_get_size",
+    "dnnl_primitive_desc_query",
+)  # fmt: skip
+
+
+class DnnlApi(ctypes.Structure):
+    _fields_ = [("fn", c_void_p * len(DNNL_API))]
+
+
 # In the order of the RK_* enum of rendition_kernels.h (rk_struct_size's argument).
 STRUCTS = (
     StepAttentionArgs, SelfAttentionArgs, DecoderLayer, LayerCache, DecoderWeights, DecoderStepArgs,
-    EncoderLayer, EncoderWeights, EncoderArgs, LseArgs, DisanArgs, QLinear, QLinearArgs,
+    EncoderLayer, EncoderWeights, EncoderArgs, LseArgs, DisanArgs, QLinear, QLinearArgs, DnnlApi,
 )  # fmt: skip
 FUNCTIONS = {  # name: (argument struct, restype)
     "rk_step_attention": (StepAttentionArgs, c_int),
@@ -179,6 +194,15 @@ def _open(isa: str) -> ctypes.CDLL:
     lib.rk_set_sgemm.argtypes, lib.rk_set_sgemm.restype = [c_void_p], None
     lib.rk_set_dnnl_sgemm.argtypes, lib.rk_set_dnnl_sgemm.restype = [c_void_p], None
     lib.rk_set_dnnl_gemm_u8s8s32.argtypes, lib.rk_set_dnnl_gemm_u8s8s32.restype = [c_void_p, c_int], None
+    lib.rk_set_dnnl_api.argtypes, lib.rk_set_dnnl_api.restype = [POINTER(DnnlApi)], c_int
+    lib.rk_qlinear_pack.argtypes, lib.rk_qlinear_pack.restype = [c_void_p, c_long, c_long], c_void_p
+    lib.rk_qlinear_free.argtypes, lib.rk_qlinear_free.restype = [c_void_p], None
+    lib.rk_qlinear_packed_bytes.argtypes, lib.rk_qlinear_packed_bytes.restype = [c_void_p], c_long
+    lib.rk_packed_forget.argtypes, lib.rk_packed_forget.restype = [], None
+    lib.rk_qlinear_unpack.argtypes, lib.rk_qlinear_unpack.restype = [c_void_p, c_void_p], c_int
+    lib.rk_packed_limit.argtypes, lib.rk_packed_limit.restype = [c_long], c_long
+    lib.rk_packed_gemm.argtypes = [c_void_p, c_void_p, c_void_p, c_long, c_long, c_int]
+    lib.rk_packed_gemm.restype = c_int
     for name, (struct, restype) in FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [POINTER(struct)], restype

@@ -26,6 +26,7 @@ long rk_struct_size(int which) {
     case RK_DISAN: return sizeof(rk_disan_args);
     case RK_QLINEAR: return sizeof(rk_qlinear);
     case RK_QLINEAR_ARGS: return sizeof(rk_qlinear_args);
+    case RK_DNNL_API: return sizeof(rk_dnnl_api);
     default: return -1;
   }
 }

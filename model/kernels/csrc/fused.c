@@ -2,7 +2,8 @@
    oneDNN's sgemm (rk_set_dnnl_sgemm; about 2.5x MKL's on AMD CPUs, where MKL takes a slow path) or
    the MKL sgemm that torch itself calls (rk_set_sgemm), whose products are then bitwise torch's.
    With the int8 compute type (rk_qlinear weights) the linear maps run on oneDNN's u8 x s8 -> s32
-   gemm instead (qmm_wt); layer norms, softmax, residuals and attention stay float32. */
+   products instead (qmm_wt): its matmul primitive over weights packed once (packed.c), or its gemm;
+   layer norms, softmax, residuals and attention stay float32. */
 #include <omp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -105,6 +106,37 @@ static void* qscratch(size_t bytes) {
   return QBUF;
 }
 
+/* Per calling thread: int32 products of the packed path whose output rows are not contiguous. */
+static __thread void* PBUF = NULL;
+static __thread size_t PCAP = 0;
+static void* pscratch(size_t bytes) {
+  if (bytes > PCAP) {
+    free(PBUF);
+    PBUF = malloc(bytes);
+    PCAP = PBUF ? bytes : 0;
+  }
+  return PBUF;
+}
+
+/* Per calling thread: a packed weight without its plain copy, unpacked for the gemm (the rare
+   product no primitive serves).  The one unpacked last is kept. */
+static __thread signed char* UBUF = NULL;
+static __thread size_t UCAP = 0;
+static __thread unsigned long UFOR = 0;
+static const signed char* unpacked(const void* packed, long N, long K) {
+  const size_t bytes = (size_t)N * K;
+  if (UFOR == rk_qlinear_packed_id(packed) && UBUF) return UBUF;
+  if (bytes > UCAP) {
+    free(UBUF);
+    UBUF = malloc(bytes);
+    UCAP = UBUF ? bytes : 0;
+  }
+  UFOR = 0;
+  if (!UBUF || rk_qlinear_unpack(packed, UBUF) != 0) abort();  /* (no memory, or oneDNN cannot reorder) */
+  UFOR = rk_qlinear_packed_id(packed);
+  return UBUF;
+}
+
 /* Rows of x (M, K), ld apart, to unsigned 8 bits with a zero point each, the range [lo, hi] of a
    row (widened to hold 0) mapped onto [0, ACT_MAX]: x ~ s[m] (q - z[m]). */
 static void quantize_rows(const float* x, long ld, long M, long K, uint8_t* q, float* s, int* z, int threads) {
@@ -155,9 +187,23 @@ static void qgemm(const uint8_t* xq, const float* s, const int* z, const rk_qlin
   void* out = acc ? (void*)acc : (void*)y;
   const long ld = acc ? ldacc : ldy;
   static const int32_t zero = 0;
+  if (W->packed) {  /* (the fast primitives write contiguous rows: where y's are not, a scratch buffer) */
+    int32_t* pout = ld == N ? (int32_t*)out : pscratch((size_t)M * N * sizeof(int32_t));
+    if (pout && rk_packed_gemm(W->packed, xq, pout, N, M, GEMM_THREADS) == 0) {
+      const int parts = GEMM_THREADS > 1 && !omp_in_parallel() && M * N >= (1L << 15) ? GEMM_THREADS : 1;
+      #pragma omp parallel num_threads(parts) if(parts > 1)
+      {
+        long n0, n1;
+        split_cols(N, omp_get_thread_num(), omp_get_num_threads(), &n0, &n1);
+        if (n1 > n0) dequantize(pout, N, s, z, W, y, ldy, M, n0, n1);
+      }
+      return;
+    }
+  }
+  const signed char* w = W->w ? W->w : unpacked(W->packed, N, K);  /* (packed alone: unpacked for the gemm) */
   const int parts = gemm_parts(M, N, K);
   if (parts <= 1) {
-    DNNL_GEMM_U8S8S32('N', 'T', 'F', M, N, K, 1.0f, xq, K, 0, W->w, K, 0, 0.0f, (int32_t*)out, ld, &zero);
+    DNNL_GEMM_U8S8S32('N', 'T', 'F', M, N, K, 1.0f, xq, K, 0, w, K, 0, 0.0f, (int32_t*)out, ld, &zero);
     dequantize(out, ld, s, z, W, y, ldy, M, 0, N);
     return;
   }
@@ -166,7 +212,7 @@ static void qgemm(const uint8_t* xq, const float* s, const int* z, const rk_qlin
     long n0, n1;
     split_cols(N, omp_get_thread_num(), omp_get_num_threads(), &n0, &n1);
     if (n1 > n0) {
-      DNNL_GEMM_U8S8S32('N', 'T', 'F', M, n1 - n0, K, 1.0f, xq, K, 0, W->w + n0 * K, K, 0, 0.0f, (int32_t*)out + n0,
+      DNNL_GEMM_U8S8S32('N', 'T', 'F', M, n1 - n0, K, 1.0f, xq, K, 0, w + n0 * K, K, 0, 0.0f, (int32_t*)out + n0,
                         ld, &zero);
       dequantize(out, ld, s, z, W, y, ldy, M, n0, n1);
     }
@@ -186,7 +232,7 @@ static void qmm_wt(const float* x, long ldx, const rk_qlinear* W, float* y, long
 /* A linear map's product: the int8 one where the map has int8 weights, else the float32 one. */
 static void linear(const float* x, long ldx, const float* W, const rk_qlinear* Q, float* y, long ldy, long M, long N,
                    long K) {
-  if (Q->w) qmm_wt(x, ldx, Q, y, ldy, M, N, K);
+  if (Q->w || Q->packed) qmm_wt(x, ldx, Q, y, ldy, M, N, K);
   else mm_wt(x, ldx, W, y, ldy, M, N, K);
 }
 
@@ -318,7 +364,7 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
   float *x = a->x, *h = a->h, *qkv = a->qkv, *ff = a->ff;
   const long Dh = D / H;
   if ((!SGEMM && !DNNL_SGEMM) || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
-  if ((W->q_embed.w || (L > 0 && W->layers[0].q_qkv.w)) && !DNNL_GEMM_U8S8S32) return -1;
+  if ((W->q_embed.w || (L > 0 && (W->layers[0].q_qkv.w || W->layers[0].q_qkv.packed))) && !DNNL_GEMM_U8S8S32) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
   embed_rows(x, W->embed, &W->q_embed, a->tokens, NULL, N, D, a->emb_scale, a->pos, a->pos ? a->steps : NULL);
   for (long l = 0; l < L; ++l) {
@@ -378,7 +424,7 @@ int rk_encoder_forward(const rk_encoder_args* a) {
   long *rows = a->rows, *pos = a->pos, *off = a->off;
   const long Dh = D / H;
   if ((!SGEMM && !DNNL_SGEMM) || (Dh != 16 && Dh != 32 && Dh != 64 && Dh != 128)) return -1;
-  if ((W->q_embed.w || (L > 0 && W->layers[0].q_qkv.w)) && !DNNL_GEMM_U8S8S32) return -1;
+  if ((W->q_embed.w || (L > 0 && (W->layers[0].q_qkv.w || W->layers[0].q_qkv.packed))) && !DNNL_GEMM_U8S8S32) return -1;
   const float scale = 1.0f / sqrtf((float)Dh);
   long n = 0;
   for (long b = 0; b < B; ++b) {

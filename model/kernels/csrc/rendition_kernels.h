@@ -7,7 +7,7 @@
 #ifndef RENDITION_KERNELS_H
 #define RENDITION_KERNELS_H
 
-#define RK_ABI_VERSION 4
+#define RK_ABI_VERSION 5
 
 /* One decoding step's self-attention over a by-reference KV cache (model/translation/cache.py). */
 typedef struct {
@@ -37,11 +37,15 @@ typedef struct {
 
 /* A linear map's weight W (out, in) in int8 (the int8 compute type): symmetric per output channel,
    W[n][k] ~ scale[n] w[n][k], |w| <= 127, and colsum[n] = sum_k w[n][k] (the compensation of the
-   activations' zero point).  w NULL: the map is float32 (the float pointer beside it is used). */
+   activations' zero point).  w NULL: the map is float32 (the float pointer beside it is used).
+   packed: the same weight packed for oneDNN's matmul primitive (rk_qlinear_pack), or NULL; the
+   products then run on it, with the gemm over w where no primitive serves (w may then be NULL: the
+   packed weight is unpacked for it). */
 typedef struct {
   const signed char* w;     /* (out, in) */
   const float* scale;       /* (out,) */
   const int* colsum;        /* (out,) */
+  const void* packed;
 } rk_qlinear;
 
 /* A decoder layer's weights (torch's nn.Linear layout: (out, in)); w_qkv / b_qkv the fused
@@ -162,7 +166,7 @@ typedef struct {
 
 enum { RK_STEP_ATTENTION, RK_SELF_ATTENTION, RK_DECODER_LAYER, RK_LAYER_CACHE, RK_DECODER_WEIGHTS,
        RK_DECODER_STEP, RK_ENCODER_LAYER, RK_ENCODER_WEIGHTS, RK_ENCODER, RK_LSE, RK_DISAN, RK_QLINEAR,
-       RK_QLINEAR_ARGS, RK_STRUCTS };
+       RK_QLINEAR_ARGS, RK_DNNL_API, RK_STRUCTS };
 
 int rk_abi_version(void);
 long rk_struct_size(int which);   /* sizeof the struct RK_<which>, or -1 */
@@ -181,6 +185,28 @@ void rk_set_dnnl_sgemm(void* dnnl_sgemm);  /* oneDNN's row-major sgemm in place 
 void rk_set_dnnl_gemm_u8s8s32(void* fn, int act_max);
 /* Returns 0, or -1 without rk_set_dnnl_gemm_u8s8s32. */
 int rk_qlinear_forward(const rk_qlinear_args* a);
+
+/* oneDNN's C API functions the packed products call, in this order: dnnl_engine_create,
+   dnnl_stream_create, dnnl_stream_destroy, dnnl_memory_desc_create_with_strides,
+   dnnl_memory_desc_create_with_tag, dnnl_memory_desc_clone, dnnl_memory_desc_destroy,
+   dnnl_memory_desc_equal, dnnl_matmul_primitive_desc_create, dnnl_reorder_primitive_desc_create,
+   dnnl_primitive_desc_query_md, dnnl_primitive_desc_destroy, dnnl_primitive_create,
+   dnnl_primitive_execute, dnnl_primitive_destroy, dnnl_memory_create, dnnl_memory_set_data_handle,
+   dnnl_memory_destroy, dnnl_memory_desc_get_size, dnnl_primitive_desc_query. */
+typedef struct { void* fn[20]; } rk_dnnl_api;
+int rk_set_dnnl_api(const rk_dnnl_api* api);  /* 0, or -1: a NULL address or no CPU engine */
+/* w (N, K) int8 row-major packed for the matmul primitive (a handle for rk_qlinear.packed), or NULL
+   (no API set, or oneDNN refused); rk_qlinear_free releases it. */
+void* rk_qlinear_pack(const signed char* w, long N, long K);
+void rk_qlinear_free(void* packed);
+long rk_qlinear_packed_bytes(const void* packed);  /* the packed weight's bytes */
+int rk_qlinear_unpack(const void* packed, signed char* w);  /* back to w (N, K) row-major: 0, or -1 */
+unsigned long rk_qlinear_packed_id(const void* packed);  /* unique in the process, never reused */
+/* out (M, N) int32, rows ldo apart = xq (M, K) @ W^T over a packed weight: 0, or -1 (not done:
+   no primitive but oneDNN's reference one for this shape, or the calling thread's table is full). */
+int rk_packed_gemm(const void* packed, const unsigned char* xq, int* out, long ldo, long M, int threads);
+void rk_packed_forget(void);  /* drop the calling thread's primitives */
+long rk_packed_limit(long entries);  /* primitives per thread at most (tests: 0); returns the old limit */
 int rk_decoder_step(const rk_decoder_step_args* a);
 int rk_encoder_forward(const rk_encoder_args* a);
 void rk_lse_chunk_max(const rk_lse_args* a);

@@ -7,6 +7,7 @@ its resident weights, and the fallback to float32 where int8 cannot run."""
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,7 @@ def variant(request, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(native, "_LIB", {})
     monkeypatch.setattr(fused_cpu, "_WIRED", {})
     monkeypatch.setattr(fused_cpu, "_INT8", {})
+    monkeypatch.setattr(fused_cpu, "_PACKED", {})
     need_int8()
     assert native.isa() == isa
     return isa
@@ -151,10 +153,86 @@ def test_every_variant_gives_the_same_int8_product(monkeypatch: pytest.MonkeyPat
             monkeypatch.setattr(native, "_LIB", {})
             monkeypatch.setattr(fused_cpu, "_WIRED", {})
             monkeypatch.setattr(fused_cpu, "_INT8", {})
+            monkeypatch.setattr(fused_cpu, "_PACKED", {})
             results.append(fused_cpu.qlinear(x, qw))
     for r in results[1:]:
         assert torch.equal(r["acc"], results[0]["acc"]) and torch.equal(r["xq"], results[0]["xq"])
         torch.testing.assert_close(r["y"], results[0]["y"], rtol=1e-6, atol=1e-6)
+
+
+def need_packed() -> None:
+    """Skip where int8 weights are not packed for oneDNN's matmul primitive; under
+    RENDITION_REQUIRE_NATIVE=1 (CI, where the onednn-cpu-gomp wheel is installed) that is a failure."""
+    need_int8()
+    if not fused_cpu.packed_products():
+        (pytest.fail if native.required() else pytest.skip)("int8 weights are not packed (oneDNN's matmul API)")
+
+
+@pytest.mark.parametrize("NK", [(16000, 384), (1152, 384), (384, 1536), (50, 96)])
+def test_packed_products_equal_the_gemm_exactly(variant: str, NK: tuple[int, int]) -> None:
+    """The matmul primitive over the packed weight gives the gemm's integer sums, and so the same
+    outputs, for every number of rows (each its own primitive), on 1 and 2 threads, and when called
+    again (the primitives kept)."""
+    need_packed()
+    N, K = NK
+    g = torch.Generator().manual_seed(N + K)
+    w = torch.randn(N, K, generator=g) * 0.05
+    packed, plain = fused_cpu.QuantizedWeight(w), fused_cpu.QuantizedWeight(w, pack=False)
+    assert packed.packed() is not None and plain.packed() is None
+    # the plain copy goes (the packed one is read), and unpacks to the same weight
+    assert packed.tensors() == [packed.scale, packed.colsum] and torch.equal(packed.weight, plain.weight)
+    assert packed.packed_bytes >= N * K and packed.nbytes == plain.nbytes - N * K + packed.packed_bytes
+    kept = fused_cpu.QuantizedWeight(w, keep_plain=True)
+    assert kept.packed() is not None and torch.equal(kept.tensors()[0], plain.weight)
+    for M in (1, 2, 3, 4, 5, 8, 17, 64, 65, 130):
+        x = sample_rows(M, K, seed=M)
+        for threads in (1, 2, 1):
+            a, b = fused_cpu.qlinear(x, packed, threads=threads), fused_cpu.qlinear(x, plain, threads=threads)
+            assert torch.equal(a["acc"], b["acc"]), (M, threads)
+            assert torch.equal(a["y"], b["y"]), (M, threads)
+            np.testing.assert_array_equal(
+                a["acc"].numpy().astype(np.int64), a["xq"].numpy().astype(np.int64) @ plain.weight.numpy().astype(np.int64).T
+            )
+
+
+def test_packed_products_past_the_primitive_table_and_from_worker_threads() -> None:
+    """Products no primitive serves (a thread's table full: here its limit set to 0) run on the gemm,
+    over the packed weight unpacked (its plain copy was dropped); large row counts run in blocks;
+    products from other threads (each with its own primitives and thread count): all exact."""
+    need_packed()
+    so = fused_cpu.kernel()
+    w = torch.randn(64, 32) * 0.1
+    packed, plain = fused_cpu.QuantizedWeight(w), fused_cpu.QuantizedWeight(w, pack=False)
+    assert packed.tensors() == [packed.scale, packed.colsum]  # (no plain copy)
+    x = sample_rows(1100, 32, seed=1)
+    so.rk_packed_forget()
+    before = so.rk_packed_limit(0)
+    try:
+        for M in (1, 7, 300):
+            assert torch.equal(fused_cpu.qlinear(x[:M], packed, threads=1)["acc"], fused_cpu.qlinear(x[:M], plain, threads=1)["acc"])
+    finally:
+        so.rk_packed_limit(before)
+    for M in (1, 2, 255, 256, 257, 513, 1100):
+        for threads in (1, 2):
+            a = fused_cpu.qlinear(x[:M], packed, threads=threads)
+            b = fused_cpu.qlinear(x[:M], plain, threads=threads)
+            assert torch.equal(a["acc"], b["acc"]) and torch.equal(a["y"], b["y"]), (M, threads)
+    results: dict[int, bool] = {}
+
+    def work(i: int) -> None:
+        torch.set_num_threads(1)
+        xs = sample_rows(40 + i, 32, seed=i)
+        results[i] = all(
+            torch.equal(fused_cpu.qlinear(xs[:m], packed, threads=1)["acc"], fused_cpu.qlinear(xs[:m], plain, threads=1)["acc"])
+            for m in range(1, 40 + i)
+        )
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {0: True, 1: True, 2: True}
 
 
 def random_model(head_dim: int = 32, rel: str = "kv"):
@@ -244,6 +322,7 @@ def test_a_cpu_without_vnni_or_avx2_falls_back_to_float32(
         monkeypatch.setattr(native, "_LIB", {})
         monkeypatch.setattr(fused_cpu, "_WIRED", {})
         monkeypatch.setattr(fused_cpu, "_INT8", {})
+        monkeypatch.setattr(fused_cpu, "_PACKED", {})
         if how == "generic":
             monkeypatch.setenv("RENDITION_ISA", "generic")
         else:
