@@ -33,9 +33,12 @@ through that cache's own methods.
 
 The int8 compute type (``FusedTransformer(model, "int8")``, as CTranslate2's ``compute_type="int8"``)
 runs every linear map of the encoder and the decoding step, the output projection over the
-vocabulary included, on oneDNN's ``dnnl_gemm_u8s8s32`` from the same library: the weights are
+vocabulary included, in u8 x s8 -> s32 products from the same library: the weights are
 quantised once, symmetric per output channel (int8 and a float scale per row of W, with the row's
-sum for the zero-point compensation); each product's input rows are quantised when it runs, to
+sum for the zero-point compensation) and packed once into the blocked layout of oneDNN's matmul
+primitive (``csrc/packed.c``: AMX tiles or VNNI blocks; a primitive per row count, kept per
+thread), with oneDNN's ``dnnl_gemm_u8s8s32`` for any product no primitive serves (the same
+integer sums); each product's input rows are quantised when it runs, to
 unsigned 8 bits with a zero point per row (the u8 x s8 form VNNI multiplies); the int32 sums are
 dequantised in float32 with both scales, and the bias added after.  Layer norms, softmax, residuals,
 the attention over the cache and the cross-attention's keys and values (computed once per sentence,
