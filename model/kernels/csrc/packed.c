@@ -11,6 +11,7 @@
    oneDNN's C API is reached through addresses set from Python (rk_set_dnnl_api), as the gemm's is;
    the few enum values used below are those of oneDNN 3.x's stable C API. */
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,10 +179,23 @@ static __thread entry* TABLE = NULL;
 static __thread long USED = 0;
 static __thread dnnl_handle STREAM = NULL;
 
+/* A thread's table and stream go with the thread (a key whose destructor runs at its exit). */
+static pthread_key_t EXIT_KEY;
+static pthread_once_t EXIT_ONCE = PTHREAD_ONCE_INIT;
+static void at_thread_exit(void* unused) {
+  (void)unused;
+  rk_packed_forget();
+  if (STREAM) API.stream_destroy(STREAM);
+  STREAM = NULL;
+}
+static void make_exit_key(void) { pthread_key_create(&EXIT_KEY, at_thread_exit); }
+
 static entry* lookup(const struct rk_packed* P, long M, long ldo, int threads) {
   if (!TABLE) {
     TABLE = calloc(SLOTS, sizeof(entry));
     if (!TABLE) return NULL;
+    pthread_once(&EXIT_ONCE, make_exit_key);
+    pthread_setspecific(EXIT_KEY, TABLE);
   }
   const uint64_t h = (uint64_t)P->N * 0x9E3779B97F4A7C15ull ^ (uint64_t)P->K * 0xBF58476D1CE4E5B9ull ^
                      (uint64_t)M * 0xC2B2AE3D27D4EB4Full ^ (uint64_t)ldo * 0x165667B19E3779F9ull ^ (uint64_t)threads;
