@@ -19,7 +19,6 @@
 #include "rendition_kernels.h"
 
 typedef void* dnnl_handle;  /* engine, stream, memory, memory desc, primitive desc, primitive */
-typedef int64_t dnnl_dims[12];
 typedef struct { int arg; dnnl_handle memory; } dnnl_exec_arg;
 
 enum { DNNL_CPU = 1, DNNL_STREAM_IN_ORDER = 1, DNNL_S32 = 4, DNNL_S8 = 5, DNNL_U8 = 6, DNNL_TAG_ANY = 1,
@@ -66,19 +65,20 @@ int rk_set_dnnl_api(const rk_dnnl_api* a) {
 
 struct rk_packed {
   unsigned long id;    /* unique in the process (an address may be reused after a free) */
+  dnnl_handle engine;  /* the engine it was packed on (of the library variant that packed it) */
   dnnl_handle md;      /* the packed weights' (K, N) desc, oneDNN's choice */
   dnnl_handle memory;  /* the packed weights (owned by oneDNN) */
   long N, K;
 };
 
 /* (M, K) u8 rows ld apart, (K, N) s8 in the packed desc wmd (NULL: format any), (M, N) s32 rows ldo apart */
-static int matmul_pd(dnnl_handle* pd, long M, long N, long K, long ld, long ldo, const void* wmd) {
+static int matmul_pd(dnnl_handle engine, dnnl_handle* pd, long M, long N, long K, long ld, long ldo, const void* wmd) {
   const int64_t sd[2] = {M, K}, ss[2] = {ld, 1}, wd[2] = {K, N}, dd[2] = {M, N}, ds[2] = {ldo, 1};
   dnnl_handle src = NULL, wany = NULL, dst = NULL;
   int rc = API.md_create_with_strides(&src, 2, sd, DNNL_U8, ss);
   if (rc == 0 && !wmd) rc = API.md_create_with_tag(&wany, 2, wd, DNNL_S8, DNNL_TAG_ANY);
   if (rc == 0) rc = API.md_create_with_strides(&dst, 2, dd, DNNL_S32, ds);
-  if (rc == 0) rc = API.matmul_pd_create(pd, ENGINE, src, wmd ? wmd : wany, NULL, dst, NULL);
+  if (rc == 0) rc = API.matmul_pd_create(pd, engine, src, wmd ? wmd : wany, NULL, dst, NULL);
   const char* impl = NULL;  /* oneDNN's reference implementation is far slower than its gemm: refused */
   if (rc == 0 && (API.pd_query(*pd, DNNL_QUERY_IMPL_INFO_STR, 0, &impl) != 0 || !impl || !strncmp(impl, "ref", 3))) {
     API.pd_destroy(*pd);
@@ -91,52 +91,20 @@ static int matmul_pd(dnnl_handle* pd, long M, long N, long K, long ld, long ldo,
   return rc;
 }
 
-/* The weight w (N, K) row-major, packed for the matmul primitive; NULL where that cannot be done. */
-void* rk_qlinear_pack(const signed char* w, long N, long K) {
-  if (!ENGINE || !w || N <= 0 || K <= 0) return NULL;
-  struct rk_packed* P = calloc(1, sizeof *P);
-  dnnl_handle pd = NULL, plain_md = NULL, plain = NULL, rpd = NULL, reorder = NULL, stream = NULL;
-  int rc = P ? matmul_pd(&pd, 64, N, K, K, N, NULL) : -1;
-  if (rc == 0) rc = API.md_clone(&P->md, API.pd_query_md(pd, DNNL_QUERY_WEIGHTS_MD, 0));
-  if (rc == 0) rc = API.memory_create(&P->memory, P->md, ENGINE, DNNL_MEMORY_ALLOCATE);
-  const int64_t wd[2] = {K, N}, ws[2] = {1, K};  /* w (N, K) row-major is (K, N) with strides (1, K) */
-  if (rc == 0) rc = API.md_create_with_strides(&plain_md, 2, wd, DNNL_S8, ws);
-  if (rc == 0) rc = API.memory_create(&plain, plain_md, ENGINE, (void*)w);
-  if (rc == 0) rc = API.reorder_pd_create(&rpd, plain_md, ENGINE, P->md, ENGINE, NULL);
-  if (rc == 0) rc = API.primitive_create(&reorder, rpd);
-  if (rc == 0) rc = API.stream_create(&stream, ENGINE, DNNL_STREAM_IN_ORDER);
-  if (rc == 0) {
-    const dnnl_exec_arg args[2] = {{DNNL_ARG_SRC, plain}, {DNNL_ARG_DST, P->memory}};
-    rc = API.primitive_execute(reorder, stream, 2, args);
-  }
-  if (stream) API.stream_destroy(stream);
-  if (reorder) API.primitive_destroy(reorder);
-  if (rpd) API.pd_destroy(rpd);
-  if (plain) API.memory_destroy(plain);
-  if (plain_md) API.md_destroy(plain_md);
-  if (pd) API.pd_destroy(pd);
-  if (rc != 0 && P) {
-    rk_qlinear_free(P);
-    P = NULL;
-  }
-  static unsigned long next_id = 0;
-  if (P) { P->N = N; P->K = K; P->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED); }
-  return P;
-}
-
-/* The packed weight back in its plain form: w (N, K) row-major. */
-int rk_qlinear_unpack(const void* packed, signed char* w) {
-  const struct rk_packed* P = packed;
-  if (!P || !w) return -1;
-  const int64_t wd[2] = {P->K, P->N}, ws[2] = {1, P->K};
+/* Copy the weight between its plain form w (N, K) row-major and its packed memory: to_packed, or back. */
+static int copy_weight(const struct rk_packed* P, signed char* w, int to_packed) {
+  const int64_t wd[2] = {P->K, P->N}, ws[2] = {1, P->K};  /* w (N, K) row-major is (K, N) with strides (1, K) */
   dnnl_handle plain_md = NULL, plain = NULL, rpd = NULL, reorder = NULL, stream = NULL;
   int rc = API.md_create_with_strides(&plain_md, 2, wd, DNNL_S8, ws);
-  if (rc == 0) rc = API.memory_create(&plain, plain_md, ENGINE, w);
-  if (rc == 0) rc = API.reorder_pd_create(&rpd, P->md, ENGINE, plain_md, ENGINE, NULL);
+  if (rc == 0) rc = API.memory_create(&plain, plain_md, P->engine, w);
+  if (rc == 0)
+    rc = to_packed ? API.reorder_pd_create(&rpd, plain_md, P->engine, P->md, P->engine, NULL)
+                   : API.reorder_pd_create(&rpd, P->md, P->engine, plain_md, P->engine, NULL);
   if (rc == 0) rc = API.primitive_create(&reorder, rpd);
-  if (rc == 0) rc = API.stream_create(&stream, ENGINE, DNNL_STREAM_IN_ORDER);
+  if (rc == 0) rc = API.stream_create(&stream, P->engine, DNNL_STREAM_IN_ORDER);
   if (rc == 0) {
-    const dnnl_exec_arg args[2] = {{DNNL_ARG_SRC, P->memory}, {DNNL_ARG_DST, plain}};
+    const dnnl_exec_arg args[2] = {{DNNL_ARG_SRC, to_packed ? plain : P->memory},
+                                   {DNNL_ARG_DST, to_packed ? P->memory : plain}};
     rc = API.primitive_execute(reorder, stream, 2, args);
   }
   if (stream) API.stream_destroy(stream);
@@ -145,6 +113,34 @@ int rk_qlinear_unpack(const void* packed, signed char* w) {
   if (plain) API.memory_destroy(plain);
   if (plain_md) API.md_destroy(plain_md);
   return rc == 0 ? 0 : -1;
+}
+
+/* The weight w (N, K) row-major, packed for the matmul primitive; NULL where that cannot be done. */
+void* rk_qlinear_pack(const signed char* w, long N, long K) {
+  static unsigned long next_id = 0;
+  if (!ENGINE || !w || N <= 0 || K <= 0) return NULL;
+  struct rk_packed* P = calloc(1, sizeof *P);
+  if (!P) return NULL;
+  P->engine = ENGINE;
+  P->N = N;
+  P->K = K;
+  P->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+  dnnl_handle pd = NULL;
+  int rc = matmul_pd(ENGINE, &pd, 64, N, K, K, N, NULL);
+  if (rc == 0) rc = API.md_clone(&P->md, API.pd_query_md(pd, DNNL_QUERY_WEIGHTS_MD, 0));
+  if (rc == 0) rc = API.memory_create(&P->memory, P->md, ENGINE, DNNL_MEMORY_ALLOCATE);
+  if (rc == 0) rc = copy_weight(P, (signed char*)w, 1);
+  if (pd) API.pd_destroy(pd);
+  if (rc != 0) {
+    rk_qlinear_free(P);
+    return NULL;
+  }
+  return P;
+}
+
+/* The packed weight back in its plain form: w (N, K) row-major. */
+int rk_qlinear_unpack(const void* packed, signed char* w) {
+  return packed && w ? copy_weight(packed, w, 0) : -1;
 }
 
 unsigned long rk_qlinear_packed_id(const void* packed) { return packed ? ((const struct rk_packed*)packed)->id : 0; }
@@ -169,6 +165,7 @@ void rk_qlinear_free(void* packed) {
 #define SLOTS 8192
 #define MAX_ROWS 256
 typedef struct {
+  dnnl_handle engine;
   long N, K, M, ldo;
   int threads;
   int failed;      /* no primitive for this M with this packing: the gemm does it */
@@ -177,7 +174,7 @@ typedef struct {
 static long LIMIT = SLOTS * 3 / 4;  /* entries a thread makes at most (rk_packed_limit) */
 static __thread entry* TABLE = NULL;
 static __thread long USED = 0;
-static __thread dnnl_handle STREAM = NULL;
+static __thread dnnl_handle STREAM = NULL, STREAM_ENGINE = NULL;
 
 /* A thread's table and stream go with the thread (a key whose destructor runs at its exit). */
 static pthread_key_t EXIT_KEY;
@@ -206,11 +203,11 @@ static entry* lookup(const struct rk_packed* P, long M, long ldo, int threads) {
         e->md = NULL;
         return NULL;  /* (full enough, or no memory: the gemm does it) */
       }
-      e->N = P->N; e->K = P->K; e->M = M; e->ldo = ldo; e->threads = threads;
+      e->engine = P->engine; e->N = P->N; e->K = P->K; e->M = M; e->ldo = ldo; e->threads = threads;
       ++USED;
       return e;
     }
-    if (e->N == P->N && e->K == P->K && e->M == M && e->ldo == ldo && e->threads == threads &&
+    if (e->engine == P->engine && e->N == P->N && e->K == P->K && e->M == M && e->ldo == ldo && e->threads == threads &&
         API.md_equal(e->md, P->md))
       return e;
   }
@@ -221,12 +218,12 @@ static int make(entry* e, const struct rk_packed* P) {
   dnnl_handle pd = NULL;
   const int64_t sd[2] = {e->M, P->K}, ss[2] = {P->K, 1}, dd[2] = {e->M, P->N}, ds[2] = {e->ldo, 1};
   dnnl_handle smd = NULL, dmd = NULL;
-  int rc = matmul_pd(&pd, e->M, P->N, P->K, P->K, e->ldo, e->md);
+  int rc = matmul_pd(P->engine, &pd, e->M, P->N, P->K, P->K, e->ldo, e->md);
   if (rc == 0) rc = API.primitive_create(&e->prim, pd);
   if (rc == 0) rc = API.md_create_with_strides(&smd, 2, sd, DNNL_U8, ss);
   if (rc == 0) rc = API.md_create_with_strides(&dmd, 2, dd, DNNL_S32, ds);
-  if (rc == 0) rc = API.memory_create(&e->src, smd, ENGINE, NULL);
-  if (rc == 0) rc = API.memory_create(&e->dst, dmd, ENGINE, NULL);
+  if (rc == 0) rc = API.memory_create(&e->src, smd, P->engine, NULL);
+  if (rc == 0) rc = API.memory_create(&e->dst, dmd, P->engine, NULL);
   if (smd) API.md_destroy(smd);
   if (dmd) API.md_destroy(dmd);
   if (pd) API.pd_destroy(pd);
@@ -249,9 +246,16 @@ int rk_packed_gemm(const void* packed, const unsigned char* xq, int* out, long l
 }
 
 static int packed_rows(const struct rk_packed* P, const unsigned char* xq, int* out, long ldo, long M, int threads) {
-  if (!STREAM && API.stream_create(&STREAM, ENGINE, DNNL_STREAM_IN_ORDER) != 0) {
+  if (STREAM && STREAM_ENGINE != P->engine) {  /* (a weight packed by another variant of this library) */
+    API.stream_destroy(STREAM);
     STREAM = NULL;
-    return -1;
+  }
+  if (!STREAM) {
+    if (API.stream_create(&STREAM, P->engine, DNNL_STREAM_IN_ORDER) != 0) {
+      STREAM = NULL;
+      return -1;
+    }
+    STREAM_ENGINE = P->engine;
   }
   entry* e = lookup(P, M, ldo, threads);
   if (!e || e->failed) return -1;
