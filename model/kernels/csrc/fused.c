@@ -93,48 +93,34 @@ void rk_set_dnnl_gemm_u8s8s32(void* fn, int act_max) {
   ACT_MAX = act_max == 127 ? 127 : 255;
 }
 
-/* Per calling thread: a buffer for the quantised activations, grown as needed and kept (the
-   service's workers call step after step). */
-static __thread void* QBUF = NULL;
-static __thread size_t QCAP = 0;
-static void* qscratch(size_t bytes) {
-  if (bytes > QCAP) {
-    free(QBUF);
-    QBUF = malloc(bytes);
-    QCAP = QBUF ? bytes : 0;
+/* A buffer grown as needed and kept (the service's workers call step after step); NULL: no memory. */
+typedef struct { void* p; size_t cap; } scratch;
+static void* grow(scratch* b, size_t bytes) {
+  if (bytes > b->cap) {
+    free(b->p);
+    b->p = malloc(bytes);
+    b->cap = b->p ? bytes : 0;
   }
-  return QBUF;
+  return b->p;
 }
 
-/* Per calling thread: int32 products of the packed path whose output rows are not contiguous. */
-static __thread void* PBUF = NULL;
-static __thread size_t PCAP = 0;
-static void* pscratch(size_t bytes) {
-  if (bytes > PCAP) {
-    free(PBUF);
-    PBUF = malloc(bytes);
-    PCAP = PBUF ? bytes : 0;
-  }
-  return PBUF;
-}
+/* Per calling thread: the quantised activations, and the int32 products of the packed path whose
+   output rows are not contiguous. */
+static __thread scratch QBUF, PBUF;
+static void* qscratch(size_t bytes) { return grow(&QBUF, bytes); }
+static void* pscratch(size_t bytes) { return grow(&PBUF, bytes); }
 
 /* Per calling thread: a packed weight without its plain copy, unpacked for the gemm (the rare
    product no primitive serves).  The one unpacked last is kept. */
-static __thread signed char* UBUF = NULL;
-static __thread size_t UCAP = 0;
+static __thread scratch UBUF;
 static __thread unsigned long UFOR = 0;
 static const signed char* unpacked(const void* packed, long N, long K) {
-  const size_t bytes = (size_t)N * K;
-  if (UFOR == rk_qlinear_packed_id(packed) && UBUF) return UBUF;
-  if (bytes > UCAP) {
-    free(UBUF);
-    UBUF = malloc(bytes);
-    UCAP = UBUF ? bytes : 0;
-  }
+  if (UFOR == rk_qlinear_packed_id(packed) && UBUF.p) return UBUF.p;
+  signed char* w = grow(&UBUF, (size_t)N * K);
   UFOR = 0;
-  if (!UBUF || rk_qlinear_unpack(packed, UBUF) != 0) abort();  /* (no memory, or oneDNN cannot reorder) */
+  if (!w || rk_qlinear_unpack(packed, w) != 0) abort();  /* (no memory, or oneDNN cannot reorder) */
   UFOR = rk_qlinear_packed_id(packed);
-  return UBUF;
+  return w;
 }
 
 /* Rows of x (M, K), ld apart, to unsigned 8 bits with a zero point each, the range [lo, hi] of a
