@@ -52,6 +52,7 @@ copies of the quantised weights once the int8 tables are built.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import weakref
 from importlib import metadata
@@ -65,20 +66,32 @@ from rendition.model.kernels import attention as attention_kernels
 from rendition.model.kernels import native
 
 
-def _dnnl_address(symbol: str) -> int | None:
-    """Address of a function of oneDNN's C API in the ``onednn-cpu-gomp`` wheel's library, or None
-    (not installed, not loadable, no such symbol)."""
+@functools.cache
+def _dnnl_libraries() -> tuple[ctypes.CDLL, ...]:
+    """The ``onednn-cpu-gomp`` wheel's oneDNN libraries that load (none: not installed), found and
+    loaded once."""
     try:
         files = metadata.files("onednn-cpu-gomp") or []
     except metadata.PackageNotFoundError:
-        return None
+        return ()
+    libs = []
     for f in files:
         if f.name.startswith("libdnnl.so"):
             try:  # (after torch: its libgomp.so.1 is the one oneDNN's library binds to)
-                lib = ctypes.CDLL(str(f.locate()))
-                return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
-            except (OSError, AttributeError):
+                libs.append(ctypes.CDLL(str(f.locate())))
+            except OSError:
                 continue
+    return tuple(libs)
+
+
+def _dnnl_address(symbol: str) -> int | None:
+    """Address of a function of oneDNN's C API in the ``onednn-cpu-gomp`` wheel's library, or None
+    (not installed, not loadable, no such symbol)."""
+    for lib in _dnnl_libraries():
+        try:
+            return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+        except AttributeError:
+            continue
     return None
 
 
