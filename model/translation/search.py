@@ -309,6 +309,7 @@ class BeamSearch:
         self.vocab_ids: Tensor | None = None  # (V',) sorted
         self._output = None  # the back end's output projection for vocab_ids
         self._local: Tensor | None = None  # (vocabulary,) each id's column in the logits, -1: none
+        self._eos_col = -1  # EOS's column in the logits
         self._blocked: Tensor | None = None  # (B, 1, V') -inf: not a candidate of that sentence, else 0
         self._cols: list[Tensor] = []  # per sentence its candidates' columns (sampling draws among them)
         self._stale = True
@@ -369,6 +370,7 @@ class BeamSearch:
         local = torch.full((self.shortlist.vocab_size,), -1, dtype=torch.long, device=self.device)
         local[self.vocab_ids] = torch.arange(len(ids), device=self.device)
         self._local = local
+        self._eos_col = int(local[self.model.cfg.eos_id])
         blocked = torch.full((len(cands), len(ids)), NEG_INF)
         self._cols = [local[torch.from_numpy(c).to(self.device)] for c in cands]
         for r, c in enumerate(self._cols):
@@ -388,7 +390,7 @@ class BeamSearch:
                 self._restrict()
             logits = self.model.decode_step(self.tokens, self.cache, self._output).float()
             logits.view(Nb, K, -1).add_(self._blocked)
-            eos = int(self._local[self.model.cfg.eos_id])
+            eos = self._eos_col
             self.shortlist_rows += logits.shape[-1]
         self.decode_steps += 1
         V = logits.shape[-1]
@@ -398,7 +400,7 @@ class BeamSearch:
         C = _chunk_size(V, 2 * K)
         lse = cmax = None
         if C is None or opts.processed or opts.sampling or bool(ending.any()):
-            lprobs = self._log_probs(logits, ending, forbid).view(Nb, K, V)
+            lprobs = self._log_probs(logits, eos, ending, forbid).view(Nb, K, V)
         else:  # scores + log_softmax(logits) = (scores - lse) + logits, without the normalised table
             rows = None if forbid is None else forbid.repeat_interleave(K)
             lse, cmax = _lse_forbidding(logits, C, None if rows is None or not bool(rows.any()) else eos, rows)
@@ -452,13 +454,13 @@ class BeamSearch:
             self.cache.reorder(row_beams)
         return out
 
-    def _log_probs(self, logits: Tensor, ending: Tensor, forbid: Tensor | None) -> Tensor:
+    def _log_probs(self, logits: Tensor, eos: int, ending: Tensor, forbid: Tensor | None) -> Tensor:
         """The unfused step on logits (N, V), rows = sentences x K: the logits processors and the
-        target prefix, log_softmax, EOS forbidden where ``forbid`` (before min_length), only EOS,
-        with its own log-probability, where ``ending`` (at max length, min_length or not)."""
-        eos, K, opts, local = self.model.cfg.eos_id, self.K, self.opts, self._local
-        if self.shortlist is not None:  # (logits over vocab_ids: the columns of EOS and of the prefix)
-            eos = int(local[eos])
+        target prefix, log_softmax, EOS (``eos``: its column) forbidden where ``forbid`` (before
+        min_length), only EOS, with its own log-probability, where ``ending`` (at max length,
+        min_length or not).  With a shortlist the logits are over vocab_ids: the prefix's and the
+        history's tokens are mapped to their columns."""
+        K, opts, local = self.K, self.opts, self._local
         if opts.processed:
             lengths = self.t.repeat_interleave(K)
             if opts.repetition_penalty != 1.0 or opts.no_repeat_ngram_size:
