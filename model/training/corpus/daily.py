@@ -52,6 +52,8 @@ ILLNESSES = [("a cold", "un rhume"), ("the flu", "la grippe"), ("a fever", "de l
 # games and instruments: "play football" / "jouer au football", "play the piano" / "jouer du piano"
 SPORTS = [("football", "football", "m"), ("tennis", "tennis", "m"), ("rugby", "rugby", "m"), ("golf", "golf", "m"), ("hockey", "hockey", "m")]
 INSTRUMENTS = [("piano", "piano", "m"), ("guitar", "guitare", "f"), ("violin", "violon", "m"), ("flute", "flûte", "f")]
+# requests: where English puts "please" (last, first, nowhere), relative weights by the kind of request
+PLEASE_WEIGHTS = {"imperative": (4, 2, 3), "go": (4, 1, 1), "wish": (6, 0, 2), "thing": (1, 0, 0)}
 # requests: (English, French) verbs for the imperative, by the kind of object they take
 REQUESTS = {
     "object": [("buy", "acheter"), ("clean", "nettoyer"), ("open", "ouvrir"), ("close", "fermer"), ("bring", "apporter"), ("take", "prendre"), ("carry", "porter"), ("show", "montrer"), ("find", "trouver"), ("forget", "oublier"), ("repair", "réparer")],
@@ -527,7 +529,7 @@ class Generator:
         r = self.rng
         kind = r.choices(["imperative", "go", "wish", "thing"], [6, 1, 2, 1])[0]
         number = "p" if kind in ("wish", "thing") else r.choice("sp")  # tu / vous (a wish or a bare thing: vous)
-        please = r.choices(["end", "start", None], [4, 2, 3] if kind == "imperative" else [4, 1, 1] if kind == "go" else [6, 0, 2] if kind == "wish" else [1, 0, 0])[0]
+        please = r.choices(["end", "start", None], PLEASE_WEIGHTS[kind])[0]
         neg = kind == "imperative" and r.random() < 0.2
         if kind == "go":
             place = self.noun("place", "place", "outdoors")
