@@ -5,7 +5,9 @@ games with campaigns, dialogue and narrative: Wesnoth, FreedroidRPG, Cataclysm, 
 scenarios, UFO:AI, Warzone 2100), ``help`` (GNOME help pages), ``dict`` (FreeDict), ``ddtp``
 (package descriptions, ``rendition.model.training.data``), and two of daily life (``daily``): ``lexicon``
 (the daily-life lexicon's nouns with their articles, week days, months) and ``realised``
-(sentences of daily life realised in both languages by pyrealb from one plan).
+(sentences of daily life realised in both languages by pyrealb from one plan).  Training pairs of
+``ui``, ``dialogue`` and ``dict`` whose English is a set phrase of conversation ("How are you?",
+"Thank you!") are relabelled ``phrases`` (``phrases.py``), to be weighted in training.
 
 Held out: a pair goes to valid/test by the hash of its normalised English (per-source fractions),
 and no training pair may share its normalised English or French with any held-out pair of any
@@ -27,7 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rendition.model.training import data
-from rendition.model.training.corpus import daily, debian, freedict, gettext_source, mallard
+from rendition.model.training.corpus import daily, debian, freedict, gettext_source, mallard, phrases
 from rendition.model.training.corpus.clean import language_ok
 from rendition.model.training.data import (
     DEFAULT_SHARED,
@@ -174,7 +176,8 @@ def build(cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLIT
     rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir))
     splits, c2 = split(rows, splits_dir)
     counts.update(c2)
-    train = splits.pop("train")
+    train = list(phrases.mark(splits.pop("train")))  # (catalog pairs of set phrases: their own source)
+    counts["phrases", "train"] = sum(r[0] == phrases.SOURCE for r in train)
     random.Random(0).shuffle(train)
     write_rows(corpus_dir / "train.en-fr.tsv", train, with_source=True)
     for name, rs in splits.items():
@@ -202,5 +205,5 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ddtp", type=Path, default=DEFAULT_SHARED)
     a = ap.parse_args(argv)
     counts = build(a.cache, a.ddtp)
-    for src in SOURCES + ("everyday",):
+    for src in SOURCES + ("phrases", "everyday"):
         print(src, " ".join(f"{k}={v}" for (s, k), v in sorted(counts.items()) if s == src))

@@ -10,7 +10,7 @@ from pathlib import Path
 import polib
 import pytest
 
-from rendition.model.training.corpus import build, clean, debian, freedict, gettext_source, mallard
+from rendition.model.training.corpus import build, clean, debian, freedict, gettext_source, mallard, phrases
 from rendition.model.training.data import normalise
 
 
@@ -167,3 +167,34 @@ def test_split_keeps_held_out_text_out_of_training(tmp_path: Path) -> None:
     everyday = splits["test.everyday"]
     assert everyday and all(r in splits["test.dialogue"] or r in splits["test.ui"] for r in everyday)
     assert counts["dialogue", "train"] + len(splits["test.dialogue"]) + len(splits["valid.dialogue"]) <= 500
+
+
+@pytest.mark.parametrize(
+    "english, key",
+    [
+        ("How are you?", "how are you"),
+        ("Hello, how are you, Ethel?", "how are you"),
+        ("Hi Jill, how are you doing?", "how are you doing"),
+        ("Thank you, my friend!", "thank you"),
+        ("I’m sorry.", "i'm sorry"),
+        ("Hello!", "hello"),
+        ("How are you my boy, how are you.", "how are you my boy how are you"),
+        ("Are you tired?", "are you tired"),
+    ],
+)
+def test_set_phrase_keys(english: str, key: str) -> None:
+    assert phrases.key(english) == key
+
+
+def test_set_phrases_get_their_own_source() -> None:
+    """Catalog pairs whose English is a set phrase are relabelled; FreeDict's only when the English
+    is a sentence ("how are you?", not the gloss "take care"); other rows keep their source."""
+    rows = [
+        ("dialogue", "How are you?", "Comment allez-vous ?"),
+        ("ui", "Thank you, Tallin.", "Merci, Tallin."),
+        ("dict", "how are you?", "comment allez-vous?"),
+        ("dict", "take care", "avoir soin de"),
+        ("realised", "Are you tired?", "Êtes-vous fatigué ?"),
+        ("ui", "How are you reaching me?", "Comment fais-tu pour me parler ?"),
+    ]
+    assert [s for s, _, _ in phrases.mark(rows)] == ["phrases", "phrases", "phrases", "dict", "realised", "ui"]
