@@ -20,7 +20,7 @@ import warnings
 from ctypes import POINTER, c_float, c_int, c_long, c_void_p
 from pathlib import Path
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 ISAS = ("avx512", "avx2", "generic")  # best first
 HERE = Path(__file__).resolve().parent
 
@@ -203,6 +203,8 @@ def _open(isa: str) -> ctypes.CDLL:
     lib.rk_packed_limit.argtypes, lib.rk_packed_limit.restype = [c_long], c_long
     lib.rk_packed_gemm.argtypes = [c_void_p, c_void_p, c_void_p, c_long, c_long, c_int]
     lib.rk_packed_gemm.restype = c_int
+    lib.rk_packed_rows.argtypes, lib.rk_packed_rows.restype = [c_long], c_long
+    lib.rk_packed_count.argtypes, lib.rk_packed_count.restype = [], c_long
     for name, (struct, restype) in FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [POINTER(struct)], restype

@@ -104,11 +104,11 @@ static void* grow(scratch* b, size_t bytes) {
   return b->p;
 }
 
-/* Per calling thread: the quantised activations, and the int32 products of the packed path whose
-   output rows are not contiguous. */
-static __thread scratch QBUF, PBUF;
+/* Per calling thread: the quantised activations, the int32 products of the packed path whose output
+   rows are not contiguous or are fewer than the rows the product runs on (rk_packed_rows), and
+   quantised rows copied with those extra rows. */
+static __thread scratch QBUF, PBUF, XBUF;
 static void* qscratch(size_t bytes) { return grow(&QBUF, bytes); }
-static void* pscratch(size_t bytes) { return grow(&PBUF, bytes); }
 
 /* Per calling thread: a packed weight without its plain copy, unpacked for the gemm (the rare
    product no primitive serves).  The one unpacked last is kept. */
@@ -166,16 +166,28 @@ static void dequantize(const void* acc, long ldacc, const float* s, const int* z
   }
 }
 
-/* y (M, N), rows ldy apart = xq (M, K) @ W^T dequantised (quantised rows: scale s, zero point z);
-   acc: where the int32 products go (rows ldacc apart), or NULL: into y itself. */
-static void qgemm(const uint8_t* xq, const float* s, const int* z, const rk_qlinear* W, float* y, long ldy,
-                  int32_t* acc, long ldacc, long M, long N, long K) {
+/* y (M, N), rows ldy apart = xq (M, K) @ W^T dequantised (quantised rows: scale s, zero point z;
+   xq's buffer holds xq_rows >= M rows); acc: where the int32 products go (rows ldacc apart), or
+   NULL: into y itself. */
+static void qgemm(const uint8_t* xq, long xq_rows, const float* s, const int* z, const rk_qlinear* W, float* y,
+                  long ldy, int32_t* acc, long ldacc, long M, long N, long K) {
   void* out = acc ? (void*)acc : (void*)y;
   const long ld = acc ? ldacc : ldy;
   static const int32_t zero = 0;
-  if (W->packed) {  /* (the fast primitives write contiguous rows: where y's are not, a scratch buffer) */
-    int32_t* pout = ld == N ? (int32_t*)out : pscratch((size_t)M * N * sizeof(int32_t));
-    if (pout && rk_packed_gemm(W->packed, xq, pout, N, M, GEMM_THREADS) == 0) {
+  if (W->packed) {  /* (the primitives run on rk_packed_rows(M) rows and write contiguous rows: where
+                       the caller's buffers do not hold that, scratch buffers) */
+    const long rows = rk_packed_rows(M);
+    const uint8_t* xp = xq;
+    if (xq_rows < rows) {
+      uint8_t* copy = grow(&XBUF, (size_t)rows * K);
+      if (copy) {
+        memcpy(copy, xq, (size_t)M * K);
+        memset(copy + M * K, 0, (size_t)(rows - M) * K);
+      }
+      xp = copy;
+    }
+    int32_t* pout = ld == N && rows == M ? (int32_t*)out : grow(&PBUF, (size_t)rows * N * sizeof(int32_t));
+    if (xp && pout && rk_packed_gemm(W->packed, xp, pout, N, M, GEMM_THREADS) == 0) {
       const int parts = GEMM_THREADS > 1 && !omp_in_parallel() && M * N >= (1L << 15) ? GEMM_THREADS : 1;
       #pragma omp parallel num_threads(parts) if(parts > 1)
       {
@@ -183,6 +195,8 @@ static void qgemm(const uint8_t* xq, const float* s, const int* z, const rk_qlin
         split_cols(N, omp_get_thread_num(), omp_get_num_threads(), &n0, &n1);
         if (n1 > n0) dequantize(pout, N, s, z, W, y, ldy, M, n0, n1);
       }
+      if (acc && pout != acc)  /* (the caller reads the integer sums too) */
+        for (long m = 0; m < M; ++m) memcpy(acc + m * ldacc, pout + m * N, (size_t)N * sizeof(int32_t));
       return;
     }
   }
@@ -207,12 +221,14 @@ static void qgemm(const uint8_t* xq, const float* s, const int* z, const rk_qlin
 
 /* y (M, N), rows ldy apart = x (M, K), rows ldx apart, @ W^T with an int8 W: x quantised per row. */
 static void qmm_wt(const float* x, long ldx, const rk_qlinear* W, float* y, long ldy, long M, long N, long K) {
-  char* buf = qscratch((size_t)M * (sizeof(float) + sizeof(int) + (size_t)K));
+  const long rows = W->packed ? rk_packed_rows(M) : M;  /* (room for the rows a packed product runs on) */
+  char* buf = qscratch((size_t)M * (sizeof(float) + sizeof(int)) + (size_t)rows * K);
   float* s = (float*)buf;
   int* z = (int*)(buf + M * sizeof(float));
   uint8_t* xq = (uint8_t*)(buf + M * (sizeof(float) + sizeof(int)));
   quantize_rows(x, ldx, M, K, xq, s, z, GEMM_THREADS);
-  qgemm(xq, s, z, W, y, ldy, NULL, 0, M, N, K);
+  if (rows > M) memset(xq + M * K, 0, (size_t)(rows - M) * K);
+  qgemm(xq, rows, s, z, W, y, ldy, NULL, 0, M, N, K);
 }
 
 /* A linear map's product: the int8 one where the map has int8 weights, else the float32 one. */
@@ -232,7 +248,7 @@ int rk_qlinear_forward(const rk_qlinear_args* a) {
   int* z = a->x_zero ? a->x_zero : (int*)(buf + M * sizeof(float));
   uint8_t* xq = a->xq ? a->xq : (uint8_t*)(buf + M * (sizeof(float) + sizeof(int)));
   quantize_rows(a->x, K, M, K, xq, s, z, a->threads);
-  qgemm(xq, s, z, a->w, a->y, N, a->acc, N, M, N, K);
+  qgemm(xq, M, s, z, a->w, a->y, N, a->acc, N, M, N, K);
   free(buf);
   return 0;
 }

@@ -161,7 +161,14 @@ void rk_qlinear_free(void* packed) {
 /* Per calling thread: a stream and the primitives made so far, by (N, K, M, ld of the output,
    threads, the packed desc), in an open-addressing table; weights of one shape share them.  Each
    entry owns a copy of the desc it was made for and memory objects for its source and destination,
-   their data handles set per call. */
+   their data handles set per call.
+
+   A primitive holds its JIT kernels (about 0.1-0.2 MB whatever the weight's shape), so one per
+   distinct row count would grow without bound in a server whose batches take every size: products
+   run on a few row counts instead (rk_packed_rows: exact up to 16, then multiples of 8 up to 64 and
+   of 32 up to MAX_ROWS, in blocks of MAX_ROWS), the caller's buffers holding the extra rows, whose
+   outputs are not used.  A thread then holds at most 28 primitives per weight shape and thread
+   count. */
 #define SLOTS 8192
 #define MAX_ROWS 256
 typedef struct {
@@ -234,16 +241,26 @@ static int make(entry* e, const struct rk_packed* P) {
    threads.  Returns 0, or -1 (no primitive for this shape: the caller runs the gemm). */
 static int packed_rows(const struct rk_packed* P, const unsigned char* xq, int* out, long ldo, long M, int threads);
 
+static long block_rows(long M) { return M <= 16 ? M : M <= 64 ? (M + 7) / 8 * 8 : (M + 31) / 32 * 32; }
+
+long rk_packed_rows(long M) {
+  if (M <= 0) return 0;
+  const long tail = M % MAX_ROWS;
+  return M - tail + (tail ? block_rows(tail) : 0);
+}
+
 int rk_packed_gemm(const void* packed, const unsigned char* xq, int* out, long ldo, long M, int threads) {
-  /* in blocks of at most MAX_ROWS rows: a thread then makes at most MAX_ROWS primitives per shape */
+  /* in blocks of at most MAX_ROWS rows, the last one run on rk_packed_rows's count */
   const struct rk_packed* P = packed;
   if (!P || M <= 0) return -1;
   for (long m0 = 0; m0 < M; m0 += MAX_ROWS) {
     const long rows = M - m0 < MAX_ROWS ? M - m0 : MAX_ROWS;
-    if (packed_rows(P, xq + m0 * P->K, out + m0 * ldo, ldo, rows, threads) != 0) return -1;
+    if (packed_rows(P, xq + m0 * P->K, out + m0 * ldo, ldo, block_rows(rows), threads) != 0) return -1;
   }
   return 0;
 }
+
+long rk_packed_count(void) { return USED; }
 
 static int packed_rows(const struct rk_packed* P, const unsigned char* xq, int* out, long ldo, long M, int threads) {
   if (STREAM && STREAM_ENGINE != P->engine) {  /* (a weight packed by another variant of this library) */

@@ -7,7 +7,7 @@
 #ifndef RENDITION_KERNELS_H
 #define RENDITION_KERNELS_H
 
-#define RK_ABI_VERSION 5
+#define RK_ABI_VERSION 6
 
 /* One decoding step's self-attention over a by-reference KV cache (model/translation/cache.py). */
 typedef struct {
@@ -203,8 +203,12 @@ long rk_qlinear_packed_bytes(const void* packed);  /* the packed weight's bytes 
 int rk_qlinear_unpack(const void* packed, signed char* w);  /* back to w (N, K) row-major: 0, or -1 */
 unsigned long rk_qlinear_packed_id(const void* packed);  /* unique in the process, never reused */
 /* out (M, N) int32, rows ldo apart = xq (M, K) @ W^T over a packed weight: 0, or -1 (not done:
-   no primitive but oneDNN's reference one for this shape, or the calling thread's table is full). */
+   no primitive but oneDNN's reference one for this shape, or the calling thread's table is full).
+   xq and out must hold rk_packed_rows(M) >= M rows: the product runs on that many (rows past M are
+   read, and written with values of no use). */
 int rk_packed_gemm(const void* packed, const unsigned char* xq, int* out, long ldo, long M, int threads);
+long rk_packed_rows(long M);  /* the rows a product of M rows runs on (a few counts: primitives bounded) */
+long rk_packed_count(void);  /* the calling thread's primitives */
 void rk_packed_forget(void);  /* drop the calling thread's primitives */
 long rk_packed_limit(long entries);  /* primitives per thread at most (tests: 0); returns the old limit */
 int rk_decoder_step(const rk_decoder_step_args* a);

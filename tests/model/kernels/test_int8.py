@@ -235,6 +235,36 @@ def test_packed_products_past_the_primitive_table_and_from_worker_threads() -> N
     assert results == {0: True, 1: True, 2: True}
 
 
+def test_packed_products_run_on_few_row_counts() -> None:
+    """A primitive holds its JIT kernels (a tenth of a megabyte or more), so a thread must not keep
+    one per row count: products run on exact counts up to 16, then multiples of 8 up to 64 and of
+    32 up to 256 (blocks of 256 beyond), and every row count from 1 to 600 leaves a thread with 28
+    primitives for one weight shape; the products stay the gemm's, the extra rows unseen."""
+    need_packed()
+    so = fused_cpu.kernel()
+    expected = {1: 1, 16: 16, 17: 24, 24: 24, 63: 64, 64: 64, 65: 96, 200: 224, 256: 256, 257: 257, 273: 280, 600: 608}
+    assert {m: so.rk_packed_rows(m) for m in expected} == expected
+    counts = {so.rk_packed_rows(m) % 256 or 256 for m in range(1, 601)}
+    assert len(counts) == 28
+    w = torch.randn(48, 40) * 0.1
+    packed, plain = fused_cpu.QuantizedWeight(w), fused_cpu.QuantizedWeight(w, pack=False)
+    x = sample_rows(600, 40, seed=3)
+    results: dict[str, object] = {}
+
+    def work() -> None:  # (a fresh thread: a table of its own)
+        torch.set_num_threads(1)
+        exact = all(
+            torch.equal(fused_cpu.qlinear(x[:m], packed, threads=1)["y"], fused_cpu.qlinear(x[:m], plain, threads=1)["y"])
+            for m in range(1, 601)
+        )
+        results.update(exact=exact, primitives=so.rk_packed_count())
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert results == {"exact": True, "primitives": 28}
+
+
 def random_model(head_dim: int = 32, rel: str = "kv"):
     from test_fused_cpu import random_model as make  # (this directory is on sys.path)
 
