@@ -103,6 +103,11 @@ class TranslationOptions:
         return self.repetition_penalty != 1.0 or self.no_repeat_ngram_size > 0 or bool(self.target_prefix)
 
     @property
+    def draws(self) -> int:
+        """Independent searches per sentence: its n draws when sampling n hypotheses, else one."""
+        return self.num_hypotheses if self.sampling else 1
+
+    @property
     def rows(self) -> int:
         """Cache rows a sentence takes: its beams, or its draws when sampling n hypotheses."""
         return self.num_hypotheses if self.sampling else self.beam_size

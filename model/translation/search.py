@@ -282,7 +282,7 @@ class BeamSearch:
         take (the cache reserves their storage; it grows by copying beyond them)."""
         self.model, self.opts = model, opts
         self.K = opts.beam_size
-        self.draws = opts.num_hypotheses if opts.sampling else 1  # independent draws per sentence
+        self.draws = opts.draws
         self.cache = model.new_cache(self.K, opts.kv_cache_dtype)
         self.cache.reserve(capacity, positions)
         self.device = dev = model.device
@@ -602,7 +602,7 @@ def generate_ids(
     join, shortest first, while the running ones hold at most ``max_batch_tokens`` source tokens x
     beams (at least one at a time).  n-best per source, in input order.  ``stats``, when given,
     gets the decoding steps run and the cache's largest size."""
-    draws = opts.num_hypotheses if opts.sampling else 1
+    draws = opts.draws
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]), reverse=True)  # (popped from the end)
     cost = [len(s) * opts.beam_size * draws for s in sources]
     # the cache's storage, reserved once: as many sentences as the first fill admits (later ones
