@@ -302,12 +302,12 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         # source gives it English -> French ("grange" -> barn, "carnet" -> notebook)
         # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
         # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
-        back_words = sorted((-zipf_frequency(f, "fr"), f) for f in first_sense_of.get(en.casefold(), ())
+        back_words = sorted((-zipf_frequency(f, "fr"), f, f_g) for f in first_sense_of.get(en.casefold(), ())
                             if category in BACK_WORD_CATEGORIES and f not in cands and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
-                            and not set(lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and french_gender(f, french) is not None)
-        for z, alt in back_words[:1]:
+                            and not set(lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and (f_g := french_gender(f, french)) is not None)
+        for z, alt, alt_g in back_words[:1]:
             if -z >= ALTERNATIVE_MIN_ZIPF and alt not in {a.fr for a in alternatives if a.en == en}:
-                alternatives.append(Noun(en, alt, french_gender(alt, french), category, True, rank + ALTERNATIVE_RANK, countable, 1, True, "fr-en"))
+                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, 1, True, "fr-en"))
         # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
         if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
             nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
