@@ -67,32 +67,31 @@ from rendition.model.kernels import native
 
 
 @functools.cache
-def _dnnl_libraries() -> tuple[ctypes.CDLL, ...]:
-    """The ``onednn-cpu-gomp`` wheel's oneDNN libraries that load (none: not installed), found and
-    loaded once."""
+def _dnnl_library() -> ctypes.CDLL | None:
+    """The ``onednn-cpu-gomp`` wheel's oneDNN library (None: not installed, or none loads), found
+    and loaded once.  The wheel holds the same library under three names (``libdnnl.so``,
+    ``.so.3``, ``.so.3.2``: copies, not links); one is loaded, as each would map its own code and
+    keep its own state."""
     try:
         files = metadata.files("onednn-cpu-gomp") or []
     except metadata.PackageNotFoundError:
-        return ()
-    libs = []
-    for f in files:
-        if f.name.startswith("libdnnl.so"):
-            try:  # (after torch: its libgomp.so.1 is the one oneDNN's library binds to)
-                libs.append(ctypes.CDLL(str(f.locate())))
-            except OSError:
-                continue
-    return tuple(libs)
+        return None
+    for f in sorted((f for f in files if f.name.startswith("libdnnl.so")), key=lambda f: f.name):
+        try:  # (after torch: its libgomp.so.1 is the one oneDNN's library binds to)
+            return ctypes.CDLL(str(f.locate()))
+        except OSError:
+            continue
+    return None
 
 
 def _dnnl_address(symbol: str) -> int | None:
     """Address of a function of oneDNN's C API in the ``onednn-cpu-gomp`` wheel's library, or None
     (not installed, not loadable, no such symbol)."""
-    for lib in _dnnl_libraries():
-        try:
-            return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
-        except AttributeError:
-            continue
-    return None
+    lib = _dnnl_library()
+    try:
+        return None if lib is None else ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+    except AttributeError:
+        return None
 
 
 def _dnnl_sgemm_address() -> int | None:
