@@ -311,8 +311,23 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
         if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
             nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
+    # French -> English: a noun's French word whose first sense in FreeDict's fra-eng is another,
+    # more common noun of the lexicon, of the same category, that eng-fra translates by it too
+    # ("médecin", physician's word, first "doctor", whose own word is "docteur"; "poule": fowl,
+    # first "chicken"; "orage": thunderstorm, first "storm"), when the French word is a noun and
+    # nothing else (not "reporter" -> transport, "boucher" -> block), is learnt into that noun
+    # too, French -> English only; per_french_word puts the more common first
+    by_en = {n.en: n for n in nouns}
+    first_senses = {}
+    for n in nouns:
+        first = by_en.get(next(iter(fr_en.get(n.fr, ())), "").casefold())
+        if (first and first.en != n.en and first.fr != n.fr and first.rank < n.rank and n.fr in en_fr.get(first.en, ())
+                and first.category == n.category and set(lex_fr.get(pyrealb_form(n.fr), {})) == {"N"}):
+            first_senses[first.en, n.fr] = Noun(first.en, n.fr, n.gender, first.category, True, first.rank + ALTERNATIVE_RANK,
+                                                first.countable, 1, True, "fr-en")
     # not another noun's own word (grandmother -> grand-père, table -> liste, tool -> produit)
     primary = {pyrealb_form(n.fr.lower()) for n in nouns}
-    nouns += [n for n in alternatives if pyrealb_form(n.fr.lower()) not in primary]
+    nouns += [n for n in alternatives if pyrealb_form(n.fr.lower()) not in primary and (n.en, n.fr) not in first_senses]
+    nouns += first_senses.values()
     nouns.sort(key=lambda n: (n.rank, n.en))
     return nouns

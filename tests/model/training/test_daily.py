@@ -136,6 +136,29 @@ def test_lexicon_joins_freedict_wordnet_cldr_and_pyrealb(tmp_path: Path) -> None
     assert days == [("Sunday", "dimanche"), ("Monday", "lundi")] and months == [("January", "janvier")]
 
 
+def test_french_to_english_learns_the_first_sense_both_dictionaries_give(tmp_path: Path) -> None:
+    """"médecin" is physician's own word, and doctor's is "docteur"; fra-eng gives "doctor" first for
+    "médecin" and eng-fra gives "médecin" for doctor: French -> English learns "médecin" -> doctor
+    (the more common), English -> French keeps physician -> "médecin".  Not for a French noun that
+    is a verb too ("boucher" -> block, whose first sense in fra-eng it is: the butcher)."""
+    dictd = tmp_path / "dict" / "usr/share/dictd"
+    wn = tmp_path / "wn" / "usr/share/wordnet"
+    dictd.mkdir(parents=True)
+    wn.mkdir(parents=True)
+    _dictd(dictd, "eng-fra", {"doctor": ["docteur", "médecin"], "physician": ["médecin"], "block": ["bloc", "boucher"], "butcher": ["boucher"]})
+    _dictd(dictd, "fra-eng", {"médecin": ["doctor", "physician"], "docteur": ["doctor"], "boucher": ["block", "butcher"], "bloc": ["block"]})
+    _wordnet(wn, extra={20: ("18", ["doctor"], [3], "g"), 21: ("18", ["physician"], [20], "g"), 22: ("06", ["block"], [5], "g"),
+                        23: ("18", ["butcher"], [3], "g")},
+             extra_index={"doctor": [20], "physician": [21], "block": [22], "butcher": [23]})
+    _cldr(tmp_path)
+    pivots = {"doctor": {"docteur": {"eo", "es"}}, "block": {"bloc": {"eo", "es"}}}
+    built = lexicon.build_lexicon(tmp_path, pivots)
+    assert {(n.en, n.fr) for n in built if n.direction == "both"} >= {("doctor", "docteur"), ("physician", "médecin"), ("block", "bloc"), ("butcher", "boucher")}
+    kept = daily.per_french_word([n for n in built if n.confirmed])
+    assert [(n.en, n.direction) for n in kept if n.fr == "médecin"] == [("doctor", "fr-en"), ("physician", "en-fr")]
+    assert [(n.en, n.direction) for n in kept if n.fr == "boucher"] == [("butcher", "both")]
+
+
 def test_slurs_and_insults_stay_out_of_the_lexicon_and_the_dictionary_rows(tmp_path: Path) -> None:
     dictd = tmp_path / "dict" / "usr/share/dictd"
     wn = tmp_path / "wn" / "usr/share/wordnet"
