@@ -165,10 +165,10 @@ void rk_qlinear_free(void* packed) {
 
    A primitive holds its JIT kernels (about 0.1-0.2 MB whatever the weight's shape), so one per
    distinct row count would grow without bound in a server whose batches take every size: products
-   run on a few row counts instead (rk_packed_rows: exact up to 16, then multiples of 8 up to 64 and
-   of 32 up to MAX_ROWS, in blocks of MAX_ROWS), the caller's buffers holding the extra rows, whose
-   outputs are not used.  A thread then holds at most 28 primitives per weight shape and thread
-   count. */
+   run on a few row counts instead (rk_packed_rows: exact up to 16, then multiples of 4 up to 64 (a
+   beam of 4 decodes in those) and of 16 up to MAX_ROWS (AMX computes 16 rows at a time), in blocks
+   of MAX_ROWS), the caller's buffers holding the extra rows, whose outputs are not used.  A thread
+   then holds at most 40 primitives per weight shape and thread count. */
 #define SLOTS 8192
 #define MAX_ROWS 256
 typedef struct {
@@ -241,7 +241,7 @@ static int make(entry* e, const struct rk_packed* P) {
    threads.  Returns 0, or -1 (no primitive for this shape: the caller runs the gemm). */
 static int packed_rows(const struct rk_packed* P, const unsigned char* xq, int* out, long ldo, long M, int threads);
 
-static long block_rows(long M) { return M <= 16 ? M : M <= 64 ? (M + 7) / 8 * 8 : (M + 31) / 32 * 32; }
+static long block_rows(long M) { return M <= 16 ? M : M <= 64 ? (M + 3) / 4 * 4 : (M + 15) / 16 * 16; }
 
 long rk_packed_rows(long M) {
   if (M <= 0) return 0;

@@ -237,15 +237,15 @@ def test_packed_products_past_the_primitive_table_and_from_worker_threads() -> N
 
 def test_packed_products_run_on_few_row_counts() -> None:
     """A primitive holds its JIT kernels (a tenth of a megabyte or more), so a thread must not keep
-    one per row count: products run on exact counts up to 16, then multiples of 8 up to 64 and of
-    32 up to 256 (blocks of 256 beyond), and every row count from 1 to 600 leaves a thread with 28
+    one per row count: products run on exact counts up to 16, then multiples of 4 up to 64 and of
+    16 up to 256 (blocks of 256 beyond), and every row count from 1 to 600 leaves a thread with 40
     primitives for one weight shape; the products stay the gemm's, the extra rows unseen."""
     need_packed()
     so = fused_cpu.kernel()
-    expected = {1: 1, 16: 16, 17: 24, 24: 24, 63: 64, 64: 64, 65: 96, 200: 224, 256: 256, 257: 257, 273: 280, 600: 608}
+    expected = {1: 1, 16: 16, 17: 20, 24: 24, 63: 64, 64: 64, 65: 80, 200: 208, 256: 256, 257: 257, 273: 276, 600: 608}
     assert {m: so.rk_packed_rows(m) for m in expected} == expected
     counts = {so.rk_packed_rows(m) % 256 or 256 for m in range(1, 601)}
-    assert len(counts) == 28
+    assert len(counts) == 40
     w = torch.randn(48, 40) * 0.1
     packed, plain = fused_cpu.QuantizedWeight(w), fused_cpu.QuantizedWeight(w, pack=False)
     x = sample_rows(600, 40, seed=3)
@@ -262,7 +262,7 @@ def test_packed_products_run_on_few_row_counts() -> None:
     t = threading.Thread(target=work)
     t.start()
     t.join()
-    assert results == {"exact": True, "primitives": 28}
+    assert results == {"exact": True, "primitives": 40}
 
 
 def random_model(head_dim: int = 32, rel: str = "kv"):
