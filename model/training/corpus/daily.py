@@ -69,6 +69,7 @@ WHEN = {  # (English, French, tense)
     "present": [("every day", "tous les jours"), ("today", "aujourd'hui"), ("in the morning", "le matin"), ("in the evening", "le soir"), ("now", "maintenant")],
 }
 DAY_PARTS = [("in the morning", "le matin"), ("in the afternoon", "l'après-midi"), ("in the evening", "le soir"), ("at night", "la nuit"), ("at noon", "à midi")]
+DAY_PART_AFTER = [("morning", "matin"), ("afternoon", "après-midi"), ("evening", "soir")]  # "on Friday evening" / "vendredi soir"
 WEATHER_NOUNS = [("sun", "soleil", "shine", "briller"), ("wind", "vent", "blow", "souffler"), ("snow", "neige", "fall", "tomber"), ("rain", "pluie", "fall", "tomber")]
 PREPOSITIONS = [("under", "sous"), ("on", "sur"), ("in", "dans"), ("behind", "derrière"), ("near", "près de"), ("next to", "à côté de"), ("in front of", "devant")]
 WEIGHT_POWER = 0.25
@@ -204,16 +205,21 @@ class Generator:
         return Subject(r.choice([1, 1, 2, 3]), "p" if r.random() < 0.3 else "s", r.choice("mf"))
 
     def when(self, tense: str, p: float = 0.5) -> tuple[str, str] | None:
-        """A time expression that fits the tense: a relative day, a week day, a month, a season, a
-        part of the day or a clock hour (pyrealb spells the numbers in both languages)."""
+        """A time expression that fits the tense: a relative day, a week day (with a part of the day
+        or not: "on Friday evening" / "vendredi soir", "on Monday mornings" / "le lundi matin"), a
+        month, a season, a part of the day or a clock hour (pyrealb spells the numbers in both
+        languages)."""
         r = self.rng
         if r.random() >= p:
             return None
         kind = r.choice(["rel", "rel", "day", "day", "month", "season", "part", "hour"])
         if kind == "rel":
             return r.choice(WHEN[tense])
-        if kind == "day":
+        if kind == "day":  # (with a part of the day after it, a third of the time)
             en, fr = r.choice(self.days)
+            if r.random() < 1 / 3:
+                part_en, part_fr = r.choice(DAY_PART_AFTER)
+                en, fr = f"{en} {part_en}", f"{fr} {part_fr}"
             return (f"on {en}s", f"le {fr}") if tense == "present" else (f"on {en}", fr)
         if kind == "month":
             en, fr = r.choice(self.months)

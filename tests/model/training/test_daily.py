@@ -266,7 +266,7 @@ def test_events_illnesses_and_feminine_people_are_realised() -> None:
         assert any(e in en and f.split()[-1] in fr for e, f in daily.ILLNESSES), (en, fr)
     # English asks "Did you have ...?": pyrealb would ask "Had you ...?", so these frames do not ask
     meals = [p for p in (gen.pair(gen.f_meal()) for _ in range(40)) if p]
-    have = [p for p in (gen.pair(gen.f_verb_object()) for _ in range(300)) if p and re.search(r"\b(have|has|had)\b", p[0])]
+    have = [p for p in (gen.pair(gen.f_verb_object()) for _ in range(600)) if p and re.search(r"\b(have|has|had)\b", p[0])]
     assert len(have) >= 5
     assert not any(re.match(r"(Had|Have|Has)\b", en) for en, _ in events + ills + meals + have)
     subjects = [p for p in (gen.pair(gen.f_illness()) for _ in range(200)) if p and "cousin" in p[0].lower()]
@@ -420,3 +420,16 @@ def _request(gen: daily.Generator) -> tuple[str, str] | None:
     build, finish = gen.f_request()
     pair = gen.pair(build)
     return (finish("en", pair[0]), finish("fr", pair[1])) if pair else None
+
+
+def test_week_days_come_with_a_part_of_the_day_too() -> None:
+    """"on Friday evening" / "vendredi soir", "on Friday evenings" / "le vendredi soir": the part of
+    the day stays in both languages (a model that never saw them together drops it)."""
+    gen = daily.Generator(NOUNS, [("Friday", "vendredi")], [("June", "juin")], random.Random(5))
+    times = {tense: [gen.when(tense, p=1.0) for _ in range(400)] for tense in ("present", "past", "future")}
+    assert ("on Friday evenings", "le vendredi soir") in times["present"]
+    assert ("on Friday mornings", "le vendredi matin") in times["present"]
+    assert ("on Friday afternoon", "vendredi après-midi") in times["past"] + times["future"]
+    assert ("on Friday", "vendredi") in times["past"] + times["future"]
+    with_part = [t for ts in times.values() for t in ts if t and t[1].split()[-1] in ("matin", "après-midi", "soir") and "vendredi" in t[1]]
+    assert all(t[0].split()[-1].rstrip("s") in ("morning", "afternoon", "evening") for t in with_part)
