@@ -163,7 +163,7 @@ void rk_qlinear_free(void* packed) {
    entry owns a copy of the desc it was made for and memory objects for its source and destination,
    their data handles set per call.
 
-   A primitive holds its JIT kernels (about 0.1-0.2 MB whatever the weight's shape), so one per
+   A primitive holds its JIT kernels, sizeable whatever the weight's shape (docs/benchmarks.md), so one per
    distinct row count would grow without bound in a server whose batches take every size: products
    run on a few row counts instead (rk_packed_rows: exact up to 16, then multiples of 4 up to 64 (a
    beam of 4 decodes in those) and of 16 up to MAX_ROWS (AMX computes 16 rows at a time), in blocks
