@@ -82,6 +82,11 @@ def raw_rows(pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2) -> Iterator
         yield from daily.corpus_rows(pkg_dirs[0].parent)
 
 
+def _train_only(src: str) -> bool:
+    """Whether a row's source is never held out: ``lexicon>fr`` (a one-way row) as ``lexicon``."""
+    return data.split_source(src)[0] in TRAIN_ONLY
+
+
 def _lang_filter(rows: list[Row]) -> list[bool]:
     return [language_ok(e, "en") and language_ok(x, "fr") for _, e, x in rows]
 
@@ -101,7 +106,7 @@ def dedup_and_filter(rows: Iterable[Row], workers: int = 2) -> tuple[list[Row], 
     chunks = [kept[i : i + 20_000] for i in range(0, len(kept), 20_000)]
     with ProcessPoolExecutor(workers) as ex:
         oks = [ok for part in ex.map(_lang_filter, chunks) for ok in part]
-    out = [r for r, ok in zip(kept, oks) if ok or r[0] in TRAIN_ONLY]
+    out = [r for r, ok in zip(kept, oks) if ok or _train_only(r[0])]
     for r in out:
         counts[r[0], "language-checked"] += 1
     return out, counts
@@ -112,7 +117,7 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
     train: list[Row] = []
     for r in rows:
         src, e, _ = r
-        if src in TRAIN_ONLY:
+        if _train_only(src):
             train.append(r)
             continue
         b = _bucket(e)

@@ -87,6 +87,16 @@ class Subject:
     det: str = "poss"  # "poss" or "the"
 
 
+# nouns pyrealb's English lexicon inflects as regular ("fishes") whose everyday plural is the singular
+ZERO_PLURAL_EN = ("fish", "cod")
+
+
+def _load_english() -> None:
+    R.loadEn()
+    lex = R.getLexicon()
+    R.updateLexicon({w: {**lex[w], "N": {**lex[w]["N"], "tab": "n4"}} for w in ZERO_PLURAL_EN})
+
+
 class Realiser:
     """pyrealb with the language switched as needed and its warnings turned into None."""
 
@@ -95,7 +105,7 @@ class Realiser:
 
     def __call__(self, lang: str, build: Callable[[], object]) -> str | None:
         if lang != self.lang:
-            (R.loadEn if lang == "en" else R.loadFr)()
+            (_load_english if lang == "en" else R.loadFr)()
             self.lang = lang
         try:
             text = build().realize().strip()

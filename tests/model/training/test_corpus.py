@@ -153,6 +153,7 @@ def test_split_keeps_held_out_text_out_of_training(tmp_path: Path) -> None:
     rows = [("ui", f"Open the file number {i}.", f"Ouvrir le fichier numéro {i}.") for i in range(3000)]
     rows += [("dialogue", f"We must hurry to the river {i}!", f"Nous devons nous hâter vers la rivière {i} !") for i in range(500)]
     rows += [("ui", "ddtp valid source", "autre chose"), ("ddtp", "A package description.", "Une description de paquet.")]
+    rows += [("lexicon>fr", "the infant", "l'enfant"), ("realised>en", "The bike is red.", "La bicyclette est rouge.")]  # one-way rows
     # the same English as a held-out dialogue line, in another source: must leave training
     held = next(r for r in rows if r[0] == "dialogue" and build._bucket(r[1]) < build.HELD_OUT["dialogue"])
     rows.append(("ui", held[1], "Une autre traduction."))
@@ -163,6 +164,7 @@ def test_split_keeps_held_out_text_out_of_training(tmp_path: Path) -> None:
     assert not [r for r in train if normalise(r[1]) in held_en or normalise(r[2]) in held_fr]
     assert not [r for r in train if normalise(r[1]) == "ddtp valid source"]
     assert ("ddtp", "A package description.", "Une description de paquet.") in train
+    assert ("lexicon>fr", "the infant", "l'enfant") in train and ("realised>en", "The bike is red.", "La bicyclette est rouge.") in train
     assert splits["test.dialogue"] and splits["valid.dialogue"] and splits["test.ui"]
     everyday = splits["test.everyday"]
     assert everyday and all(r in splits["test.dialogue"] or r in splits["test.ui"] for r in everyday)

@@ -225,6 +225,14 @@ def test_lexicon_rows_carry_gender_and_plural() -> None:
     assert ("Monday", "lundi") in rows
 
 
+def test_fish_has_the_plural_fish() -> None:
+    # pyrealb's English lexicon says "fishes"; the realiser corrects it (and keeps other plurals)
+    nouns = [Noun("fish", "poisson", "m", "animal", True, 1), Noun("dog", "chien", "m", "animal", True, 1)]
+    rows = set(daily.lexicon_rows(nouns, [], []))
+    assert {("the fish", "les poissons"), ("the dogs", "les chiens")} <= rows
+    assert not [r for r in rows if "fishes" in r[0]]
+
+
 def test_compound_nouns_inflect_their_head() -> None:
     assert lexicon.split_french("salle de bains") == ("", "salle", "de bains")
     assert lexicon.split_french("jus d'orange") == ("", "jus", "d'orange")
