@@ -131,10 +131,11 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
     for rs in held.values():
         blocked_en |= {normalise(e) for _, e, _ in rs}
         blocked_xx |= {normalise(x) for _, _, x in rs}
-    for name in ("valid.en-fr", "test.en-fr") + tuple(f"{d}.en-fr" for d in DAILY_SPLITS):  # DDTP's and daily life's
-        if not (splits_dir / f"{name}.tsv").exists():
+    # every committed split (DDTP's, daily life's, and an earlier build's of each source) stays out too
+    for path in sorted(splits_dir.glob("*.en-fr.tsv")) if splits_dir.is_dir() else []:
+        if not path.name.startswith(("valid.", "test.")):
             continue
-        for p in read_tsv(splits_dir / f"{name}.tsv"):
+        for p in read_tsv(path):
             blocked_en.add(normalise(p.src))
             blocked_xx.add(normalise(p.tgt))
     counts: Counter = Counter()
@@ -171,12 +172,29 @@ def write_rows(path: Path, rows: Iterable[Row], with_source: bool) -> None:
             f.write(f"{s}\t{e}\t{x}\n" if with_source else f"{e}\t{x}\n")
 
 
+def write_splits(splits: dict[str, list[Row]], splits_dir: Path, rewrite: bool = False) -> list[Path]:
+    """Write each held-out split where no file is committed (``rewrite``: over it too); the paths
+    written."""
+    written = []
+    for name, rs in splits.items():
+        path = splits_dir / f"{name}.en-fr.tsv"
+        if rewrite or not path.exists():
+            write_rows(path, rs, with_source=False)
+            written.append(path)
+    return written
+
+
 def read_corpus(path: Path = CORPUS_DIR / "train.en-fr.tsv") -> list[Row]:
     with path.open(encoding="utf-8") as f:
         return [tuple(line.rstrip("\n").split("\t", 2)) for line in f]  # type: ignore[misc]
 
 
-def build(cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLITS_DIR, corpus_dir: Path = CORPUS_DIR) -> Counter:
+def build(
+    cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLITS_DIR, corpus_dir: Path = CORPUS_DIR, rewrite_splits: bool = False
+) -> Counter:
+    """Write the training corpus and its counts; the held-out splits only where no file is
+    committed (``rewrite_splits``: write them all).  Training never holds a pair of a committed
+    split, whichever build chose it."""
     pkg_dirs = extract_all(cache)
     rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir))
     splits, c2 = split(rows, splits_dir)
@@ -185,8 +203,7 @@ def build(cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLIT
     counts["phrases", "train"] = sum(r[0] == phrases.SOURCE for r in train)
     random.Random(0).shuffle(train)
     write_rows(corpus_dir / "train.en-fr.tsv", train, with_source=True)
-    for name, rs in splits.items():
-        write_rows(splits_dir / f"{name}.en-fr.tsv", rs, with_source=False)
+    write_splits(splits, splits_dir, rewrite_splits)
     table = {f"{s}/{k}": v for (s, k), v in sorted(counts.items())}
     (corpus_dir / "counts.json").write_text(json.dumps(table, indent=1))
     return counts
@@ -208,7 +225,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition data --corpus", description="build the broad EN-FR corpus from Debian packages")
     ap.add_argument("--cache", type=Path, default=REPO_DATA / "build" / "debian", help="downloaded .deb files and their extracted members")
     ap.add_argument("--ddtp", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--rewrite-splits", action="store_true", help="write the held-out splits of this build over the committed ones")
     a = ap.parse_args(argv)
-    counts = build(a.cache, a.ddtp)
+    counts = build(a.cache, a.ddtp, rewrite_splits=a.rewrite_splits)
     for src in SOURCES + ("phrases", "everyday"):
         print(src, " ".join(f"{k}={v}" for (s, k), v in sorted(counts.items()) if s == src))

@@ -150,6 +150,8 @@ def test_the_committed_manifest_pins_every_package() -> None:
 def test_split_keeps_held_out_text_out_of_training(tmp_path: Path) -> None:
     (tmp_path / "valid.en-fr.tsv").write_text("DDTP valid source\tSource DDTP\n", encoding="utf-8")
     (tmp_path / "test.en-fr.tsv").write_text("", encoding="utf-8")
+    # an earlier build's committed split holds a pair this build would train on: it stays out
+    (tmp_path / "test.help.en-fr.tsv").write_text("Open the file number 7.\tOuvrir le fichier numéro 7.\n", encoding="utf-8")
     rows = [("ui", f"Open the file number {i}.", f"Ouvrir le fichier numéro {i}.") for i in range(3000)]
     rows += [("dialogue", f"We must hurry to the river {i}!", f"Nous devons nous hâter vers la rivière {i} !") for i in range(500)]
     rows += [("ui", "ddtp valid source", "autre chose"), ("ddtp", "A package description.", "Une description de paquet.")]
@@ -162,13 +164,19 @@ def test_split_keeps_held_out_text_out_of_training(tmp_path: Path) -> None:
     held_fr = {normalise(x) for name, rs in splits.items() if name != "train" for _, _, x in rs}
     train = splits["train"]
     assert not [r for r in train if normalise(r[1]) in held_en or normalise(r[2]) in held_fr]
-    assert not [r for r in train if normalise(r[1]) == "ddtp valid source"]
+    assert not [r for r in train if normalise(r[1]) in ("ddtp valid source", "open the file number 7.")]
     assert ("ddtp", "A package description.", "Une description de paquet.") in train
     assert ("lexicon>fr", "the infant", "l'enfant") in train and ("realised>en", "The bike is red.", "La bicyclette est rouge.") in train
     assert splits["test.dialogue"] and splits["valid.dialogue"] and splits["test.ui"]
     everyday = splits["test.everyday"]
     assert everyday and all(r in splits["test.dialogue"] or r in splits["test.ui"] for r in everyday)
     assert counts["dialogue", "train"] + len(splits["test.dialogue"]) + len(splits["valid.dialogue"]) <= 500
+    # the committed held-out sets stay as they are unless asked
+    held_out = {k: v for k, v in splits.items() if k != "train"}
+    assert build.write_splits(held_out, tmp_path) and (tmp_path / "test.dialogue.en-fr.tsv").exists()
+    assert (tmp_path / "test.help.en-fr.tsv").read_text(encoding="utf-8").startswith("Open the file number 7.")
+    assert build.write_splits(held_out, tmp_path) == []
+    assert tmp_path / "test.dialogue.en-fr.tsv" in build.write_splits(held_out, tmp_path, rewrite=True)
 
 
 @pytest.mark.parametrize(
