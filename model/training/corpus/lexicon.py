@@ -48,7 +48,8 @@ CATEGORIES: dict[str, tuple[tuple[str, str], ...]] = {
     "furniture": (("furniture", "noun.artifact"), ("home_appliance", "noun.artifact")),
     "object": (("container", "noun.artifact"), ("toy", "noun.artifact"), ("implement", "noun.artifact"), ("kitchen_utensil", "noun.artifact"), ("tableware", "noun.artifact"), ("device", "noun.artifact")),
     "vehicle": (("vehicle", "noun.artifact"), ("conveyance", "noun.artifact")),
-    "place": (("building", "noun.artifact"), ("shop", "noun.artifact"), ("establishment", "noun.artifact"), ("room", "noun.artifact"), ("facility", "noun.artifact"), ("place_of_business", "noun.artifact")),
+    "place": (("building", "noun.artifact"), ("shop", "noun.artifact"), ("establishment", "noun.artifact"), ("room", "noun.artifact"), ("facility", "noun.artifact"), ("place_of_business", "noun.artifact"),
+              ("urban_area", "noun.location"), ("rural_area", "noun.location"), ("residential_district", "noun.location")),
     "outdoors": (("geological_formation", "noun.object"), ("body_of_water", "noun.object"), ("tract", "noun.location"), ("thoroughfare", "noun.artifact")),
     "body": (("body_part", "noun.body"), ("external_body_part", "noun.body")),
     "plant": (("plant", "noun.Tops"), ("flower", "noun.plant"), ("tree", "noun.plant")),
@@ -95,6 +96,7 @@ class WordNet:
         self.lemmas: dict[int, list[str]] = {}
         self.hyper: dict[int, list[int]] = {}
         self.slurs: set[int] = set()  # synsets whose gloss marks a slur or an insult
+        self.instances: set[int] = set()  # synsets of one named thing ("Nice", an instance of city)
         for line in (root / "data.noun").read_text(encoding="utf-8").splitlines():
             if line.startswith(" "):
                 continue
@@ -108,6 +110,8 @@ class WordNet:
             self.lex[off] = _LEXNAMES[lexnum]
             self.lemmas[off] = words
             self.hyper[off] = [int(p[1]) for p in ptrs if p[0] in ("@", "@i")]
+            if any(p[0] == "@i" for p in ptrs):
+                self.instances.add(off)
             if _OFFENSIVE_GLOSS.search(gloss):
                 self.slurs.add(off)
 
@@ -130,8 +134,9 @@ class WordNet:
 
     def category(self, word: str, senses: int = 3) -> str | None:
         """The category of a word's first senses: the first CATEGORIES entry an ancestor names,
-        else the lexicographer file of the first sense when it is in FALLBACK."""
-        offs = self.senses.get(word.lower().replace(" ", "_"), [])
+        else the lexicographer file of the first sense when it is in FALLBACK.  A sense that names
+        one thing (the city of Nice, for "nice") has none."""
+        offs = [o for o in self.senses.get(word.lower().replace(" ", "_"), []) if o not in self.instances]
         for off in offs[:senses]:
             anc = self.ancestors(off)
             for cat, marks in CATEGORIES.items():
