@@ -58,6 +58,16 @@ def word_hits(hyps: Sequence[str], words: Sequence[list[str]], cats: Sequence[st
     return out
 
 
+def missed_words(sources: Sequence[str], hyps: Sequence[str], words: Sequence[list[str]]) -> list[dict]:
+    """The sentences whose translation lacks some of its words: source, output and the words missed."""
+    out = []
+    for src, hyp, need in zip(sources, hyps, words):
+        missing = [w for w in need if not has_word(hyp, w)]
+        if missing:
+            out.append({"source": src, "output": hyp, "missing": missing})
+    return out
+
+
 def evaluate(
     translator: Translator,
     pairs: Sequence[str] = ("en-fr",),
@@ -102,6 +112,7 @@ def evaluate(
                 rows = [table[p.src] for p in data]
                 need = [r[2] if tgt_lang == "fr" else r[1] for r in rows]
                 out[key]["words"] = word_hits(hyps, need, [r[0] for r in rows], refs)
+                out[key]["words"]["misses"] = missed_words(srcs, hyps, need)
     return out
 
 
@@ -124,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="with the vocabulary shortlist (default: shortlist.safetensors in the model directory; rendition build-shortlist)",
     )  # fmt: skip
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
+    ap.add_argument("--show-misses", action="store_true", help="daily life: print each sentence whose translation misses some of its words")
     a = ap.parse_args(argv)
     if a.threads:
         import torch
@@ -140,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"  words of daily life: {w['hit_rate']:.1f}% of {w['words']}")
             for cat, c in w["by_category"].items():
                 print(f"    {cat:<10} words {c['hit_rate']:5.1f}%  BLEU {c['bleu']:6.2f}  chrF {c['chrf']:6.2f}  ({c['sentences']} sentences)")
+            if a.show_misses:
+                print(f"  {len(w['misses'])} sentences miss words:")
+                for m in w["misses"]:
+                    print(f"    {m['source']}  =>  {m['output']}  (missing: {', '.join(m['missing'])})")
     if a.output:
         a.output.write_text(json.dumps(res, indent=2) + "\n")
     sys.stdout.flush()

@@ -8,7 +8,7 @@ import pytest
 import torch
 from sacrebleu.metrics import BLEU, CHRF
 
-from rendition.model.training.evaluate import evaluate, main
+from rendition.model.training.evaluate import evaluate, main, missed_words
 
 
 class LookupTranslator:
@@ -52,6 +52,20 @@ def test_scores_equal_sacrebleu_on_the_right_sides(split_dir) -> None:
     assert res["fr-en"]["chrf"] == round(CHRF().corpus_score(hyps, [refs]).score, 2)
     assert res["fr-en"]["sentences"] == 3 and "tok:13a" in res["fr-en"]["bleu_signature"]
     assert tr.calls == [("en", "fr", 3, 0.6), ("fr", "en", 3, 0.6)]
+
+
+def test_daily_sets_list_the_words_each_translation_misses(tmp_path) -> None:
+    rows = [("The dog sleeps under the bed.", "Le chien dort sous le lit."), ("My aunt buys apples.", "Ma tante achète des pommes.")]
+    (tmp_path / "test.daily.en-fr.tsv").write_text("".join(f"{en}\t{fr}\n" for en, fr in rows), encoding="utf-8")
+    (tmp_path / "test.daily.words.tsv").write_text(
+        "# header\nanimals\tThe dog sleeps under the bed.\tdog|bed\tchien|lit\nfamily\tMy aunt buys apples.\taunt|apple*\ttante|pomme*\n", encoding="utf-8"
+    )
+    table = {en: fr for en, fr in rows} | {"Le chien dort sous le lit.": "The dort under the bed.", "Ma tante achète des pommes.": "My aunt buys apples."}
+    res = evaluate(LookupTranslator(table), pairs=("daily.en-fr",), split="test", splits_dir=tmp_path)
+    assert res["daily en-fr"]["words"]["misses"] == []
+    assert res["daily fr-en"]["words"]["misses"] == [{"source": "Le chien dort sous le lit.", "output": "The dort under the bed.", "missing": ["dog"]}]
+    assert res["daily fr-en"]["words"]["hit_rate"] == 75.0
+    assert missed_words(["a"], ["Elle porte un pull."], [["pull", "vert*"]]) == [{"source": "a", "output": "Elle porte un pull.", "missing": ["vert*"]}]
 
 
 def test_cli_on_the_shipped_model_writes_json(tmp_path, capsys) -> None:
