@@ -378,13 +378,17 @@ class Generator:
         rain = r.choice([("rain", "pleuvoir"), ("snow", "neiger")])
         tense = r.choice(list(TENSES))
         r_often = r.random() < 0.4
-        tw = self.when(tense, 0.6) if kind in ("rain", "noun") else None
+        tw = self.when(tense, 0.6) if kind in ("rain", "noun") else self.when(tense, 0.6) if kind == "day" else None
+        weather = kind in ("season", "day") and r.random() < 0.3  # "The weather is nice today." / "Il fait beau aujourd'hui."
+        # (the French adjective as it is: "il fait beau" stays "beau" before a vowel, not "bel")
 
         def build(lang: str):
             i = 0 if lang == "en" else 1
             it = R.Pro("it") if lang == "en" else R.Pro("je").pe(3).g("m")
+            if weather and lang == "en":
+                it = R.NP(R.D("the"), R.N("weather"))
             if kind == "season":
-                vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.A(w[1]))
+                vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.Q(w[1]))
                 at = R.Q(f"in {season[0]}") if lang == "en" else R.Q(season[1])
                 return R.S(it, vp, at)
             if kind == "rain":
@@ -398,8 +402,8 @@ class Generator:
                 subj = R.NP(R.D("the" if lang == "en" else "le"), R.N(wn[i]))
                 sent = R.S(subj, R.VP(R.V(wn[2 + i])), *([R.Q(tw[i])] if tw else [])).t(TENSES[tense][i])
                 return sent.typ({"prog": True}) if lang == "en" and tense == "present" else sent
-            at = R.Q(f"on {day[0]}") if lang == "en" else R.Q(day[1])
-            vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.A(w[1]))
+            at = R.Q(tw[i]) if tw else R.Q(f"on {day[0]}") if lang == "en" else R.Q(day[1])
+            vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.Q(w[1]))
             t = "i" if lang == "fr" and tense == "past" else TENSES[tense][i]
             return R.S(it, vp, at).t(t)
 

@@ -454,3 +454,16 @@ def test_week_days_come_with_a_part_of_the_day_too() -> None:
     assert ("on Friday", "vendredi") in times["past"] + times["future"]
     with_part = [t for ts in times.values() for t in ts if t and t[1].split()[-1] in ("matin", "après-midi", "soir") and "vendredi" in t[1]]
     assert all(t[0].split()[-1].rstrip("s") in ("morning", "afternoon", "evening") for t in with_part)
+
+
+def test_weather_sentences_vary_and_keep_il_fait_beau() -> None:
+    """"Il fait beau" stays "beau" before a vowel ("en automne"), and comes with the times of
+    day and relative days too ("aujourd'hui", "demain"), in English as "it" or "the weather"."""
+    gen = daily.Generator(NOUNS, [("Friday", "vendredi")], [("June", "juin")], random.Random(5))
+    pairs = {p for _ in range(1000) if (p := gen.pair(gen.f_weather()))}
+    assert len(pairs) > 250
+    fr = [x for _, x in pairs]
+    assert not [x for x in fr if re.search(r"\bbel\b", x)]
+    assert [x for x in fr if re.match(r"Il fait beau (en|au) ", x)]
+    assert [(e, x) for e, x in pairs if e.startswith("The weather is") and x.startswith("Il fait")]
+    assert [x for x in fr if x.startswith("Il f") and re.search(r"\b(demain|hier|maintenant|le matin|le soir)\b", x)]
