@@ -49,7 +49,7 @@ CATEGORIES: dict[str, tuple[tuple[str, str], ...]] = {
     "object": (("container", "noun.artifact"), ("toy", "noun.artifact"), ("implement", "noun.artifact"), ("kitchen_utensil", "noun.artifact"), ("tableware", "noun.artifact"), ("device", "noun.artifact")),
     "vehicle": (("vehicle", "noun.artifact"), ("conveyance", "noun.artifact")),
     "place": (("building", "noun.artifact"), ("shop", "noun.artifact"), ("establishment", "noun.artifact"), ("room", "noun.artifact"), ("facility", "noun.artifact"), ("place_of_business", "noun.artifact"),
-              ("urban_area", "noun.location"), ("rural_area", "noun.location"), ("residential_district", "noun.location")),
+              ("urban_area", "noun.location"), ("rural_area", "noun.location"), ("residential_district", "noun.location"), ("settlement", "noun.location")),
     "outdoors": (("geological_formation", "noun.object"), ("body_of_water", "noun.object"), ("tract", "noun.location"), ("thoroughfare", "noun.artifact")),
     "body": (("body_part", "noun.body"), ("external_body_part", "noun.body")),
     "plant": (("plant", "noun.Tops"), ("flower", "noun.plant"), ("tree", "noun.plant")),

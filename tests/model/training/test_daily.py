@@ -140,13 +140,14 @@ def test_towns_and_the_countryside_are_places_but_named_towns_are_not(tmp_path: 
     # 15: noun.location; "Nice" is an instance of city (@i), not a kind of place
     extra = {20: ("15", ["urban_area"], [], "g"), 21: ("15", ["city"], [20], "g"), 22: ("15", ["nice"], [21], "g"),
              23: ("15", ["rural_area", "country"], [], "g"), 24: ("15", ["countryside"], [23], "g"),
-             25: ("15", ["residential_district"], [], "g"), 26: ("15", ["village", "hamlet"], [25], "g")}
-    _wordnet(tmp_path, extra, {"city": [21], "nice": [22], "countryside": [24], "village": [26]})
+             25: ("15", ["settlement"], [], "g"), 26: ("15", ["village", "hamlet"], [25], "g"),
+             27: ("15", ["residential_district"], [], "g"), 28: ("15", ["suburb"], [27], "g")}
+    _wordnet(tmp_path, extra, {"city": [21], "nice": [22], "countryside": [24], "village": [26], "suburb": [28]})
     data = tmp_path / "data.noun"
     data.write_text(data.read_text(encoding="utf-8").replace("@ 00000021 n 0000 | g", "@i 00000021 n 0000 | g"), encoding="utf-8")
     wn = lexicon.WordNet(tmp_path)
     assert wn.instances == {22}
-    assert [wn.category(w) for w in ("city", "countryside", "village", "nice", "dog")] == ["place", "place", "place", None, "animal"]
+    assert [wn.category(w) for w in ("city", "countryside", "village", "suburb", "nice", "dog")] == ["place", "place", "place", "place", None, "animal"]
 
 
 def test_french_to_english_learns_the_first_sense_both_dictionaries_give(tmp_path: Path) -> None:
