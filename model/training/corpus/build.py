@@ -44,7 +44,6 @@ from rendition.model.training.data import (
 CORPUS_DIR = REPO_DATA / "build" / "corpus"
 SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised")
 TRAIN_ONLY = ("ddtp", "lexicon", "realised")  # never held out (DDTP has its own splits; the rest is synthetic)
-DAILY_SPLITS = ("valid.daily", "test.daily")  # written by hand, committed; no training pair may match one
 # fraction of each source's distinct English held out for valid and for test (each)
 HELD_OUT = {"ui": 0.004, "dialogue": 0.03, "help": 0.03, "dict": 0.01}
 MAX_SPLIT = 1500  # committed pairs per source and split

@@ -62,6 +62,7 @@ REQUESTS = {
     "person": [("call", "appeler"), ("help", "aider"), ("wait for", "attendre"), ("visit", "visiter")],
 }
 SEASONS = [("summer", "en été"), ("winter", "en hiver"), ("autumn", "en automne"), ("spring", "au printemps")]
+# "il fait X": the French adjective is written as it is ("il fait beau" stays "beau" before a vowel, not "bel")
 WEATHER = [("hot", "chaud"), ("cold", "froid"), ("warm", "bon"), ("nice", "beau")]
 WHEN = {  # (English, French, tense)
     "past": [("yesterday", "hier"), ("last week", "la semaine dernière"), ("this morning", "ce matin"), ("last night", "hier soir")],
@@ -378,9 +379,8 @@ class Generator:
         rain = r.choice([("rain", "pleuvoir"), ("snow", "neiger")])
         tense = r.choice(list(TENSES))
         r_often = r.random() < 0.4
-        tw = self.when(tense, 0.6) if kind in ("rain", "noun") else self.when(tense, 0.6) if kind == "day" else None
+        tw = self.when(tense, 0.6) if kind in ("rain", "noun", "day") else None
         weather = kind in ("season", "day") and r.random() < 0.3  # "The weather is nice today." / "Il fait beau aujourd'hui."
-        # (the French adjective as it is: "il fait beau" stays "beau" before a vowel, not "bel")
 
         def build(lang: str):
             i = 0 if lang == "en" else 1
@@ -402,7 +402,7 @@ class Generator:
                 subj = R.NP(R.D("the" if lang == "en" else "le"), R.N(wn[i]))
                 sent = R.S(subj, R.VP(R.V(wn[2 + i])), *([R.Q(tw[i])] if tw else [])).t(TENSES[tense][i])
                 return sent.typ({"prog": True}) if lang == "en" and tense == "present" else sent
-            at = R.Q(tw[i]) if tw else R.Q(f"on {day[0]}") if lang == "en" else R.Q(day[1])
+            at = R.Q(tw[i] if tw else (f"on {day[0]}", day[1])[i])
             vp = R.VP(R.V("be"), R.A(w[0])) if lang == "en" else R.VP(R.V("faire"), R.Q(w[1]))
             t = "i" if lang == "fr" and tense == "past" else TENSES[tense][i]
             return R.S(it, vp, at).t(t)
