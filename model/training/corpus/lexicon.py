@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -233,6 +233,15 @@ def french_gender(fr: str, french: dict[str, str]) -> str | None:
     return french.get(pyrealb_form(head))
 
 
+def _is_cognate_first(n: Noun, fr_en: dict[str, list[str]], near: int = 4) -> bool:
+    """Whether fra-eng's first sense of the noun's French word is that word itself and this noun
+    is not among its first ``near`` senses ("centre": centre, core, nucleus, kernel, then pit).
+    fra-eng often writes the cognate first and the usual word next ("bureau": bureau, office;
+    "café": café, coffee-house, coffee), which stay."""
+    senses = [e.casefold() for e in fr_en.get(n.fr, ())]
+    return bool(senses) and senses[0] == n.fr.casefold() and n.en.casefold() not in senses[:near]
+
+
 def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = None) -> list[Noun]:
     """Daily-life nouns: English nouns of a CATEGORIES category whose French translation pyrealb
     knows with a gender, the best candidate of each (confirmed, then given by the most sources,
@@ -330,6 +339,11 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
                 and first.category == n.category and set(lex_fr.get(pyrealb_form(n.fr), {})) == {"N"}):
             first_senses[first.en, n.fr] = Noun(first.en, n.fr, n.gender, first.category, True, first.rank + ALTERNATIVE_RANK,
                                                 first.countable, 1, True, "fr-en")
+    # French -> English keeps a French word that fra-eng gives first as the same English word
+    # ("centre" -> centre, a noun of no category here) rather than learn it as a lexicon noun that
+    # fra-eng gives far down or not at all ("pit" -> "centre", "bride" -> "fiancé"): that pair is
+    # learnt English -> French only
+    nouns = [replace(n, direction="en-fr") if n.direction == "both" and _is_cognate_first(n, fr_en) else n for n in nouns]
     # not another noun's own word (grandmother -> grand-père, table -> liste, tool -> produit)
     primary = {pyrealb_form(n.fr.lower()) for n in nouns}
     nouns += [n for n in alternatives if pyrealb_form(n.fr.lower()) not in primary and (n.en, n.fr) not in first_senses]

@@ -173,6 +173,30 @@ def test_french_to_english_learns_the_first_sense_both_dictionaries_give(tmp_pat
     assert [(n.en, n.direction) for n in kept if n.fr == "boucher"] == [("butcher", "both")]
 
 
+def test_french_to_english_copies_a_french_word_whose_first_sense_is_itself(tmp_path: Path) -> None:
+    """fra-eng gives "centre" first for "centre" and "pit" fifth; eng-fra gives "centre" for pit.
+    French -> English must not learn "centre" -> pit: the pair is learnt English -> French only.
+    "cousin" -> cousin, "tante" -> aunt and "café" -> coffee (fra-eng: café, coffee-house, coffee)
+    stay both ways."""
+    dictd = tmp_path / "dict" / "usr/share/dictd"
+    wn = tmp_path / "wn" / "usr/share/wordnet"
+    dictd.mkdir(parents=True)
+    wn.mkdir(parents=True)
+    _dictd(dictd, "eng-fra", {"pit": ["fossé", "centre"], "cousin": ["cousin"], "aunt": ["tante"], "coffee": ["café"]})
+    _dictd(dictd, "fra-eng", {"centre": ["centre", "core", "nucleus", "kernel", "pit"], "cousin": ["cousin"], "tante": ["aunt"],
+                              "café": ["café", "coffee-house", "coffee"]})
+    _wordnet(wn, extra={20: ("06", ["pit"], [5], "g"), 21: ("13", ["coffee"], [], "g")}, extra_index={"pit": [20], "coffee": [21]})
+    _cldr(tmp_path)
+    built = lexicon.build_lexicon(tmp_path, {})
+    # "café" -> coffee stays: fra-eng gives it third, after the cognate
+    assert {(n.en, n.fr, n.direction) for n in built if n.en in ("pit", "cousin", "aunt", "coffee")} == {
+        ("pit", "centre", "en-fr"), ("cousin", "cousin", "both"), ("aunt", "tante", "both"), ("coffee", "café", "both")}
+    kept = daily.per_french_word([n for n in built if n.confirmed])
+    assert [(n.en, n.direction) for n in kept if n.fr == "centre"] == [("pit", "en-fr")]
+    rows = [(en, fr, d) for en, fr, d in daily.lexicon_rows(kept, [], [], directions=True) if "centre" in fr]
+    assert rows and all(d == "en-fr" for _, _, d in rows)
+
+
 def test_slurs_and_insults_stay_out_of_the_lexicon_and_the_dictionary_rows(tmp_path: Path) -> None:
     dictd = tmp_path / "dict" / "usr/share/dictd"
     wn = tmp_path / "wn" / "usr/share/wordnet"
