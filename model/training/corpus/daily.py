@@ -37,6 +37,9 @@ VERBS = {
 }
 ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", "vieux"), ("red", "rouge"), ("blue", "bleu"), ("green", "vert"), ("white", "blanc"), ("black", "noir"), ("yellow", "jaune"), ("grey", "gris"), ("brown", "brun"), ("pink", "rose"), ("pretty", "joli"), ("clean", "propre"), ("dirty", "sale"), ("heavy", "lourd"), ("expensive", "cher"), ("beautiful", "beau"), ("good", "bon"), ("long", "long"), ("short", "court"), ("warm", "chaud"), ("cold", "froid"), ("empty", "vide"), ("full", "plein"), ("wet", "mouillé"), ("dry", "sec"), ("young", "jeune"), ("tired", "fatigué"), ("happy", "heureux"), ("sad", "triste"), ("sick", "malade"), ("strong", "fort")]
 # (English, French) verbs without an object: what people and animals do
+# a family subject's adjective: "my little brother" / "mon petit frère", "her big sister" / "sa grande sœur"
+FAMILY_ADJECTIVES = [("little", "petit"), ("big", "grand")]
+FAMILY_ADJECTIVE_P = 0.15
 ACTIVITIES = [("sleep", "dormir"), ("cry", "pleurer"), ("swim", "nager"), ("run", "courir"), ("walk", "marcher"), ("dance", "danser"), ("sing", "chanter"), ("laugh", "rire"), ("read", "lire"), ("cook", "cuisiner"), ("work", "travailler"), ("play", "jouer"), ("eat", "manger"), ("drink", "boire"), ("smile", "sourire"), ("jump", "sauter"), ("wait", "attendre"), ("write", "écrire"), ("study", "étudier"), ("travel", "voyager"), ("shout", "crier"), ("fall", "tomber"), ("arrive", "arriver"), ("leave", "partir"), ("come", "venir"), ("stay", "rester"), ("rest", "reposer"), ("win", "gagner"), ("lose", "perdre"), ("listen", "écouter"), ("draw", "dessiner"), ("paint", "peindre"), ("fish", "pêcher"), ("ski", "skier")]
 # (English verb, English object, French verb, French object or "")
 MEALS = [("have", "breakfast", "prendre", "le petit déjeuner"), ("have", "lunch", "déjeuner", ""), ("have", "dinner", "dîner", ""), ("have", "a snack", "goûter", "")]
@@ -86,6 +89,7 @@ class Subject:
     noun: Noun | None = None  # a noun subject (with a possessive of `owner`), else a pronoun
     owner: int = 1
     det: str = "poss"  # "poss" or "the"
+    adj: tuple[str, str] | None = None  # "my little brother" / "mon petit frère"
 
 
 # nouns pyrealb's English lexicon inflects as regular ("fishes") whose everyday plural is the singular
@@ -141,6 +145,8 @@ def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner
     if not noun.countable:
         number, det = "s", ("the" if det == "a" else det)
     n = _n(lang, noun, number)
+    if adj and adj[0] == "small" and noun.category == "family":
+        adj = ("little", adj[1])  # "my little brother", not "my small brother"
     a = [R.A(adj[0] if lang == "en" else adj[1])] if adj else []
     if det == "some":  # partitive / indefinite plural
         if lang == "en":
@@ -184,7 +190,7 @@ def subject(lang: str, s: Subject):
     if s.noun is None:
         pro = R.Pro("I" if lang == "en" else "je").pe(s.person).n(s.number)
         return pro.g(s.gender)
-    return np(lang, s.noun, s.det, s.number, owner=s.owner, owner_gender=s.gender)
+    return np(lang, s.noun, s.det, s.number, owner=s.owner, owner_gender=s.gender, adj=s.adj)
 
 
 class Generator:
@@ -212,7 +218,8 @@ class Generator:
         if people and r.random() < 0.45:
             noun = self.noun("family", "family", "person")
             number = "p" if r.random() < 0.2 else "s"
-            return Subject(3, number, noun.gender, noun, owner=r.choice([1, 1, 2, 3]), det=r.choice(["poss", "poss", "the"]))
+            adj = r.choice(FAMILY_ADJECTIVES) if noun.category == "family" and r.random() < FAMILY_ADJECTIVE_P else None
+            return Subject(3, number, noun.gender, noun, owner=r.choice([1, 1, 2, 3]), det=r.choice(["poss", "poss", "the"]), adj=adj)
         return Subject(r.choice([1, 1, 2, 3]), "p" if r.random() < 0.3 else "s", r.choice("mf"))
 
     def when(self, tense: str, p: float = 0.5) -> tuple[str, str] | None:

@@ -257,6 +257,18 @@ def test_realised_sentences_hold_both_words_and_agree() -> None:
     assert not any(re.search(r"\b(le|un|mon) (tante|pomme|sœur)\b", fr, re.I) for _, fr in pairs)
 
 
+def test_family_subjects_are_little_and_big() -> None:
+    """"Ma petite sœur dort." is "My little sister sleeps.", not "My small sister ..."; "sa grande
+    sœur" her big sister."""
+    pairs = list(daily.generate(NOUNS, [("Monday", "lundi")], [("May", "mai")], 600, seed=2))
+    little = [(en, fr) for en, fr in pairs if re.search(r"\blittle (sister|aunt)s?\b", en)]
+    big = [(en, fr) for en, fr in pairs if re.search(r"\bbig (sister|aunt)s?\b", en)]
+    assert little and big
+    assert all(re.search(r"\bpetites? (sœur|tante)s?\b", fr, re.I) for _, fr in little), little
+    assert all(re.search(r"\bgrandes? (sœur|tante)s?\b", fr, re.I) for _, fr in big), big
+    assert not any(re.search(r"\bsmall (sister|aunt)", en) for en, _ in pairs)
+
+
 def test_lexicon_rows_carry_gender_and_plural() -> None:
     rows = set(daily.lexicon_rows(NOUNS[:2], [("Monday", "lundi")], []))
     assert {("the dog", "le chien"), ("a dog", "un chien"), ("the dogs", "les chiens"), ("the aunt", "la tante"), ("an aunt", "une tante")} <= rows
