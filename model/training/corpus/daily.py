@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import NamedTuple
 
 import pyrealb as R
 
@@ -40,6 +41,7 @@ ADJECTIVES = [("big", "grand"), ("small", "petit"), ("new", "nouveau"), ("old", 
 # a family subject's adjective: "my little brother" / "mon petit frère", "her big sister" / "sa grande sœur"
 FAMILY_ADJECTIVES = [("little", "petit"), ("big", "grand")]
 FAMILY_ADJECTIVE_P = 0.15
+FRONT_P = 0.2  # statements with their time expression first: "Hier, elle a dormi."
 ACTIVITIES = [("sleep", "dormir"), ("cry", "pleurer"), ("swim", "nager"), ("run", "courir"), ("walk", "marcher"), ("dance", "danser"), ("sing", "chanter"), ("laugh", "rire"), ("read", "lire"), ("cook", "cuisiner"), ("work", "travailler"), ("play", "jouer"), ("eat", "manger"), ("drink", "boire"), ("smile", "sourire"), ("jump", "sauter"), ("wait", "attendre"), ("write", "écrire"), ("study", "étudier"), ("travel", "voyager"), ("shout", "crier"), ("fall", "tomber"), ("arrive", "arriver"), ("leave", "partir"), ("come", "venir"), ("stay", "rester"), ("rest", "reposer"), ("win", "gagner"), ("lose", "perdre"), ("listen", "écouter"), ("draw", "dessiner"), ("paint", "peindre"), ("fish", "pêcher"), ("ski", "skier")]
 # (English verb, English object, French verb, French object or "")
 MEALS = [("have", "breakfast", "prendre", "le petit déjeuner"), ("have", "lunch", "déjeuner", ""), ("have", "dinner", "dîner", ""), ("have", "a snack", "goûter", "")]
@@ -171,11 +173,23 @@ def np(lang: str, noun: Noun, det: str, number: str = "s", owner: int = 1, owner
     return R.NP(d, *a, *n) if lang == "en" else R.NP(d, *n, *a)
 
 
-def clause(lang: str, parts: list, tense: str, when: tuple[str, str] | None, typ: dict, prog: bool = False):
-    """A sentence of ``parts`` with the time expression ``when`` at its end, in ``tense``, of type
-    ``typ`` (negation, question), and in the English progressive where ``prog``."""
+class When(NamedTuple):
+    """A time expression in both languages, and whether a statement puts it first."""
+
+    en: str
+    fr: str
+    front: bool = False
+
+
+def clause(lang: str, parts: list, tense: str, when: When | None, typ: dict, prog: bool = False):
+    """A sentence of ``parts`` with the time expression ``when`` at its end (at its front, with a
+    comma, where ``when.front`` and the sentence is no question), in ``tense``, of type ``typ``
+    (negation, question), and in the English progressive where ``prog``."""
     i = 0 if lang == "en" else 1
-    sent = R.S(*parts, *([R.Q(when[i])] if when else [])).t(TENSES[tense][i])
+    if when and when.front and "int" not in typ:
+        sent = R.S(R.Q(when[i] + ","), *parts).t(TENSES[tense][i])
+    else:
+        sent = R.S(*parts, *([R.Q(when[i])] if when else [])).t(TENSES[tense][i])
     t = {**typ, **({"prog": True} if prog and lang == "en" else {})}
     return sent.typ(t) if t else sent
 
@@ -222,7 +236,13 @@ class Generator:
             return Subject(3, number, noun.gender, noun, owner=r.choice([1, 1, 2, 3]), det=r.choice(["poss", "poss", "the"]), adj=adj)
         return Subject(r.choice([1, 1, 2, 3]), "p" if r.random() < 0.3 else "s", r.choice("mf"))
 
-    def when(self, tense: str, p: float = 0.5) -> tuple[str, str] | None:
+    def when(self, tense: str, p: float = 0.5) -> When | None:
+        """A time expression that fits the tense (``words``), at the front of the sentence
+        ``FRONT_P`` of the time ("Hier, elle a dormi." / "Yesterday, she slept.")."""
+        words = self.when_words(tense, p)
+        return When(*words, front=self.rng.random() < FRONT_P) if words else None
+
+    def when_words(self, tense: str, p: float = 0.5) -> tuple[str, str] | None:
         """A time expression that fits the tense: a relative day, a week day (with a part of the day
         or not: "on Friday evening" / "vendredi soir", "on Monday mornings" / "le lundi matin"), a
         month, a season, a part of the day or a clock hour (pyrealb spells the numbers in both
@@ -386,7 +406,7 @@ class Generator:
         rain = r.choice([("rain", "pleuvoir"), ("snow", "neiger")])
         tense = r.choice(list(TENSES))
         r_often = r.random() < 0.4
-        tw = self.when(tense, 0.6) if kind in ("rain", "noun", "day") else None
+        tw = self.when_words(tense, 0.6) if kind in ("rain", "noun", "day") else None
         weather = kind in ("season", "day") and r.random() < 0.3  # "The weather is nice today." / "Il fait beau aujourd'hui."
 
         def build(lang: str):
@@ -512,6 +532,8 @@ class Generator:
         event = r.choice([e for e in EVENTS if kind != "have" or e.en in HAVE_EVENTS])
         tense = r.choice(["present", "future"]) if kind == "when" else r.choice(list(TENSES))
         when = self.when(tense, 1.0 if kind == "when" else 0.5)
+        if when and kind == "when":  # the time is what "the party is on Friday" says: it stays last
+            when = when._replace(front=False)
         s = self.subj()
         det = r.choice(["the", "poss"]) if kind != "have" else "a"
         # no questions with "have": pyrealb asks "Had you a meeting?" where English says "Did you have"

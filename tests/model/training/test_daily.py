@@ -484,13 +484,31 @@ def test_week_days_come_with_a_part_of_the_day_too() -> None:
     """"on Friday evening" / "vendredi soir", "on Friday evenings" / "le vendredi soir": the part of
     the day stays in both languages (a model that never saw them together drops it)."""
     gen = daily.Generator(NOUNS, [("Friday", "vendredi")], [("June", "juin")], random.Random(5))
-    times = {tense: [gen.when(tense, p=1.0) for _ in range(400)] for tense in ("present", "past", "future")}
+    times = {tense: [gen.when_words(tense, p=1.0) for _ in range(400)] for tense in ("present", "past", "future")}
     assert ("on Friday evenings", "le vendredi soir") in times["present"]
     assert ("on Friday mornings", "le vendredi matin") in times["present"]
     assert ("on Friday afternoon", "vendredi après-midi") in times["past"] + times["future"]
     assert ("on Friday", "vendredi") in times["past"] + times["future"]
     with_part = [t for ts in times.values() for t in ts if t and t[1].split()[-1] in ("matin", "après-midi", "soir") and "vendredi" in t[1]]
     assert all(t[0].split()[-1].rstrip("s") in ("morning", "afternoon", "evening") for t in with_part)
+
+
+def test_statements_put_the_time_first_sometimes() -> None:
+    """"Hier, elle a dormi." / "Yesterday, she slept.": a fronted time expression in both languages
+    at once, in statements only (no "Yesterday, did she sleep?")."""
+    pairs = list(daily.generate(NOUNS, [("Monday", "lundi")], [("May", "mai")], 1500, seed=3))
+    fronted = [(en, fr) for en, fr in pairs if re.match(r"(Yesterday|Tomorrow|Today|Every day|Now|Last week|Next week|On Monday|In May|At \w+ o'clock), ", en)]
+    assert len(fronted) > 30
+    first = {"Yesterday": "Hier", "Tomorrow": "Demain", "Today": "Aujourd'hui", "Last week": "La semaine dernière", "In May": "En mai"}
+    for en, fr in fronted:
+        assert "," in fr.split()[0] + fr.split()[1] + (fr.split()[2] if len(fr.split()) > 2 else ""), (en, fr)
+        assert not en.endswith("?") and not fr.endswith("?"), (en, fr)
+        lead = en.split(",")[0]
+        if lead in first:
+            assert fr.startswith(first[lead] + ","), (en, fr)
+    assert any(fr.startswith("Hier, ") for _, fr in fronted)
+    # "the party is on Monday" keeps its time last
+    assert not any(re.match(r"On Monday, (the|my|his|her|your|our|their) \w+ (is|will be)\.$", en) for en, _ in pairs)
 
 
 def test_weather_sentences_vary_and_keep_il_fait_beau() -> None:
