@@ -74,7 +74,8 @@ WHEN = {  # (English, French, tense)
     "future": [("tomorrow", "demain"), ("next week", "la semaine prochaine"), ("tonight", "ce soir"), ("tomorrow morning", "demain matin")],
     "present": [("every day", "tous les jours"), ("today", "aujourd'hui"), ("in the morning", "le matin"), ("in the evening", "le soir"), ("now", "maintenant")],
 }
-DAY_PARTS = [("in the morning", "le matin"), ("in the afternoon", "l'après-midi"), ("in the evening", "le soir"), ("at night", "la nuit"), ("at noon", "à midi")]
+DAY_PARTS = [("in the morning", "le matin"), ("in the afternoon", "l'après-midi"), ("in the evening", "le soir"), ("at night", "la nuit"), ("at noon", "à midi"),
+             ("at breakfast", "au petit déjeuner"), ("at lunch", "au déjeuner"), ("at dinner", "au dîner")]
 DAY_PART_AFTER = [("morning", "matin"), ("afternoon", "après-midi"), ("evening", "soir")]  # "on Friday evening" / "vendredi soir"
 WEATHER_NOUNS = [("sun", "soleil", "shine", "briller"), ("wind", "vent", "blow", "souffler"), ("snow", "neige", "fall", "tomber"), ("rain", "pluie", "fall", "tomber")]
 PREPOSITIONS = [("under", "sous"), ("on", "sur"), ("in", "dans"), ("behind", "derrière"), ("near", "près de"), ("next to", "à côté de"), ("in front of", "devant")]

@@ -482,13 +482,15 @@ def _request(gen: daily.Generator) -> tuple[str, str] | None:
 
 def test_week_days_come_with_a_part_of_the_day_too() -> None:
     """"on Friday evening" / "vendredi soir", "on Friday evenings" / "le vendredi soir": the part of
-    the day stays in both languages (a model that never saw them together drops it)."""
+    the day stays in both languages (a model that never saw them together drops it); "at
+    breakfast" / "au petit déjeuner"."""
     gen = daily.Generator(NOUNS, [("Friday", "vendredi")], [("June", "juin")], random.Random(5))
     times = {tense: [gen.when_words(tense, p=1.0) for _ in range(400)] for tense in ("present", "past", "future")}
     assert ("on Friday evenings", "le vendredi soir") in times["present"]
     assert ("on Friday mornings", "le vendredi matin") in times["present"]
     assert ("on Friday afternoon", "vendredi après-midi") in times["past"] + times["future"]
     assert ("on Friday", "vendredi") in times["past"] + times["future"]
+    assert ("at breakfast", "au petit déjeuner") in times["present"] + times["past"] + times["future"]  # meals are times too
     with_part = [t for ts in times.values() for t in ts if t and t[1].split()[-1] in ("matin", "après-midi", "soir") and "vendredi" in t[1]]
     assert all(t[0].split()[-1].rstrip("s") in ("morning", "afternoon", "evening") for t in with_part)
 
