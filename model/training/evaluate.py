@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rendition.model.training.data import SPLITS_DIR, read_tsv
-from rendition.model.translation.translator import KV_CACHE_DTYPES, Translator
+from rendition.model.translation.cli import add_storage_options
+from rendition.model.translation.translator import Translator
 
 
 def read_words(path: Path) -> dict[str, tuple[str, list[str], list[str]]]:
@@ -41,30 +42,29 @@ def has_word(text: str, word: str) -> bool:
     return False
 
 
-def word_hits(hyps: Sequence[str], words: Sequence[list[str]], cats: Sequence[str], refs: Sequence[str]) -> dict:
+def word_hits(hyps: Sequence[str], words: Sequence[list[str]], cats: Sequence[str], refs: Sequence[str], sources: Sequence[str] | None = None) -> dict:
     """The share of required words present in the hypotheses, overall and per category (with
-    BLEU and chrF per category)."""
+    BLEU and chrF per category); with ``sources``, also ``misses``: each sentence whose
+    translation lacks some of its words (source, output and the words missed)."""
     from sacrebleu.metrics import BLEU, CHRF
+
+    found = [[has_word(h, w) for w in need] for h, need in zip(hyps, words)]
 
     def rate(idx: list[int]) -> dict:
         total = sum(len(words[i]) for i in idx)
-        hit = sum(has_word(hyps[i], w) for i in idx for w in words[i])
+        hit = sum(sum(found[i]) for i in idx)
         h, r = [hyps[i] for i in idx], [refs[i] for i in idx]
         return {"sentences": len(idx), "words": total, "hit_rate": round(100 * hit / max(total, 1), 1),
                 "bleu": round(BLEU().corpus_score(h, [r]).score, 2), "chrf": round(CHRF().corpus_score(h, [r]).score, 2)}
 
     out = rate(list(range(len(hyps))))
     out["by_category"] = {c: rate([i for i, x in enumerate(cats) if x == c]) for c in dict.fromkeys(cats)}
-    return out
-
-
-def missed_words(sources: Sequence[str], hyps: Sequence[str], words: Sequence[list[str]]) -> list[dict]:
-    """The sentences whose translation lacks some of its words: source, output and the words missed."""
-    out = []
-    for src, hyp, need in zip(sources, hyps, words):
-        missing = [w for w in need if not has_word(hyp, w)]
-        if missing:
-            out.append({"source": src, "output": hyp, "missing": missing})
+    if sources is not None:
+        out["misses"] = [
+            {"source": src, "output": hyp, "missing": [w for w, ok in zip(need, ok_) if not ok]}
+            for src, hyp, need, ok_ in zip(sources, hyps, words, found)
+            if not all(ok_)
+        ]
     return out
 
 
@@ -111,8 +111,7 @@ def evaluate(
                 table = read_words(words_file)
                 rows = [table[p.src] for p in data]
                 need = [r[2] if tgt_lang == "fr" else r[1] for r in rows]
-                out[key]["words"] = word_hits(hyps, need, [r[0] for r in rows], refs)
-                out[key]["words"]["misses"] = missed_words(srcs, hyps, need)
+                out[key]["words"] = word_hits(hyps, need, [r[0] for r in rows], refs, sources=srcs)
     return out
 
 
@@ -125,15 +124,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
     ap.add_argument("--limit", type=int, default=None, help="only the first N pairs")
     ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--kv-cache-dtype", default="auto", choices=["auto", *KV_CACHE_DTYPES], help="decoder K/V storage")
     ap.add_argument(
         "--compute-type", default="float32", choices=["auto", "int8", "float32", "float16", "bfloat16"],
         help="the translator's compute type (rendition.model.kernels.compute_type); auto: int8 on a CPU that runs it",
     )  # fmt: skip
-    ap.add_argument(
-        "--shortlist", nargs="?", const=True, default=None, metavar="FILE",
-        help="with the vocabulary shortlist (default: shortlist.safetensors in the model directory; rendition build-shortlist)",
-    )  # fmt: skip
+    add_storage_options(ap)
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     ap.add_argument("--show-misses", action="store_true", help="daily life: print each sentence whose translation misses some of its words")
     a = ap.parse_args(argv)

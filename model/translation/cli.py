@@ -125,6 +125,19 @@ def add_translator_options(p: argparse.ArgumentParser, engines: bool = False, au
     p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
 
 
+def add_storage_options(p: argparse.ArgumentParser, note: str = "") -> None:
+    """``--kv-cache-dtype`` and ``--shortlist``, which ``Translator.from_pretrained`` takes as
+    ``kv_cache_dtype`` and ``shortlist``; ``note`` starts each help ("torch engine: ")."""
+    p.add_argument(
+        "--kv-cache-dtype", default="auto", choices=["auto", *KV_CACHE_DTYPES],
+        help=note + "storage of the decoder's cached keys/values (auto: the model's dtype)",
+    )  # fmt: skip
+    p.add_argument(
+        "--shortlist", nargs="?", const=True, default=None, metavar="FILE",
+        help=note + "the vocabulary shortlist (default: shortlist.safetensors in the model directory; rendition build-shortlist)",
+    )  # fmt: skip
+
+
 def read_translator_options(p: argparse.ArgumentParser, args: argparse.Namespace, **search) -> tuple[dict, Glossary | None]:
     """The search options (``--beam-size``, ``--max-length`` and ``search``) and the glossary that
     ``add_translator_options``' options ask for; ``p.error`` (exit 2) naming the option for a bad one."""
@@ -145,16 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--length-penalty", type=float, default=1.0, help="alpha (GNMT for torch, length**alpha for ct2)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
-    p.add_argument(
-        "--kv-cache-dtype",
-        default="auto",
-        choices=["auto", *KV_CACHE_DTYPES],
-        help="torch engine: storage of the decoder's cached keys/values (auto: the model's dtype)",
-    )
-    p.add_argument(
-        "--shortlist", nargs="?", const=True, default=None, metavar="FILE",
-        help="torch engine: the vocabulary shortlist (default: shortlist.safetensors in --model-dir; rendition build-shortlist)",
-    )  # fmt: skip
+    add_storage_options(p, note="torch engine: ")
     return p
 
 

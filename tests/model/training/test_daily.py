@@ -366,6 +366,7 @@ def test_word_hit_rate() -> None:
     out = word_hits(["Le chien dort.", "Un chat."], [["chien", "lit"], ["chat"]], ["animals", "animals"], ["Le chien dort sous le lit.", "Un chat."])
     assert out["words"] == 3 and out["hit_rate"] == round(100 * 2 / 3, 1)
     assert out["by_category"]["animals"]["sentences"] == 2
+    assert "misses" not in out  # only with sources
 
 
 def test_committed_daily_sets_have_their_words() -> None:

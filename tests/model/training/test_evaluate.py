@@ -8,7 +8,7 @@ import pytest
 import torch
 from sacrebleu.metrics import BLEU, CHRF
 
-from rendition.model.training.evaluate import evaluate, main, missed_words
+from rendition.model.training.evaluate import evaluate, main, word_hits
 
 
 class LookupTranslator:
@@ -65,7 +65,8 @@ def test_daily_sets_list_the_words_each_translation_misses(tmp_path) -> None:
     assert res["daily en-fr"]["words"]["misses"] == []
     assert res["daily fr-en"]["words"]["misses"] == [{"source": "Le chien dort sous le lit.", "output": "The dort under the bed.", "missing": ["dog"]}]
     assert res["daily fr-en"]["words"]["hit_rate"] == 75.0
-    assert missed_words(["a"], ["Elle porte un pull."], [["pull", "vert*"]]) == [{"source": "a", "output": "Elle porte un pull.", "missing": ["vert*"]}]
+    out = word_hits(["Elle porte un pull.", "Un chat."], [["pull", "vert*"], ["chat"]], ["clothes", "animals"], ["Elle porte un pull vert.", "Un chat."], sources=["a", "b"])
+    assert out["misses"] == [{"source": "a", "output": "Elle porte un pull.", "missing": ["vert*"]}]
 
 
 def test_cli_on_the_shipped_model_writes_json(tmp_path, capsys) -> None:
