@@ -24,12 +24,12 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     closed loop.  Capacity (sentences/s) is first measured by a saturating closed loop
     (``--in-flight`` requests; completions while it was full, ramp-up and drain left out); then
     ``--seconds`` of arrivals at 50% and 80% of it: p50/p99/max latency.  Next to them, the
-    latency of the pool's median-length sentence alone on the idle server (median of 10); issue
-    17's target: p99 at 80% <= 3x that.
+    latency of the pool's median-length sentence alone on the idle server (median of 10); the
+    target: p99 at 80% <= 3x that.
 (c) Embedding latency under translation load: one-sentence ``POST /v1/embeddings`` requests sent
     one after the other (``--embeddings``, 200) while ``--in-flight`` translation requests keep
     the translator saturated (each answered request is replaced at once); p50/p99/max, and the
-    same on the idle server.  Issue 17's target: p99 <= 50 ms under load.
+    same on the idle server.  The target: p99 <= 50 ms under load.
 
 Thread layout: ``--workers`` / ``--threads`` are passed to the server as
 ``RENDITION_TRANSLATION_WORKERS`` / ``RENDITION_WORKER_THREADS`` (the serving engine's settings);

@@ -3,7 +3,7 @@
     python benchmarks/queue_bound.py [--workers 2] [--gain 1 2] [--loads 0.5 0.8] [--n 40000]
     python benchmarks/queue_bound.py --measure [--seconds 30]   # + this CPU's step cost, the real engine
 
-Issue 17's target for Poisson arrivals at 80% of capacity is a p99 within 3x the latency of the
+The service's target for Poisson arrivals at 80% of capacity is a p99 within 3x the latency of the
 mix's median sentence alone.  This simulates servers with no overhead at all on the same mix:
 
 - a sentence's work is proportional to its length in translator pieces (+1 for the end of

@@ -1,7 +1,7 @@
 """General English text that a Debian system ships, for the encoder's distillation corpus.
 
-The DDTP package descriptions are a narrow domain (software summaries).  Issue 4 asks for more
-varied English as well: the ``fortunes`` databases (``/usr/share/games/fortunes``; install with
+The DDTP package descriptions are a narrow domain (software summaries); for more varied English,
+the ``fortunes`` databases (``/usr/share/games/fortunes``; install with
 ``apt-get install fortunes fortunes-min``) and manual pages (``/usr/share/man``).  Both are read
 locally; nothing is downloaded.  Sentences are cut out with a simple splitter, kept when they have
 5-40 words and mostly letters, and deduplicated; anything whose normalised form is in ``exclude``

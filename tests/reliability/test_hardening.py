@@ -1,4 +1,4 @@
-"""Issue 21: each finding of the hostile test, reproduced against a real ``python -m rendition.service.main``
+"""Each finding of the hostile-input review, reproduced against a real ``python -m rendition.service.main``
 process on loopback (bounded counts, every wait bounded), and the limit that now holds.
 
 1. admission: a request that cannot finish within the timeout alone is refused at once (422
