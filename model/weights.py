@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 from dataclasses import asdict, fields
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,13 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
+
+
+def shipped_model(name: str) -> Path:
+    """The directory of a model shipped in the package (``pretrained/<name>``), found through the
+    installed package ``rendition.model`` (its package data), never through the source tree."""
+    return Path(str(resources.files("rendition.model") / "pretrained" / name))
+
 
 ROW_SCALE = ".row_scale"  # suffix of the per-row scales that go with an int8-stored weight
 

@@ -23,5 +23,8 @@ if ! command -v lt-proc >/dev/null 2>&1 || [ ! -e /usr/share/apertium/apertium-e
     fi
 fi
 . scripts/install-chromium.sh           # the web page's tests drive headless Chromium (tests/service/test_ui.py)
+# The service tests start their servers as users run the package: the wheel built from this tree,
+# installed into a fresh virtual environment, started outside the tree (tests/test_installed.py).
+export RENDITION_TEST_VENV="$(scripts/installed-venv.sh build/installed | tail -1)"
 ruff check .
 pytest -q "$@"

@@ -30,9 +30,9 @@ from rendition.model.kernels.compute_type import resolve_encoder_compute_type
 from rendition.model.kernels.linear import convert_linears
 from rendition.model.segment import InputTooLong
 from rendition.model.tokenizer import PAD_ID, Tokenizer
-from rendition.model.weights import load_pretrained, resolve_device, save_weights
+from rendition.model.weights import load_pretrained, resolve_device, save_weights, shipped_model
 
-DEFAULT_ENCODER = Path(__file__).resolve().parents[1] / "pretrained" / "encoder"
+DEFAULT_ENCODER = shipped_model("encoder")
 
 
 class SentenceEncoder:

@@ -21,9 +21,9 @@ from rendition.model.translation.scheduler import TranslationScheduler, worker_l
 from rendition.model.translation.search import Hypothesis, generate_ids
 from rendition.model.translation.shortlist import Shortlist, resolve_shortlist
 from rendition.model.translation.transformer import Transformer, TransformerConfig
-from rendition.model.weights import load_pretrained, release_freed_memory, resolve_device
+from rendition.model.weights import load_pretrained, release_freed_memory, resolve_device, shipped_model
 
-DEFAULT_TRANSLATOR = Path(__file__).resolve().parents[1] / "pretrained" / "translator"
+DEFAULT_TRANSLATOR = shipped_model("translator")
 
 
 @dataclass

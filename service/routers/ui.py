@@ -1,5 +1,5 @@
 """The web page: ``GET /ui`` (and ``GET /`` for a browser), plain HTML, CSS and JavaScript shipped
-in the package (``service/static/``), no build step and nothing loaded from elsewhere.
+in the package (``rendition.service``'s ``static/``), no build step and nothing loaded from elsewhere.
 
 ``GET /`` answers by content negotiation: a client whose ``Accept`` header prefers ``text/html``
 (a browser) gets the page; any other client gets what it got before the page existed, TEI's 405
@@ -32,9 +32,12 @@ CSP = (
 )
 
 
+PACKAGE = "rendition.service"  # the installed package's name: the page is its package data
+
+
 @lru_cache(maxsize=len(ASSETS))
 def asset(name: str) -> bytes:
-    return (resources.files("service") / "static" / name).read_bytes()
+    return (resources.files(PACKAGE) / "static" / name).read_bytes()
 
 
 def _file(name: str) -> Response:

@@ -1,7 +1,10 @@
 """Fixtures for the service tests: small random models on disk, and real uvicorn processes.
 
 Servers run ``python -m rendition.service.main`` (what ``rendition serve`` calls) on a free port with
-``RENDITION_*`` env vars pointing at the random models; every wait is bounded.
+``RENDITION_*`` env vars pointing at the random models; every wait is bounded.  They run the package
+as users install it: the wheel installed into a fresh virtual environment (``RENDITION_TEST_VENV``,
+built by ``scripts/installed-venv.sh``; ``scripts/test.sh`` builds it once), started from a directory
+outside the source tree, so nothing of the tree is on their path.
 """
 
 from __future__ import annotations
@@ -48,6 +51,25 @@ def model_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def server_python() -> str:
+    """The interpreter of the installed package (``RENDITION_TEST_VENV``).  CI requires it; a
+    developer's run without it uses this interpreter (the editable install), still started outside
+    the tree."""
+    venv = os.environ.get("RENDITION_TEST_VENV")
+    if venv:
+        python = Path(venv) / "bin" / "python"
+        if not python.exists():
+            raise RuntimeError(f"RENDITION_TEST_VENV={venv} has no bin/python (scripts/installed-venv.sh builds it)")
+        return str(python)
+    if in_ci():
+        raise RuntimeError("CI starts the test servers from the installed wheel: RENDITION_TEST_VENV is not set (scripts/test.sh sets it)")
+    return sys.executable
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -62,9 +84,9 @@ class Server:
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rendition.service.main", "--host", "127.0.0.1", "--port", str(self.port)],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
+            [server_python(), "-m", "rendition.service.main", "--host", "127.0.0.1", "--port", str(self.port)],
+            cwd=log_path.parent, env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )  # (outside the source tree)
 
     def log(self) -> str:
         self._log.flush()
@@ -109,7 +131,7 @@ class Server:
 
 
 def server_env(model_dirs: dict[str, Path], **overrides: object) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_") and k != "PYTHONPATH"}
     env.update(
         OMP_NUM_THREADS="1",
         RENDITION_TORCH_THREADS="1",
