@@ -12,7 +12,8 @@
 #   4. starts `rendition` + `prometheus` from docker-compose.yml plus smoke-only overrides
 #      (a Prometheus stand-in built from Debian's package; Grafana is left out - its files are
 #      only checked: JSON parses, every dashboard query is valid PromQL on the live Prometheus);
-#   5. waits for the container health check, sends a translation and an embeddings request through
+#   5. waits for the container health check, fetches the web page (/, its script and style) and
+#      translates as the page does, sends a translation and an embeddings request through
 #      the published port, checks non-root user + memory limit, checks that Prometheus scrapes the
 #      service (targets API: up) and loaded the alert rules; then tears everything down.
 # Random tiny models are mounted when the shipped weights are not in model/pretrained/ yet.
@@ -81,6 +82,25 @@ r = json.loads(sys.argv[1])
 assert len(r["results"]) == 1 and isinstance(r["results"][0]["text"], str), r
 assert r["usage"]["source_tokens"] > 0, r
 print(f"[compose-smoke] translate ok: {json.dumps(r, ensure_ascii=False)[:200]}")
+EOF
+# The web page as a browser loads it (GET / with a browser's Accept header, then its script and style),
+# and a translation sent the way the page sends it (LibreTranslate's POST /translate).
+for path in / /ui/app.js /ui/style.css; do
+    code="$(curl -sS -o "$WORK/page.out" -w '%{http_code}' -H 'Accept: text/html,application/xhtml+xml,*/*;q=0.8' "$BASE_URL$path")"
+    [ "$code" = 200 ] || fail "GET $path -> $code: $(head -c 300 "$WORK/page.out")"
+    [ "$(wc -c <"$WORK/page.out")" -gt 1000 ] || fail "GET $path: only $(wc -c <"$WORK/page.out") bytes"
+    [ "$path" != / ] || grep -q '<title>Rendition</title>' "$WORK/page.out" || fail "GET / does not serve the page"
+done
+body="$(curl -sS -w '\n%{http_code}' -H 'Content-Type: application/json' \
+    -d '{"q": "The service is running in a container.", "source": "auto", "target": "fr", "format": "text", "alternatives": 2, "api_key": ""}' \
+    "$BASE_URL/translate")"
+code="${body##*$'\n'}"; body="${body%$'\n'*}"
+[ "$code" = 200 ] || fail "POST /translate (as the page sends it) -> $code: $body"
+python3 - "$body" <<'EOF' || fail "bad /translate response: $body"
+import json, sys
+r = json.loads(sys.argv[1])
+assert isinstance(r["translatedText"], str) and r["translatedText"], r
+print(f"[compose-smoke] page ok: /, app.js, style.css; /translate -> {r['translatedText'][:100]!r}")
 EOF
 body="$(curl -sS -w '\n%{http_code}' -H 'Content-Type: application/json' \
     -d '{"input": ["A tool for translation.", "Un outil de traduction."]}' "$BASE_URL/v1/embeddings")"

@@ -95,3 +95,47 @@ def test_every_image_in_docs_is_shown() -> None:
         p.name for p in (ROOT / "docs").glob("*.png") if p.resolve() not in shown and f"docs/{p.name}" not in text
     ]
     assert not unused, f"images no document shows: {unused}"
+
+
+MERMAID_NODE = re.compile(r'([A-Za-z_][\w]*)\s*(\[\[|\[\(|\(\(|\[|\(|\{)\s*"((?:[^"\\]|\\.)*)"\s*(\]\]|\)\]|\)\)|\]|\)|\})?')
+CLOSING = {"[": "]", "(": ")", "{": "}", "[[": "]]", "[(": ")]", "((": "))"}
+
+
+def mermaid_blocks(text: str) -> list[list[str]]:
+    blocks, current = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if current is None and stripped.startswith("```mermaid"):
+            current = []
+        elif current is not None and FENCE.match(stripped):
+            blocks.append(current)
+            current = None
+        elif current is not None:
+            current.append(stripped)
+    return blocks
+
+
+def mermaid_errors(lines: list[str]) -> list[str]:
+    """Quoted node labels whose shape is not closed (``A["label"`` without its ``]``), and lines
+    whose quotes do not pair: the two mistakes that stop a flowchart from rendering."""
+    errors = []
+    for line in lines:
+        if line.count('"') % 2:
+            errors.append(f"unpaired quote: {line}")
+        for m in MERMAID_NODE.finditer(line):
+            if m.group(4) != CLOSING[m.group(2)]:
+                errors.append(f"node {m.group(1)} opened with {m.group(2)!r} is not closed with {CLOSING[m.group(2)]!r}: {line}")
+    return errors
+
+
+def test_the_mermaid_check_finds_an_unclosed_node() -> None:
+    assert mermaid_errors(['A["ok"] --> B["open"', 'C("x") --> D{"y"}']) == [
+        "node B opened with '[' is not closed with ']': A[\"ok\"] --> B[\"open\"",
+    ]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_mermaid_charts_are_well_formed(doc: Path) -> None:
+    for block in mermaid_blocks(doc.read_text("utf-8")):
+        assert block and block[0].split()[0] in ("flowchart", "graph", "sequenceDiagram", "stateDiagram-v2", "classDiagram"), block[:1]
+        assert not mermaid_errors(block[1:])

@@ -8,6 +8,7 @@ import pytest
 
 from rendition.model.kernels import native
 from rendition.model.translation.translator import Translator
+from tests.model.native_variants import load_variant
 
 
 @pytest.fixture
@@ -35,6 +36,13 @@ def need_kernel() -> Callable[[str], object]:
         return lib
 
     return need
+
+
+@pytest.fixture(params=[isa for isa in native.ISAS if isa != "generic"])
+def int8_variant(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each variant of the native kernels that runs int8 (the generic one stands for a CPU without
+    VNNI or AVX2), in turn, where this CPU runs it."""
+    return load_variant(request.param, monkeypatch)
 
 
 SHIPPED_TEXTS = [

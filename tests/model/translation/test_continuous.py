@@ -19,6 +19,11 @@ from rendition.model.translation.translator import Translator
 
 BACKENDS = (TorchBackend, AttentionKernelBackend, FusedCPUBackend)
 SCORE_TOL, SCORE_REL = 1e-5, 1e-6  # float32: the same sums, but a product's blocking depends on how many rows share it
+# int8: the same tokens, and a score within this share of itself.  The float32 products' 1e-6 become
+# more where int8 re-quantises them: a value at a rounding boundary moves by one level (1/255 of its
+# row's range).  A fraction of int8's own error against float32 (test_int8_continuous.py checks it);
+# docs/architecture.md states the promise.
+INT8_BATCH_REL = 2e-4
 
 
 def random_model(rel: str = "kv", vocab: int = 96, seed: int = 0) -> Transformer:
@@ -74,10 +79,11 @@ def scheduled_in_tickets(backend, sources: list[list[int]], opts: TranslationOpt
         sched.close()
 
 
-def assert_same(got, want) -> None:
+def assert_same(got, want, int8: bool = False) -> None:
+    """The same hypotheses, and scores within float32's tolerance (``int8``: within INT8_BATCH_REL)."""
     assert [h.tokens for h in got] == [h.tokens for h in want]
     for g, w in zip(got, want):
-        assert g.score == pytest.approx(w.score, rel=SCORE_REL, abs=SCORE_TOL)
+        assert g.score == pytest.approx(w.score, rel=INT8_BATCH_REL if int8 else SCORE_REL, abs=SCORE_TOL)
 
 
 def need(cls) -> None:
@@ -102,7 +108,7 @@ def test_a_sentence_joining_mid_flight_gets_its_result_alone(backend_cls, rel: s
     check_joining_mid_flight(backend_cls(random_model(rel)))
 
 
-def check_joining_mid_flight(backend) -> None:
+def check_joining_mid_flight(backend, int8: bool = False) -> None:
     """24 sentences joining one search at staggered steps each get the result they get alone, and
     the search's cache is empty at the end (also run in int8: test_int8_continuous.py)."""
     sources = random_sources(24, 96)
@@ -111,7 +117,7 @@ def check_joining_mid_flight(backend) -> None:
     out = run_staggered(search, sources)
     assert sorted(out) == list(range(len(sources)))
     for i, src in enumerate(sources):
-        assert_same(out[i], alone(backend, src, opts))
+        assert_same(out[i], alone(backend, src, opts), int8)
     assert search.cache.batch_size == 0
 
 

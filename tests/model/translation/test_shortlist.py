@@ -261,7 +261,7 @@ def test_a_sentence_joined_mid_flight_gets_its_result_alone_with_a_shortlist(mod
     out = run_staggered(search, srcs, seed=3)
     assert search.shortlist_builds > 1
     for i, src in enumerate(srcs):
-        assert_same(out[i], generate_ids(backend, [src], opts)[0])
+        assert_same(out[i], generate_ids(backend, [src], opts)[0], int8=kind == "int8")
         allowed = set(backend.shortlist.candidates([*src, *opts.target_prefix]).tolist())
         assert all(set(h.tokens) <= allowed for h in out[i])
         if opts.target_prefix:
@@ -279,7 +279,7 @@ def test_scheduler_results_equal_searches_alone_with_a_shortlist(model, kind: st
     opts = TranslationOptions(beam_size=3, max_length_a=1.0, max_length_b=3)
     got = scheduled_in_tickets(backend, srcs, opts, workers)
     for src, hyps in zip(srcs, got):
-        assert_same(hyps, generate_ids(backend, [src], opts)[0])
+        assert_same(hyps, generate_ids(backend, [src], opts)[0], int8=kind == "int8")
         assert all(math.isfinite(h.score) for h in hyps)
 
 
