@@ -27,7 +27,7 @@ def read_words(path: Path) -> dict[str, tuple[str, list[str], list[str]]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#"):
             cat, en, en_words, fr_words = line.split("\t")
-            out[en] = (cat, en_words.split("|"), fr_words.split("|"))
+            out[en] = (cat, en_words.split("|") if en_words else [], fr_words.split("|") if fr_words else [])
     return out
 
 
