@@ -278,10 +278,28 @@ def question_forms(p: Person, verb: str, rest: str, word: str = "") -> list[str]
 # ----------------------------------------------------------------------------- frames
 
 
+LEADS = [("", ""), ("Excuse me, ", "Excusez-moi, "), ("Sorry, ", "Pardon, "), ("Hello, ", "Bonjour, ")]  # before a request
 STATES = [("hungry", "faim"), ("thirsty", "soif"), ("cold", "froid"), ("hot", "chaud"), ("afraid", "peur"), ("sleepy", "sommeil"), ("right", "raison"), ("wrong", "tort")]
 WANTS = [("sleeping", "dormir", "dormir"), ("going out", "sortir", "sortir"), ("eating pizza", "manger une pizza", "pizza"), ("going to the beach", "aller à la plage", "plage"),
          ("dancing", "danser", "danser"), ("staying at home", "rester à la maison", "rester"), ("a coffee", "un café", "café"), ("an ice cream", "une glace", "glace"),
          ("watching a film", "regarder un film", "film"), ("going for a walk", "me promener", "promener")]  # fmt: skip
+
+
+# the lexicon's nouns a conversation names (its frequent words include senses no one talks about:
+# "well", "trump", "special"); their French word, gender and plural come from the lexicon
+EVERYDAY = frozenset("""
+umbrella key bag cup glass bottle book pen ticket map towel phone letter newspaper box lamp clock plate knife fork spoon
+computer camera watch wallet passport toy ball candle blanket pillow
+coat jacket hat shoe shirt dress skirt scarf glove sock sweater trousers
+apple orange bread cheese milk coffee tea wine beer cake egg chicken rice butter juice chocolate banana sugar salt
+soup meat fish pizza salad water tomato potato carrot strawberry sandwich biscuit jam
+dog cat bird mouse spider horse rabbit cow sheep duck fox
+car bus bicycle bike train boat
+table chair bed desk couch sofa bench shelf cupboard
+""".split())
+# where a thing is: "in the kitchen" / "dans la cuisine", "on the table" / "sur la table"
+ROOMS = frozenset("kitchen garden bathroom bedroom house car room office street shop school station park fridge box bag cupboard living room".split())
+FURNITURE = frozenset("table chair bed desk couch sofa bench shelf".split())
 
 
 class Frames:
@@ -291,7 +309,9 @@ class Frames:
         self.rng = rng
         self.by_cat: dict[str, list[Noun]] = {}
         for n in nouns:
-            self.by_cat.setdefault(n.category, []).append(n)
+            if n.en in EVERYDAY:
+                self.by_cat.setdefault(n.category, []).append(n)
+        self.places = [n for n in nouns if n.en in ROOMS or n.en in FURNITURE]
         self._np: dict[tuple, tuple[str, str] | None] = {}
 
     def noun_phrase(self, noun: Noun, det: str, number: str = "s") -> tuple[str, str] | None:
@@ -361,7 +381,7 @@ class Frames:
         p = self.pick(SUBJECTS)
         has = "has" if p.en_slot == 2 else "have"
         r = self.rng.random()
-        long = 0.15 <= r < 0.45 or r >= 0.6 and self.rng.random() < 0.3  # states last days or years; activities minutes or hours
+        long = 0.15 <= r < 0.45 or r >= 0.6 and self.rng.random() < 0.3  # states last days or years; most activities minutes or hours
         if self.rng.random() < 0.5:
             en_t, fr_t = self.pick(LONG if long else SHORT)
             en_t = "for " + en_t
@@ -384,6 +404,8 @@ class Frames:
             return inst(f"since|{p.fr}|{verb}|{fr_rest}|{fr_t}", [(f"{p.en} {has} {v.en_participle} {en_rest} {en_t}.", f"{p.fr} {v.present[p.fr_slot]} {fr_rest} depuis {fr_t}.")],
                         [has, v.en_participle], ["depuis"])
         v = V[self.pick(ACTIVITIES)]
+        if long and v.fr not in ("travailler", "étudier", "apprendre", "jouer"):
+            en_t, fr_t = self.pick([("for " + d[0], d[1]) for d in SHORT] + [("since " + d[0], d[1]) for d in SINCE_SHORT])
         if r < 0.6:  # "How long have you been waiting?"
             q = self.pick([YOU, YOU_PL, p])
             has_q = "has" if q.en_slot == 2 else "have"
@@ -397,7 +419,7 @@ class Frames:
 
     # il y a (ago) <-> ago; il y a (there is) <-> there is / are
     def f_ago(self) -> Instance:
-        p, v = self.pick(SUBJECTS), V[self.pick(EVENTS)]
+        p, v = self.pick(SUBJECTS[2:]), V[self.pick(EVENTS)]
         en_d, fr_d = self.pick(AGO)
         aux = (FR_ETRE if v.etre else FR_AVOIR)[p.fr_slot]
         if p.fr == "on" and v.etre:
@@ -409,8 +431,8 @@ class Frames:
         return inst(f"ago|{p.fr}|{v.fr}|{fr_d}", [(f"{p.en} {v.past} {en_d} ago.", f"{p.fr} {aux} {v.fr_participle(p)} il y a {fr_d}.")], ["ago"], ["il y a"])
 
     def f_there_is(self) -> Instance | None:
-        thing = self.noun("animal", "object", "food", "furniture", "thing", "person", "vehicle")
-        place = self.noun("place", "furniture")
+        thing = self.noun("animal", "object", "food", "thing", "clothing")
+        place = self.pick(self.places) if self.places else None
         if not thing or not place or thing == place:
             return None
         number = "p" if thing.countable and self.rng.random() < 0.35 else "s"
@@ -418,7 +440,7 @@ class Frames:
         where = self.noun_phrase(place, "the")
         if not what or not where:
             return None
-        prep_en, prep_fr = ("in", "dans") if place.category == "place" else self.pick([("on", "sur"), ("under", "sous"), ("near", "près de")])
+        prep_en, prep_fr = ("in", "dans") if place.en in ROOMS else self.pick([("on", "sur"), ("under", "sous"), ("near", "près de")])
         be = "are" if number == "p" else "is"
         en_what = what[0] if number == "s" or what[0].startswith("some") else what[0]
         fr_what = what[1]
@@ -662,14 +684,19 @@ class Frames:
             can_en, can_fr = self.pick([("pay by card", "payer par carte"), ("pay in cash", "payer en espèces"), ("try it on", "l'essayer"), ("sit here", "m'asseoir ici"),
                                         ("open the window", "ouvrir la fenêtre"), ("leave my bag here", "laisser mon sac ici"), ("have the bill", "avoir l'addition"),
                                         ("come in", "entrer"), ("park here", "me garer ici"), ("use your phone", "utiliser votre téléphone")])
-            forms = [(f"Can I {can_en}?", f) for f in (f"Est-ce que je peux {can_fr} ?", f"Je peux {can_fr} ?", f"Puis-je {can_fr} ?")]
-            return inst(f"ex|can|{can_fr}", forms, ["can I"], ["peux/puis"])
+            (lead_en, lead_fr), please = self.pick(LEADS), self.pick(["", ", please"])
+            s_il = ", s'il vous plaît" if please else ""
+            forms = [(f"{lead_en}{'c' if lead_en else 'C'}an I {can_en}{please}?", f"{lead_fr}{f}{s_il} ?")
+                     for f in (f"est-ce que je peux {can_fr}", f"je peux {can_fr}", f"puis-je {can_fr}")]
+            return inst(f"ex|can|{can_fr}|{lead_fr}|{please}", forms, ["can I"], ["peux/puis"])
         if r < 0.35:  # "Can you help me?"
             p = YOU_PL if vous else YOU
             act_en, act_fr = self.pick([("help me", "m'aider"), ("call me back", "me rappeler"), ("repeat", "répéter"), ("speak more slowly", "parler plus lentement"),
                                         ("close the door", "fermer la porte"), ("wait a minute", "attendre une minute"), ("show me the way", "m'indiquer le chemin")])
-            forms = [(f"Can you {act_en}?", f) for f in question_forms(p, FR_POUVOIR[p.fr_slot], act_fr)]
-            return inst(f"ex|canyou|{p.fr}|{act_fr}", forms, ["can you"], [FR_POUVOIR[p.fr_slot]])
+            lead_en, lead_fr = self.pick(LEADS)
+            lead_fr = lead_fr.replace("Excusez-moi", "Excuse-moi") if p == YOU else lead_fr
+            forms = [(f"{lead_en}{'c' if lead_en else 'C'}an you {act_en}?", lead_fr + f) for f in question_forms(p, FR_POUVOIR[p.fr_slot], act_fr)]
+            return inst(f"ex|canyou|{p.fr}|{act_fr}|{lead_fr}", forms, ["can you"], [FR_POUVOIR[p.fr_slot]])
         if r < 0.5:  # the phone
             n = self.rng.choice([2, 5, 10, 15, 20])
             te, you = ("vous", "you") if vous else ("te", "you")
@@ -745,23 +772,26 @@ def corpus_rows(nouns: Sequence[Noun], n: int = SENTENCES, seed: int = 0) -> Ite
                 yield SOURCE, en, fr
 
 
-def held_out(nouns: Sequence[Noun], split: str, size: int = SPLIT_SIZE, seed: int = 1, n: int = 200_000) -> list[tuple[Instance, str, str]]:
+def held_out(nouns: Sequence[Noun], split: str, size: int = SPLIT_SIZE, seed: int = 1, n: int = 60_000) -> list[tuple[Instance, str, str]]:
     """A held-out split: one form of each of ``size`` instances of ``split`` ("valid" or "test"),
-    in the order of their keys' hash (every frame represented)."""
-    chosen: dict[str, tuple[Instance, str, str]] = {}
+    the frames taken in turn (a frame with many instances, such as "there is", does not crowd out
+    the others), each frame's instances in the order of their keys' hash."""
     rng = random.Random(seed)
+    by_frame: dict[str, list[tuple[Instance, str, str]]] = {}
     for i in instances(nouns, n, seed):
-        if split_of(i.key) == split and i.key not in chosen:
-            en, fr = rng.choice(i.forms)
-            chosen[i.key] = (i, en, fr)
-    rows = sorted(chosen.values(), key=lambda r: _bucket("order|" + r[0].key))
+        if split_of(i.key) == split:
+            by_frame.setdefault(i.frame, []).append((i, *rng.choice(i.forms)))
+    queues = [sorted(rows, key=lambda r: _bucket("order|" + r[0].key)) for _, rows in sorted(by_frame.items())]
     seen_en: set[str] = set()
-    out = []
-    for r in rows:
-        if r[1] not in seen_en:
-            seen_en.add(r[1])
-            out.append(r)
-    return out[:size]
+    out: list[tuple[Instance, str, str]] = []
+    while len(out) < size and any(queues):
+        for q in queues:
+            while q and q[0][1] in seen_en:
+                q.pop(0)
+            if q and len(out) < size:
+                seen_en.add(q[0][1])
+                out.append(q.pop(0))
+    return sorted(out, key=lambda r: _bucket("order|" + r[0].key))
 
 
 def nouns(lexicon: SentenceLexicon) -> list[Noun]:
