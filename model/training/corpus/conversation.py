@@ -489,7 +489,7 @@ class Frames:
             en_w, fr_w = self.pick([("tonight", "ce soir"), ("tomorrow", "demain"), ("on Saturday", "samedi"), ("this afternoon", "cet après-midi")])
             tail = self.pick([("", ""), (", do you want to come?", ", tu veux venir ?"), (", would you like to come?", ", vous voulez venir ?")])
             return inst(f"on|go|{place_fr}|{fr_w}|{tail[1]}", [(f"We are going {place_en} {en_w}{tail[0]}", f"On va {place_fr} {fr_w}{tail[1]}" + ("." if not tail[1] else ""))],
-                        ["we"], ["on va"])
+                        ["we"], ["on va/allons"])
         if r < 0.6:
             en, fr = self.pick([("What are we eating?", "On mange quoi ?"), ("What are we doing tonight?", "On fait quoi ce soir ?"), ("Shall we go?", "On y va ?"),
                                 ("Where are we meeting?", "On se retrouve où ?"), ("Shall we take the bus?", "On prend le bus ?"), ("What time are we leaving?", "On part à quelle heure ?")])
@@ -557,7 +557,7 @@ class Frames:
         r = self.rng.random()
         if r < 0.45:
             v = V[self.pick(["fumer", "travailler", "dormir", "nager", "conduire", "cuisiner", "courir", "lire", "boire", "pleurer"])]
-            adv_fr, adv_en, word_en = self.pick([("pas", "{do} {v}", "don't/doesn't"), ("jamais", "never {v3}", "never"), ("plus", "{do} {v} any more", "any more"),
+            adv_fr, adv_en, word_en = self.pick([("pas", "{do} {v}", "not/don't/doesn't"), ("jamais", "never {v3}", "never"), ("plus", "{do} {v} any more", "any more/anymore/no longer"),
                                                  ("pas souvent", "{do} {v} often", "often"), ("jamais le dimanche", "never {v3} on Sundays", "never")])
             en = adv_en.format(do=do, v=v.en, v3=v.en_present(p.en_slot))
             return inst(f"neg|{p.fr}|{v.fr}|{adv_fr}", [(f"{p.en} {en}.", f"{p.fr} ne {v.present[p.fr_slot]} {adv_fr}.")], [word_en], ["ne*/n'*", adv_fr.split()[0]])
@@ -775,13 +775,14 @@ def corpus_rows(nouns: Sequence[Noun], n: int = SENTENCES, seed: int = 0) -> Ite
 def held_out(nouns: Sequence[Noun], split: str, size: int = SPLIT_SIZE, seed: int = 1, n: int = 60_000) -> list[tuple[Instance, str, str]]:
     """A held-out split: one form of each of ``size`` instances of ``split`` ("valid" or "test"),
     the frames taken in turn (a frame with many instances, such as "there is", does not crowd out
-    the others), each frame's instances in the order of their keys' hash."""
+    the others), in the order of their keys' hash."""
     rng = random.Random(seed)
     by_frame: dict[str, list[tuple[Instance, str, str]]] = {}
     for i in instances(nouns, n, seed):
         if split_of(i.key) == split:
             by_frame.setdefault(i.frame, []).append((i, *rng.choice(i.forms)))
-    queues = [sorted(rows, key=lambda r: _bucket("order|" + r[0].key)) for _, rows in sorted(by_frame.items())]
+    # (which instances a frame gives, by one hash; their order in the split, by another)
+    queues = [sorted(rows, key=lambda r: _bucket("pick|" + r[0].key)) for _, rows in sorted(by_frame.items())]
     seen_en: set[str] = set()
     out: list[tuple[Instance, str, str]] = []
     while len(out) < size and any(queues):

@@ -20,7 +20,7 @@ SENTENCES = 12_000
 # given names (English and French) that FreeDict pairs with one another, and others; a row mapping
 # one of them to a different word is left out
 FIRST_NAMES = frozenset("""
-Adam Adrien Agnès Alain Albert Alexandre Alfred Alice Alain André Andrew Anna Anne Antoine Anthony Arthur Baptiste Benoît Bernard Catherine Charles
+Adam Adrien Agatha Agathe Agnès Alain Albert Alexander Ann Antony Bartholomew Bartolomew Barthélemy Ben Benedict Diana Diane Jacob Marcus Sofia Alexandre Alfred Alice Alain André Andrew Anna Anne Antoine Anthony Arthur Baptiste Benoît Bernard Catherine Charles
 Charlotte Christophe Christopher Claire Claude Daniel David Denis Dennis Édouard Edward Élisabeth Elizabeth Émile Emily Emma Étienne Eugène Francis
 François Françoise Frédéric Frederick Geoffrey Geoffroy George Georges Gérard Gilles Giles Guillaume Hélène Helen Henri Henry Hugh Hugues Isabelle
 Jacques James Jean Jeanne Jane Jérôme Jerome Joan John Joseph Julie Julien Julia Juliette Laura Laurent Lawrence Léa Louis Louise Luc Luke Marc Marguerite
