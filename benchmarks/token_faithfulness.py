@@ -1,14 +1,20 @@
-"""Token faithfulness on held-out sentences: do numbers, URLs, paths, command-line options and
-identifiers come out of a translation unchanged?
+"""Token faithfulness on held-out sentences: do numbers, URLs, e-mail addresses, paths (POSIX and
+Windows), command-line options, identifiers, person and company names and commands come out of a
+translation unchanged?
 
     python benchmarks/token_faithfulness.py                                   # the shipped translator
     python benchmarks/token_faithfulness.py --model-dir OLD --model-dir NEW   # side by side
+    python benchmarks/token_faithfulness.py --sets verbatim                   # names and code only
 
 The sentences are every source side (both directions) of the committed test splits (DDTP, UI
-strings, GNOME help, everyday, dialogue; ``data/splits/``) that holds at least one such token.  A
-sentence counts as kept when every one of its tokens appears verbatim in the output.  The check is
-strict: a number that French writes otherwise ("1.5" -> "1,5", "10:00" -> "10 h") counts as lost,
-so the figure to read is the comparison between models on the same sentences, not the share alone.
+strings, GNOME help, everyday, dialogue; ``data/splits/``) that holds at least one such token, found
+by pattern, and the names-and-code set ``test.verbatim.en-fr.tsv``: sentences written for this
+check (not the training templates of ``corpus/verbatim.py``), each with the tokens it must keep
+listed in ``test.verbatim.tokens.tsv`` (person and company names, commands with their arguments,
+Windows paths with spaces cannot be found by pattern).  A sentence counts as kept when every one
+of its tokens appears verbatim in the output.  The check is strict: a number that French writes
+otherwise ("1.5" -> "1,5", "10:00" -> "10 h") counts as lost, so the figure to read is the
+comparison between models on the same sentences, not the share alone.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 KINDS = {
+    "email": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    "winpath": r"\b[A-Z]:\\[\w.\\-]*\w|\\\\[\w.-]+(?:\\[\w.-]+)+",
     "url": r"https?://\S+[\w/]",
     "path": r"(?<!\w)/[\w.-]+(?:/[\w.-]+)+",
     "option": r"(?<![\w-])--?[a-z][\w-]+",
@@ -31,7 +39,9 @@ KINDS = {
     "number": r"\b\d+(?:[.,:]\d+)*\b",
 }
 TOKEN = re.compile("|".join(f"(?P<{k}>{v})" for k, v in KINDS.items()))
+LISTED = ("name", "company", "command")  # kinds only the names-and-code set lists
 SETS = ("en-fr", "ui.en-fr", "help.en-fr", "everyday.en-fr", "dialogue.en-fr")
+VERBATIM = "verbatim"  # test.verbatim.en-fr.tsv with test.verbatim.tokens.tsv
 
 
 def tokens(text: str) -> list[tuple[str, str]]:
@@ -39,10 +49,25 @@ def tokens(text: str) -> list[tuple[str, str]]:
     return [(m.lastgroup, m.group().rstrip(".,")) for m in TOKEN.finditer(text)]
 
 
-def sentences(sets: tuple[str, ...] = SETS, splits_dir: Path = SPLITS_DIR) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
+def listed_tokens(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """English sentence -> its (kind, token) list from a ``.tokens.tsv`` file (``kind:token|...``)."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            en, listed = line.split("\t")
+            out[en] = [tuple(t.split(":", 1)) for t in listed.split("|")]
+    return out
+
+
+def sentences(sets: tuple[str, ...] = (*SETS, VERBATIM), splits_dir: Path = SPLITS_DIR) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
     """(source, source language, target language, tokens) of each test sentence with tokens."""
     out = []
     for lp in sets:
+        if lp == VERBATIM:
+            listed = listed_tokens(splits_dir / f"test.{VERBATIM}.tokens.tsv")
+            for p in read_tsv(splits_dir / f"test.{VERBATIM}.en-fr.tsv"):
+                out += [(p.src, "en", "fr", listed[p.src]), (p.tgt, "fr", "en", listed[p.src])]
+            continue
         for p in read_tsv(splits_dir / f"test.{lp}.tsv"):
             for src, s, t in ((p.src, "en", "fr"), (p.tgt, "fr", "en")):
                 if tk := tokens(src):
@@ -67,13 +92,14 @@ def main() -> None:
     ap.add_argument("--model-dir", action="append", type=Path, help="repeat to compare (default: the shipped translator)")
     ap.add_argument("--compute-type", default="int8", help="int8 (default), float32 ...")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sets", nargs="+", default=[*SETS, VERBATIM], help=f"test splits (default: all; {VERBATIM!r}: the names-and-code set)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    rows = sentences()
-    print(f"{len(rows)} test sentences hold numbers, URLs, paths, options or identifiers")
+    rows = sentences(tuple(a.sets))
+    print(f"{len(rows)} test sentences hold numbers, URLs, e-mail addresses, paths, options, identifiers, names or commands")
     for d in a.model_dir or [DEFAULT_TRANSLATOR]:
         r = measure(Translator.from_pretrained(d, compute_type=a.compute_type), rows)
-        by_kind = ", ".join(f"{k} {r['tokens'][k] - r['lost'].get(k, 0)}/{r['tokens'][k]}" for k in KINDS if k in r["tokens"])
+        by_kind = ", ".join(f"{k} {r['tokens'][k] - r['lost'].get(k, 0)}/{r['tokens'][k]}" for k in (*KINDS, *LISTED) if k in r["tokens"])
         print(f"{d}: {r['kept']}/{r['sentences']} sentences keep every token ({100 * r['kept'] / r['sentences']:.1f}%); tokens kept: {by_kind}")
 
 

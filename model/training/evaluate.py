@@ -5,7 +5,11 @@ descriptions), ``everyday.en-fr`` (the mixed everyday set), ``ui.en-fr``, ``dial
 ``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``rendition.model.training.corpus``), and
 ``daily.en-fr``: sentences of daily life written by hand, each with the words a correct
 translation must hold (``<split>.daily.words.tsv``); for it the word hit rate is reported too,
-overall and per category (family, food, animals, ...), with BLEU and chrF per category."""
+overall and per category (family, food, animals, ...), with BLEU and chrF per category.
+``conv.en-fr``: everyday conversation from held-out instances of the conversation frames
+(``rendition.model.training.corpus.conversation``), with the words that show each construction
+was translated as an idiom ("faim" for "hungry", "depuis" for "have been waiting"; ``<split>.conv.words.tsv``),
+reported per frame the same way."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ def read_words(path: Path) -> dict[str, tuple[str, list[str], list[str]]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#"):
             cat, en, en_words, fr_words = line.split("\t")
-            out[en] = (cat, en_words.split("|"), fr_words.split("|"))
+            out[en] = (cat, en_words.split("|") if en_words else [], fr_words.split("|") if fr_words else [])
     return out
 
 
@@ -118,7 +122,7 @@ def evaluate(
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition evaluate", description=__doc__)
     ap.add_argument("--model-dir", type=Path, default=None, help="default: the shipped translator")
-    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr, daily.en-fr")
+    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr, daily.en-fr, conv.en-fr")
     ap.add_argument("--split", default="test", choices=["valid", "test"])
     ap.add_argument("--beam-size", type=int, default=4)
     ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
@@ -130,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )  # fmt: skip
     add_storage_options(ap)
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
-    ap.add_argument("--show-misses", action="store_true", help="daily life: print each sentence whose translation misses some of its words")
+    ap.add_argument("--show-misses", action="store_true", help="daily life, conversation: print each sentence whose translation misses some of its words")
     a = ap.parse_args(argv)
     if a.threads:
         import torch
@@ -144,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"  {r['bleu_signature']}\n  {r['chrf_signature']}")
         if "words" in r:
             w = r["words"]
-            print(f"  words of daily life: {w['hit_rate']:.1f}% of {w['words']}")
+            print(f"  {'words of the idioms' if direction.startswith('conv') else 'words of daily life'}: {w['hit_rate']:.1f}% of {w['words']}")
             for cat, c in w["by_category"].items():
                 print(f"    {cat:<10} words {c['hit_rate']:5.1f}%  BLEU {c['bleu']:6.2f}  chrF {c['chrf']:6.2f}  ({c['sentences']} sentences)")
             if a.show_misses:

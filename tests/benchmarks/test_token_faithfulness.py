@@ -35,3 +35,15 @@ def test_measure_counts_kept_and_lost_tokens() -> None:
     echo, drop = tf.measure(Echo(), rows), tf.measure(Drop(), rows)
     assert echo["kept"] == len(rows) and not echo["lost"]
     assert drop["kept"] == 0 and drop["lost"] == drop["tokens"]
+
+
+def test_email_addresses_and_windows_paths_are_tokens() -> None:
+    text = r"Write to marie.dupont@example.fr, then open C:\Users\Marie\notes.txt or \\nas\share\plans."
+    assert tf.tokens(text) == [("email", "marie.dupont@example.fr"), ("winpath", r"C:\Users\Marie\notes.txt"), ("winpath", r"\\nas\share\plans")]
+
+
+def test_names_and_code_set_lists_tokens_both_sides_hold() -> None:
+    rows = tf.sentences((tf.VERBATIM,))
+    kinds = {k for r in rows for k, _ in r[3]}
+    assert len(rows) >= 100 and {"name", "company", "command", "winpath", "email"} <= kinds
+    assert all(tok in src for src, _, _, tk in rows for _, tok in tk)

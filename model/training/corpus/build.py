@@ -29,7 +29,16 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rendition.model.training import data
-from rendition.model.training.corpus import daily, debian, freedict, gettext_source, mallard, phrases
+from rendition.model.training.corpus import (
+    conversation,
+    daily,
+    debian,
+    freedict,
+    gettext_source,
+    mallard,
+    phrases,
+    verbatim,
+)
 from rendition.model.training.corpus.clean import language_ok
 from rendition.model.training.data import (
     DEFAULT_SHARED,
@@ -42,8 +51,10 @@ from rendition.model.training.data import (
 )
 
 CORPUS_DIR = REPO_DATA / "build" / "corpus"
-SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised")
-TRAIN_ONLY = ("ddtp", "lexicon", "realised")  # never held out (DDTP has its own splits; the rest is synthetic)
+SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised", "conversation", "verbatim")
+# never held out by hash here: DDTP has its own splits, the daily-life and verbatim rows are synthetic,
+# and the conversation frames hold out their own instances (``conversation.split_of``)
+TRAIN_ONLY = ("ddtp", "lexicon", "realised", "conversation", "verbatim")
 # fraction of each source's distinct English held out for valid and for test (each)
 HELD_OUT = {"ui": 0.004, "dialogue": 0.03, "help": 0.03, "dict": 0.01}
 MAX_SPLIT = 1500  # committed pairs per source and split
@@ -69,16 +80,24 @@ def extract_all(cache: Path, workers: int = 2) -> list[Path]:
         return list(ex.map(debian.extract, [deb for _, deb in pkgs], [dest] * len(pkgs), chunksize=8))
 
 
-def raw_rows(pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2) -> Iterator[Row]:
+def dictionary_rows(pkg_dir: Path) -> Iterator[Row]:
+    """FreeDict's pairs, without those that translate a first name ("Peter" / "Pierre")."""
+    return (("dict", e, x) for e, x in freedict.read_dictionaries(pkg_dir, "fr") if not verbatim.maps_name(e, x))
+
+
+def raw_rows(pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2, lexicon: daily.SentenceLexicon | None = None) -> Iterator[Row]:
     with ProcessPoolExecutor(workers) as ex:
         for rows in ex.map(_catalog_rows, pkg_dirs, chunksize=16):
             yield from rows
     for d in pkg_dirs:
         yield from (("help", e, x) for _, e, x in mallard.read_help(d, "fr"))
-        yield from (("dict", e, x) for e, x in freedict.read_dictionaries(d, "fr"))
+        yield from dictionary_rows(d)
     yield from (("ddtp", p.src, p.tgt) for p in build_pairs(ddtp_dir, "fr"))
     if pkg_dirs:
-        yield from daily.corpus_rows(pkg_dirs[0].parent)
+        lex = lexicon or daily.sentence_lexicon(pkg_dirs[0].parent)
+        yield from daily.corpus_rows(pkg_dirs[0].parent, lexicon=lex)
+        yield from conversation.corpus_rows(conversation.nouns(lex))
+    yield from verbatim.corpus_rows()
 
 
 def _train_only(src: str) -> bool:
@@ -195,7 +214,10 @@ def build(
     committed (``rewrite_splits``: write them all).  Training never holds a pair of a committed
     split, whichever build chose it."""
     pkg_dirs = extract_all(cache)
-    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir))
+    lex = daily.sentence_lexicon(cache / "extract")
+    # (the conversational splits first, so that training leaves out their sentences as it does any committed split's)
+    conversation.write_splits(conversation.nouns(lex), splits_dir, rewrite_splits)
+    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir, lexicon=lex))
     splits, c2 = split(rows, splits_dir)
     counts.update(c2)
     train = list(phrases.mark(splits.pop("train")))  # (catalog pairs of set phrases: their own source)

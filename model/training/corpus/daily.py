@@ -716,16 +716,34 @@ SENTENCES = 200_000
 MAX_RANK = 35  # nouns placed in sentences: English Zipf frequency >= 3.5 (glove 3.7, mitten 2.5)
 
 
-def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
-    """The corpus sources ``lexicon`` (confirmed nouns with articles, days, months) and ``realised``
-    (realised sentences over the common confirmed nouns), read from unpacked packages under root;
-    rows with a noun learnt one way only are ``lexicon>fr`` / ``realised>en`` ...."""
+class SentenceLexicon(NamedTuple):
+    """The lexicon the daily-life sources draw on: its confirmed nouns (at most two per French
+    noun), the week days and the months."""
+
+    nouns: list[Noun]
+    days: list[tuple[str, str]]
+    months: list[tuple[str, str]]
+
+    @property
+    def common(self) -> list[Noun]:
+        """The nouns placed in sentences (English Zipf >= 3.5)."""
+        return [n for n in self.nouns if n.rank <= MAX_RANK]
+
+
+def sentence_lexicon(root) -> SentenceLexicon:
+    """The daily-life lexicon read from unpacked packages under root."""
     from rendition.model.training.corpus.lexicon import build_lexicon
 
     nouns = per_french_word([n for n in build_lexicon(root) if n.confirmed])
-    days, months = calendar(root)
-    for en, fr, direction in lexicon_rows(nouns, days, months, directions=True):
+    return SentenceLexicon(nouns, *calendar(root))
+
+
+def corpus_rows(root, sentences: int = SENTENCES, seed: int = 0, lexicon: SentenceLexicon | None = None) -> Iterator[tuple[str, str, str]]:
+    """The corpus sources ``lexicon`` (confirmed nouns with articles, days, months) and ``realised``
+    (realised sentences over the common confirmed nouns), read from unpacked packages under root
+    (or from ``lexicon``); rows with a noun learnt one way only are ``lexicon>fr`` / ``realised>en`` ...."""
+    lex = lexicon or sentence_lexicon(root)
+    for en, fr, direction in lexicon_rows(lex.nouns, lex.days, lex.months, directions=True):
         yield source_name("lexicon", direction), en, fr
-    common = [n for n in nouns if n.rank <= MAX_RANK]
-    for en, fr, direction in generate(common, days, months, sentences, seed, directions=True):
+    for en, fr, direction in generate(lex.common, lex.days, lex.months, sentences, seed, directions=True):
         yield source_name("realised", direction), en, fr

@@ -1,0 +1,817 @@
+"""Everyday conversation in English and French: the constructions where the two languages differ.
+
+Each *frame* below is a construction written both ways by hand ("avoir faim" / "be hungry",
+"depuis" + present / "have been -ing", "il y a" / "ago", "venir de" / "have just", "aller" +
+infinitive / "be going to", questions with "est-ce que", inversion or intonation / do-support,
+"ne ... pas / jamais / plus / rien / personne", reflexive verbs, the time, ages, prices and dates,
+and exchanges in shops, transport, restaurants, at the doctor's, on the phone and asking the way).
+A frame's slots are filled from its own lists (persons, verbs, durations) and from the daily-life
+lexicon's nouns (``lexicon.Noun``, their noun phrases realised by pyrealb).
+
+A filled frame is an *instance* (``Instance``): its key names the frame and its fillers, and it
+holds every surface form of the same content ("Est-ce que tu as faim ?", "As-tu faim ?", "Tu as
+faim ?" / "Are you hungry?").  The held-out splits are drawn by instance (``bucket`` of the key),
+so no form of a held-out instance is trained on.  Each pair carries the words that show the
+construction was translated, not word for word (``words``: "hungry" / "faim").
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rendition.model.training.corpus.lexicon import Noun
+from rendition.model.training.data import _bucket
+
+if TYPE_CHECKING:
+    from rendition.model.training.corpus.daily import SentenceLexicon
+
+SOURCE = "conversation"
+HELD_OUT = 0.02  # fraction of the instances held out for test, and as much for valid
+SPLIT_SIZE = 300  # pairs per committed split
+SENTENCES = 40_000
+
+
+# ----------------------------------------------------------------------------- persons and verbs
+
+
+@dataclass(frozen=True)
+class Person:
+    en: str  # subject: "I", "you", "he", a name ...
+    fr: str  # "je", "tu", "il", "on", a name ...
+    fr_slot: int  # French conjugation: 0 je, 1 tu, 2 il/elle/on, 3 nous, 4 vous, 5 ils/elles
+    en_slot: int  # English: 0 "I", 1 you/we/they, 2 he/she/it
+    gender: str = "m"
+    plural: bool = False
+
+    @property
+    def pronoun(self) -> str:
+        """The French pronoun that repeats the subject in an inversion ("Marie part-elle ?")."""
+        return self.fr if self.fr in PRONOUNS else ("elles" if self.plural else "elle") if self.gender == "f" else ("ils" if self.plural else "il")
+
+
+PRONOUNS = ("je", "tu", "il", "elle", "on", "nous", "vous", "ils", "elles")
+ME, YOU, HE, SHE = Person("I", "je", 0, 0), Person("you", "tu", 1, 1), Person("he", "il", 2, 2), Person("she", "elle", 2, 2, "f")
+WE, ON, YOU_PL = Person("we", "nous", 3, 1, plural=True), Person("we", "on", 2, 1, plural=True), Person("you", "vous", 4, 1, plural=True)
+THEY, THEY_F = Person("they", "ils", 5, 1, plural=True), Person("they", "elles", 5, 1, "f", True)
+# first names stay as they are in both languages
+NAMES = [("Marie", "f"), ("Pierre", "m"), ("Julien", "m"), ("Sophie", "f"), ("Camille", "f"), ("Thomas", "m"), ("Léa", "f"), ("Nicolas", "m"),
+         ("Emma", "f"), ("Guillaume", "m"), ("Chloé", "f"), ("Antoine", "m"), ("Jean", "m"), ("Hélène", "f"), ("Étienne", "m"), ("Claire", "f"),
+         ("Peter", "m"), ("Sarah", "f"), ("Michael", "m"), ("Emily", "f"), ("James", "m"), ("Anna", "f"), ("David", "m"), ("Laura", "f")]  # fmt: skip
+PEOPLE = [Person(n, n, 2, 2, g) for n, g in NAMES]
+SUBJECTS = [ME, ME, YOU, YOU, HE, SHE, WE, ON, YOU_PL, THEY, THEY_F, *PEOPLE[::3]]
+
+EN_BE = ("am", "are", "is")
+EN_WAS = ("was", "were", "was")
+FR_ETRE = ("suis", "es", "est", "sommes", "êtes", "sont")
+FR_AVOIR = ("ai", "as", "a", "avons", "avez", "ont")
+FR_ALLER = ("vais", "vas", "va", "allons", "allez", "vont")
+FR_VENIR = ("viens", "viens", "vient", "venons", "venez", "viennent")
+FR_POUVOIR = ("peux", "peux", "peut", "pouvons", "pouvez", "peuvent")
+FR_IMPARFAIT = ("ais", "ais", "ait", "ions", "iez", "aient")
+
+
+@dataclass(frozen=True)
+class Verb:
+    fr: str  # infinitive
+    present: tuple[str, ...]  # je .. ils
+    participle: str
+    en: str  # base form
+    past: str
+    en_participle: str
+    etre: bool = False  # passé composé with être
+    ing: str = ""  # English -ing form where not regular
+    stem: str = ""  # imparfait stem where not the nous form's
+
+    def en_present(self, slot: int) -> str:
+        if slot < 2:
+            return self.en
+        w = self.en
+        if w == "have":
+            return "has"
+        if w.endswith(("s", "sh", "ch", "x", "o")):
+            return w + "es"
+        if w.endswith("y") and w[-2] not in "aeiou":
+            return w[:-1] + "ies"
+        return w + "s"
+
+    def en_ing(self) -> str:
+        if self.ing:
+            return self.ing
+        w = self.en
+        return w[:-1] + "ing" if w.endswith("e") and not w.endswith(("ee", "ye")) else w + "ing"
+
+    def imparfait(self, slot: int) -> str:
+        return (self.stem or self.present[3].removesuffix("ons")) + FR_IMPARFAIT[slot]
+
+    def fr_participle(self, p: Person) -> str:
+        """The participle, agreeing with the subject where the auxiliary is être."""
+        if not self.etre:
+            return self.participle
+        return self.participle + ("e" if p.gender == "f" else "") + ("s" if p.plural and p.fr != "on" else "")
+
+
+def er(inf: str, en: str, past: str, pp: str = "", ing: str = "", etre: bool = False) -> Verb:
+    """A regular -er verb ("manger": mangeons, "commencer": commençons)."""
+    stem = inf[:-2]
+    nous = stem + ("e" if stem.endswith("g") else "") + "ons"
+    nous = nous[:-4] + "çons" if stem.endswith("c") else nous
+    return Verb(inf, (stem + "e", stem + "es", stem + "e", nous, stem + "ez", stem + "ent"), stem + "é", en, past, pp or past, etre, ing)
+
+
+V = {
+    "attendre": Verb("attendre", ("attends", "attends", "attend", "attendons", "attendez", "attendent"), "attendu", "wait", "waited", "waited"),
+    "travailler": er("travailler", "work", "worked"),
+    "habiter": er("habiter", "live", "lived"),
+    "dormir": Verb("dormir", ("dors", "dors", "dort", "dormons", "dormez", "dorment"), "dormi", "sleep", "slept", "slept"),
+    "partir": Verb("partir", ("pars", "pars", "part", "partons", "partez", "partent"), "parti", "leave", "left", "left", True),
+    "sortir": Verb("sortir", ("sors", "sors", "sort", "sortons", "sortez", "sortent"), "sorti", "go out", "went out", "gone out", True, "going out"),
+    "arriver": er("arriver", "arrive", "arrived", etre=True),
+    "rentrer": er("rentrer", "come home", "came home", "come home", "coming home", True),
+    "venir": Verb("venir", FR_VENIR, "venu", "come", "came", "come", True),
+    "lire": Verb("lire", ("lis", "lis", "lit", "lisons", "lisez", "lisent"), "lu", "read", "read", "read"),
+    "écrire": Verb("écrire", ("écris", "écris", "écrit", "écrivons", "écrivez", "écrivent"), "écrit", "write", "wrote", "written"),
+    "manger": er("manger", "eat", "ate", "eaten"),
+    "boire": Verb("boire", ("bois", "bois", "boit", "buvons", "buvez", "boivent"), "bu", "drink", "drank", "drunk"),
+    "étudier": er("étudier", "study", "studied"),
+    "jouer": er("jouer", "play", "played"),
+    "chercher": er("chercher", "look for", "looked for", ing="looking for"),
+    "apprendre": Verb("apprendre", ("apprends", "apprends", "apprend", "apprenons", "apprenez", "apprennent"), "appris", "learn", "learnt", "learnt"),
+    "courir": Verb("courir", ("cours", "cours", "court", "courons", "courez", "courent"), "couru", "run", "ran", "run", ing="running"),
+    "nager": er("nager", "swim", "swam", "swum", "swimming"),
+    "conduire": Verb("conduire", ("conduis", "conduis", "conduit", "conduisons", "conduisez", "conduisent"), "conduit", "drive", "drove", "driven"),
+    "pleurer": er("pleurer", "cry", "cried"),
+    "parler": er("parler", "talk", "talked"),
+    "marcher": er("marcher", "walk", "walked"),
+    "cuisiner": er("cuisiner", "cook", "cooked"),
+    "téléphoner": er("téléphoner", "phone", "phoned"),
+    "finir": Verb("finir", ("finis", "finis", "finit", "finissons", "finissez", "finissent"), "fini", "finish", "finished", "finished"),
+    "commencer": er("commencer", "start", "started"),
+    "fumer": er("fumer", "smoke", "smoked"),
+    "voir": Verb("voir", ("vois", "vois", "voit", "voyons", "voyez", "voient"), "vu", "see", "saw", "seen"),
+    "comprendre": Verb("comprendre", ("comprends", "comprends", "comprend", "comprenons", "comprenez", "comprennent"), "compris", "understand", "understood", "understood"),
+    "connaître": Verb("connaître", ("connais", "connais", "connaît", "connaissons", "connaissez", "connaissent"), "connu", "know", "knew", "known"),
+    "aimer": er("aimer", "like", "liked"),
+    "acheter": Verb("acheter", ("achète", "achètes", "achète", "achetons", "achetez", "achètent"), "acheté", "buy", "bought", "bought"),
+    "prendre": Verb("prendre", ("prends", "prends", "prend", "prenons", "prenez", "prennent"), "pris", "take", "took", "taken"),
+    "faire": Verb("faire", ("fais", "fais", "fait", "faisons", "faites", "font"), "fait", "do", "did", "done"),
+    "aller": Verb("aller", FR_ALLER, "allé", "go", "went", "gone", True),
+    "fermer": er("fermer", "close", "closed"),
+    "ouvrir": Verb("ouvrir", ("ouvre", "ouvres", "ouvre", "ouvrons", "ouvrez", "ouvrent"), "ouvert", "open", "opened", "opened"),
+}
+# what people do for a while: "depuis" + present / "have been -ing"
+ACTIVITIES = ["attendre", "travailler", "dormir", "lire", "écrire", "étudier", "jouer", "courir", "nager", "conduire", "pleurer", "parler", "marcher", "cuisiner", "marcher"]
+# states: "depuis" + present / "have lived", "have known" (no progressive)
+STATIVE = [("habiter", "ici", "here"), ("travailler", "ici", "here"), ("habiter", "à Paris", "in Paris"), ("habiter", "en France", "in France"),
+           ("connaître", "Marie", "Marie"), ("connaître", "Paul", "Paul"), ("habiter", "dans cette rue", "in this street"), ("travailler", "à la gare", "at the station")]  # fmt: skip
+# one-off events: "il y a" / "ago", "venir de" / "have just"
+EVENTS = ["partir", "arriver", "rentrer", "sortir", "manger", "téléphoner", "finir", "commencer", "dormir", "boire", "écrire"]
+# "aller" + infinitive / "be going to"
+GOING = ["partir", "manger", "dormir", "travailler", "sortir", "rentrer", "cuisiner", "nager", "conduire", "téléphoner", "lire", "étudier", "commencer", "finir"]
+
+NUM_EN = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty".split()
+NUM_FR = "zéro un deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze seize dix-sept dix-huit dix-neuf vingt".split()
+# (English singular, French singular, French gender, French plural, counts)
+UNITS = [("minute", "minute", "f", "minutes", (5, 10, 15, 20)), ("hour", "heure", "f", "heures", (1, 2, 3, 4)), ("day", "jour", "m", "jours", (1, 2, 3, 5, 10)),
+         ("week", "semaine", "f", "semaines", (1, 2, 3)), ("month", "mois", "m", "mois", (1, 2, 6)), ("year", "an", "m", "ans", (1, 2, 3, 5, 10, 20))]  # fmt: skip
+# points in time: "depuis ce matin" / "since this morning"
+SINCE = [("this morning", "ce matin"), ("yesterday", "hier"), ("last week", "la semaine dernière"), ("Monday", "lundi"), ("Friday", "vendredi"),
+         ("eight o'clock", "huit heures"), ("noon", "midi"), ("January", "janvier"), ("last summer", "l'été dernier"), ("Christmas", "Noël"),
+         ("2019", "2019"), ("last night", "hier soir"), ("the beginning of the year", "le début de l'année")]  # fmt: skip
+
+
+def duration(n: int, unit: tuple) -> tuple[str, str]:
+    """("two hours", "deux heures"), ("an hour", "une heure")."""
+    en, fr, gender, fr_plural, _ = unit
+    if n == 1:
+        return ("an " if en[0] in "aeiouh" else "a ") + en, ("une " if gender == "f" else "un ") + fr
+    return f"{NUM_EN[n]} {en}s", f"{NUM_FR[n]} {fr_plural}"
+
+
+def durations(units: Sequence[str]) -> list[tuple[str, str]]:
+    return [duration(n, u) for u in UNITS if u[0] in units for n in u[4]]
+
+
+SHORT = durations(("minute", "hour"))  # how long one waits, sleeps, drives ...
+LONG = durations(("day", "week", "month", "year")) + [("a long time", "longtemps")]  # how long one has lived, worked, known ...
+AGO = durations(("minute", "hour", "day", "week"))
+SINCE_SHORT = SINCE[:1] + [s for s in SINCE if s[1] in ("huit heures", "midi", "hier soir")]
+
+
+# ----------------------------------------------------------------------------- text
+
+
+_ELIDE = ("je", "ne", "de", "que", "me", "te", "se", "jusque", "lorsque", "puisque")
+_VOWELS = "aeiouyéèêëàâîïôûœh"
+
+
+def elide(text: str) -> str:
+    """French elision and contraction over a template's words: "je ai" -> "j'ai", "ne est" ->
+    "n'est", "de un" -> "d'un", "à le" -> "au", "de les" -> "des", "si il" -> "s'il"."""
+    words = text.split(" ")
+    out: list[str] = []
+    for w in words:
+        if out and out[-1].lower() in _ELIDE and w[:1].lower() in _VOWELS:
+            out[-1] = out[-1][:-1] + "'" + w
+            continue
+        if out and out[-1].lower() in ("à", "de") and w in ("le", "les"):
+            prev = out.pop()
+            out.append({("à", "le"): "au", ("à", "les"): "aux", ("de", "le"): "du", ("de", "les"): "des"}[prev.lower(), w])
+            continue
+        if out and out[-1] == "si" and w in ("il", "ils"):
+            out[-1] = "s'" + w
+            continue
+        out.append(w)
+    return " ".join(out).replace("' ", "'")
+
+
+def finish(text: str, lang: str) -> str:
+    """Capitalised, no space before . and , (an empty slot leaves one), one before French ? ! :."""
+    text = re.sub(r" +([.,?!:])", r"\1", " ".join(text.split()))
+    if lang == "fr":
+        text = re.sub(r"(?<=\S)([?!:])(?=\s|$)", r" \1", elide(text))
+    return text[0].upper() + text[1:]
+
+
+@dataclass
+class Instance:
+    """One filled frame: its key, its forms (English, French) and the words each side must hold."""
+
+    key: str
+    forms: list[tuple[str, str]]
+    en_words: list[str] = field(default_factory=list)  # in an English translation
+    fr_words: list[str] = field(default_factory=list)  # in a French translation
+
+    @property
+    def frame(self) -> str:
+        return self.key.split("|")[0]
+
+
+def inst(key: str, forms: list[tuple[str, str]], en_words: Sequence[str] = (), fr_words: Sequence[str] = ()) -> Instance:
+    return Instance(key, [(finish(e, "en"), finish(f, "fr")) for e, f in forms], list(en_words), list(fr_words))
+
+
+def question_forms(p: Person, verb: str, rest: str, word: str = "") -> list[str]:
+    """A French question three ways: intonation, "est-ce que" and inversion ("Tu as faim ?",
+    "Est-ce que tu as faim ?", "As-tu faim ?"; "Marie a-t-elle faim ?"); ``word`` a question word
+    before it ("Où", "À quelle heure")."""
+    lead = word + " " if word else ""
+    t = "-t-" if verb[-1] in "aec" else "-"
+    pro = p.pronoun
+    if p.fr in PRONOUNS:
+        inverted = f"{lead}{verb}{t}{pro} {rest}" if p.fr != "je" else None
+    else:
+        inverted = f"{lead}{p.fr} {verb}{t}{pro} {rest}"
+    forms = [f"{lead}est-ce que {p.fr} {verb} {rest} ?"]
+    if not word:
+        forms.append(f"{p.fr} {verb} {rest} ?")
+    if inverted:
+        forms.append(inverted + " ?")
+    return forms
+
+
+# ----------------------------------------------------------------------------- frames
+
+
+LEADS = [("", ""), ("Excuse me, ", "Excusez-moi, "), ("Sorry, ", "Pardon, "), ("Hello, ", "Bonjour, ")]  # before a request
+STATES = [("hungry", "faim"), ("thirsty", "soif"), ("cold", "froid"), ("hot", "chaud"), ("afraid", "peur"), ("sleepy", "sommeil"), ("right", "raison"), ("wrong", "tort")]
+WANTS = [("sleeping", "dormir", "dormir"), ("going out", "sortir", "sortir"), ("eating pizza", "manger une pizza", "pizza"), ("going to the beach", "aller à la plage", "plage"),
+         ("dancing", "danser", "danser"), ("staying at home", "rester à la maison", "rester"), ("a coffee", "un café", "café"), ("an ice cream", "une glace", "glace"),
+         ("watching a film", "regarder un film", "film"), ("going for a walk", "me promener", "promener")]  # fmt: skip
+
+
+# the lexicon's nouns a conversation names (its frequent words include senses no one talks about:
+# "well", "trump", "special"); their French word, gender and plural come from the lexicon
+EVERYDAY = frozenset("""
+umbrella key bag cup glass bottle book pen ticket map towel phone letter newspaper box lamp clock plate knife fork spoon
+computer camera watch wallet passport toy ball candle blanket pillow
+coat jacket hat shoe shirt dress skirt scarf glove sock sweater trousers
+apple orange bread cheese milk coffee tea wine beer cake egg chicken rice butter juice chocolate banana sugar salt
+soup meat fish pizza salad water tomato potato carrot strawberry sandwich biscuit jam
+dog cat bird mouse spider horse rabbit cow sheep duck fox
+car bus bicycle bike train boat
+table chair bed desk couch sofa bench shelf cupboard
+""".split())
+# where a thing is: "in the kitchen" / "dans la cuisine", "on the table" / "sur la table"
+ROOMS = frozenset("kitchen garden bathroom bedroom house car room office street shop school station park fridge box bag cupboard living room".split())
+FURNITURE = frozenset("table chair bed desk couch sofa bench shelf".split())
+
+
+class Frames:
+    """The frames; each method draws one instance."""
+
+    def __init__(self, nouns: Sequence[Noun], rng: random.Random) -> None:
+        self.rng = rng
+        self.by_cat: dict[str, list[Noun]] = {}
+        for n in nouns:
+            if n.en in EVERYDAY:
+                self.by_cat.setdefault(n.category, []).append(n)
+        self.places = [n for n in nouns if n.en in ROOMS or n.en in FURNITURE]
+        self._np: dict[tuple, tuple[str, str] | None] = {}
+
+    def noun_phrase(self, noun: Noun, det: str, number: str = "s") -> tuple[str, str] | None:
+        """("an umbrella", "un parapluie"): a lexicon noun with its article, realised by pyrealb."""
+        key = (noun, det, number)
+        if key not in self._np:
+            from rendition.model.training.corpus.daily import Realiser, np
+
+            real = Realiser()
+            en, fr = real("en", partial(np, "en", noun, det, number)), real("fr", partial(np, "fr", noun, det, number))
+            self._np[key] = (en, fr) if en and fr else None
+        return self._np[key]
+
+    def noun(self, *cats: str) -> Noun | None:
+        pool = [n for c in cats for n in self.by_cat.get(c, [])]
+        return self.rng.choice(pool) if pool else None
+
+    def pick(self, seq):
+        return self.rng.choice(seq)
+
+    # avoir faim / soif / froid ... <-> be hungry / thirsty / cold ...
+    def f_state(self) -> Instance:
+        p, (en, fr) = self.pick(SUBJECTS), self.pick(STATES)
+        form = self.pick(["present", "present", "question", "negative", "past", "very", "question_neg"])
+        be, av = EN_BE[p.en_slot] if p.en != "I" else "am", FR_AVOIR[p.fr_slot]
+        key = f"state|{p.fr}|{fr}|{form}"
+        if form == "present":
+            forms = [(f"{p.en} {be} {en}.", f"{p.fr} {av} {fr}.")]
+        elif form == "very":
+            forms = [(f"{p.en} {be} very {en}.", f"{p.fr} {av} très {fr}.")]
+        elif form == "negative":
+            forms = [(f"{p.en} {be} not {en}.", f"{p.fr} ne {av} pas {fr}.")]
+        elif form == "past":
+            forms = [(f"{p.en} {EN_WAS[p.en_slot]} {en}.", f"{p.fr} av{FR_IMPARFAIT[p.fr_slot]} {fr}.")]
+        elif form == "question_neg":
+            en_q = f"Am I not {en}?" if be == "am" else f"{be.capitalize()}n't {p.en} {en}?"
+            forms = [(en_q, f"{p.fr} n'{av} pas {fr} ?")]
+        else:
+            forms = [(f"{be} {p.en} {en}?", f) for f in question_forms(p, av, fr)]
+        return inst(key, forms, [en], [fr])
+
+    # avoir besoin de / avoir envie de <-> need / feel like
+    def f_need(self) -> Instance | None:
+        p = self.pick(SUBJECTS)
+        av = FR_AVOIR[p.fr_slot]
+        need = "needs" if p.en_slot == 2 else "need"
+        if self.rng.random() < 0.5:
+            n = self.noun("object", "clothing", "food", "thing", "furniture")
+            phrase = n and self.noun_phrase(n, "a" if n.countable else "some")
+            if not phrase:
+                return None
+            en_np, fr_np = phrase
+            fr_np = fr_np.removeprefix("du ").removeprefix("de la ").removeprefix("de l'")  # "besoin de pain"
+            neg = self.rng.random() < 0.3
+            if neg:
+                do = "doesn't" if p.en_slot == 2 else "don't"
+                return inst(f"need|{p.fr}|{n.en}|neg", [(f"{p.en} {do} need {en_np}.", f"{p.fr} n'{av} pas besoin de {fr_np}.")], ["need"], ["besoin"])
+            return inst(f"need|{p.fr}|{n.en}", [(f"{p.en} {need} {en_np}.", f"{p.fr} {av} besoin de {fr_np}.")], ["need*"], ["besoin"])
+        en, fr, word = self.pick(WANTS)
+        if fr.startswith("me ") and p.fr != "je":
+            return None
+        feel = "feels" if p.en_slot == 2 else "feel"
+        return inst(f"want|{p.fr}|{fr}", [(f"{p.en} {feel} like {en}.", f"{p.fr} {av} envie de {fr}.")], ["feel*", "like"], ["envie"])
+
+    # depuis + present <-> have been -ing / have lived ... for / since
+    def f_since(self) -> Instance:
+        p = self.pick(SUBJECTS)
+        has = "has" if p.en_slot == 2 else "have"
+        r = self.rng.random()
+        long = 0.15 <= r < 0.45 or r >= 0.6 and self.rng.random() < 0.3  # states last days or years; most activities minutes or hours
+        if self.rng.random() < 0.5:
+            en_t, fr_t = self.pick(LONG if long else SHORT)
+            en_t = "for " + en_t
+        else:
+            en_t, fr_t = self.pick(SINCE if long else SINCE_SHORT)
+            en_t = "since " + en_t
+        if r < 0.15:  # the weather
+            en_v, fr_v = self.pick([("raining", "pleut"), ("snowing", "neige")])
+            return inst(f"since|weather|{fr_v}|{fr_t}", [(f"It has been {en_v} {en_t}.", f"Il {fr_v} depuis {fr_t}.")], ["has been", en_t.split()[0]], ["depuis"])
+        if r < 0.45:
+            verb, fr_rest, en_rest = self.pick(STATIVE)
+            v = V[verb]
+            if fr_rest == p.fr:
+                p = ME
+            if r < 0.25 and verb == "habiter" and fr_rest == "ici":  # "How long have you lived here?"
+                q = self.pick([YOU, YOU_PL, p])
+                has_q = "has" if q.en_slot == 2 else "have"
+                forms = [(f"How long {has_q} {q.en} {v.past} here?", f) for f in question_forms(q, v.present[q.fr_slot], "ici", "depuis combien de temps")]
+                return inst(f"since|q|{q.fr}|{verb}", forms, ["how long", has_q], ["depuis"])
+            return inst(f"since|{p.fr}|{verb}|{fr_rest}|{fr_t}", [(f"{p.en} {has} {v.en_participle} {en_rest} {en_t}.", f"{p.fr} {v.present[p.fr_slot]} {fr_rest} depuis {fr_t}.")],
+                        [has, v.en_participle], ["depuis"])
+        v = V[self.pick(ACTIVITIES)]
+        if long and v.fr not in ("travailler", "étudier", "apprendre", "jouer"):
+            en_t, fr_t = self.pick([("for " + d[0], d[1]) for d in SHORT] + [("since " + d[0], d[1]) for d in SINCE_SHORT])
+        if r < 0.6:  # "How long have you been waiting?"
+            q = self.pick([YOU, YOU_PL, p])
+            has_q = "has" if q.en_slot == 2 else "have"
+            forms = [(f"How long {has_q} {q.en} been {v.en_ing()}?", f) for f in question_forms(q, v.present[q.fr_slot], "", "depuis combien de temps")]
+            return inst(f"since|q|{q.fr}|{v.fr}", forms, ["how long", "been"], ["depuis"])
+        if r < 0.7 and v.fr in ("dormir", "manger", "travailler", "lire", "nager", "courir"):  # "I haven't slept for two days."
+            hasnt = "hasn't" if p.en_slot == 2 else "haven't"
+            return inst(f"since|neg|{p.fr}|{v.fr}|{fr_t}", [(f"{p.en} {hasnt} {v.en_participle} {en_t}.", f"{p.fr} n'{FR_AVOIR[p.fr_slot]} pas {v.participle} depuis {fr_t}.")],
+                        [hasnt], ["depuis"])
+        return inst(f"since|{p.fr}|{v.fr}|{fr_t}", [(f"{p.en} {has} been {v.en_ing()} {en_t}.", f"{p.fr} {v.present[p.fr_slot]} depuis {fr_t}.")], [has, "been"], ["depuis"])
+
+    # il y a (ago) <-> ago; il y a (there is) <-> there is / are
+    def f_ago(self) -> Instance:
+        p, v = self.pick(SUBJECTS[2:]), V[self.pick(EVENTS)]
+        en_d, fr_d = self.pick(AGO)
+        aux = (FR_ETRE if v.etre else FR_AVOIR)[p.fr_slot]
+        if p.fr == "on" and v.etre:
+            p = WE
+            aux = FR_ETRE[3]
+        if self.rng.random() < 0.3:
+            forms = [(f"Did {p.en} {v.en} {en_d} ago?", f) for f in question_forms(p, aux, f"{v.fr_participle(p)} il y a {fr_d}")]
+            return inst(f"ago|q|{p.fr}|{v.fr}|{fr_d}", forms, ["ago"], ["il y a"])
+        return inst(f"ago|{p.fr}|{v.fr}|{fr_d}", [(f"{p.en} {v.past} {en_d} ago.", f"{p.fr} {aux} {v.fr_participle(p)} il y a {fr_d}.")], ["ago"], ["il y a"])
+
+    def f_there_is(self) -> Instance | None:
+        thing = self.noun("animal", "object", "food", "thing", "clothing")
+        place = self.pick(self.places) if self.places else None
+        if not thing or not place or thing == place:
+            return None
+        number = "p" if thing.countable and self.rng.random() < 0.35 else "s"
+        what = self.noun_phrase(thing, "a" if thing.countable else "some", number)
+        where = self.noun_phrase(place, "the")
+        if not what or not where:
+            return None
+        prep_en, prep_fr = ("in", "dans") if place.en in ROOMS else self.pick([("on", "sur"), ("under", "sous"), ("near", "près de")])
+        be = "are" if number == "p" else "is"
+        en_what = what[0] if number == "s" or what[0].startswith("some") else what[0]
+        fr_what = what[1]
+        key = f"there|{thing.en}|{number}|{place.en}"
+        form = self.rng.random()
+        if form < 0.2:
+            fr_neg = "de " + " ".join(fr_what.split()[1:]) if fr_what.split()[0] in ("un", "une", "des", "du") else "de " + fr_what.split("'", 1)[-1]
+            return inst(key + "|neg", [(f"There {be} no {en_what.split(' ', 1)[-1] if en_what.split()[0] in ('a', 'an', 'some') else en_what} {prep_en} {where[0]}.",
+                                        f"Il n'y a pas {fr_neg} {prep_fr} {where[1]}.")], ["there"], ["il n'y a pas"])
+        if form < 0.45:
+            en_any = "any " + en_what.removeprefix("some ") if en_what.startswith("some ") else en_what
+            forms = [(f"{be} there {en_any} {prep_en} {where[0]}?", f) for f in (f"est-ce qu'il y a {fr_what} {prep_fr} {where[1]} ?", f"y a-t-il {fr_what} {prep_fr} {where[1]} ?",
+                                                                                f"il y a {fr_what} {prep_fr} {where[1]} ?")]
+            return inst(key + "|q", forms, ["there"], ["y a"])
+        return inst(key, [(f"There {be} {en_what} {prep_en} {where[0]}.", f"Il y a {fr_what} {prep_fr} {where[1]}.")], ["there"], ["il y a"])
+
+    # venir de <-> have just
+    def f_just(self) -> Instance:
+        p, v = self.pick(SUBJECTS), V[self.pick(EVENTS)]
+        has = "has" if p.en_slot == 2 else "have"
+        if self.rng.random() < 0.2:
+            return inst(f"just|past|{p.fr}|{v.fr}", [(f"{p.en} had just {v.en_participle}.", f"{p.fr} ven{FR_IMPARFAIT[p.fr_slot]} de {v.fr}.")], ["had just"],
+                        [f"ven{FR_IMPARFAIT[p.fr_slot]}"])
+        return inst(f"just|{p.fr}|{v.fr}", [(f"{p.en} {has} just {v.en_participle}.", f"{p.fr} {FR_VENIR[p.fr_slot]} de {v.fr}.")], ["just"], [FR_VENIR[p.fr_slot]])
+
+    # aller + infinitive <-> be going to
+    def f_going(self) -> Instance:
+        p, v = self.pick(SUBJECTS), V[self.pick(GOING)]
+        be = EN_BE[p.en_slot] if p.en != "I" else "am"
+        en_w, fr_w = self.pick([("tomorrow", "demain"), ("tonight", "ce soir"), ("soon", "bientôt"), ("this afternoon", "cet après-midi"), ("", ""), ("", "")])
+        al = FR_ALLER[p.fr_slot]
+        key = f"going|{p.fr}|{v.fr}|{fr_w}"
+        if self.rng.random() < 0.3:
+            forms = [(f"{be} {p.en} going to {v.en} {en_w}?", f) for f in question_forms(p, al, f"{v.fr} {fr_w}")]
+            return inst(key + "|q", forms, ["going to"], [al])
+        if self.rng.random() < 0.2:
+            return inst(key + "|neg", [(f"{p.en} {be} not going to {v.en} {en_w}.", f"{p.fr} ne {al} pas {v.fr} {fr_w}.")], ["not going to"], [al, "pas"])
+        return inst(key, [(f"{p.en} {be} going to {v.en} {en_w}.", f"{p.fr} {al} {v.fr} {fr_w}.")], ["going to"], [al])
+
+    # on <-> we / people
+    def f_on(self) -> Instance:
+        r = self.rng.random()
+        if r < 0.4:
+            place_en, place_fr = self.pick([("to the cinema", "au cinéma"), ("to the beach", "à la plage"), ("to the restaurant", "au restaurant"), ("to the market", "au marché"),
+                                            ("to the park", "au parc"), ("to the swimming pool", "à la piscine"), ("to the museum", "au musée"), ("to my parents'", "chez mes parents")])
+            en_w, fr_w = self.pick([("tonight", "ce soir"), ("tomorrow", "demain"), ("on Saturday", "samedi"), ("this afternoon", "cet après-midi")])
+            tail = self.pick([("", ""), (", do you want to come?", ", tu veux venir ?"), (", would you like to come?", ", vous voulez venir ?")])
+            return inst(f"on|go|{place_fr}|{fr_w}|{tail[1]}", [(f"We are going {place_en} {en_w}{tail[0]}", f"On va {place_fr} {fr_w}{tail[1]}" + ("." if not tail[1] else ""))],
+                        ["we"], ["on va/allons"])
+        if r < 0.6:
+            en, fr = self.pick([("What are we eating?", "On mange quoi ?"), ("What are we doing tonight?", "On fait quoi ce soir ?"), ("Shall we go?", "On y va ?"),
+                                ("Where are we meeting?", "On se retrouve où ?"), ("Shall we take the bus?", "On prend le bus ?"), ("What time are we leaving?", "On part à quelle heure ?")])
+            state_en, state_fr = self.pick([("", ""), ("I'm hungry, ", "j'ai faim, "), ("I'm thirsty, ", "j'ai soif, "), ("I'm cold, ", "j'ai froid, ")])
+            return inst(f"on|q|{fr}|{state_fr}", [(state_en + en[0].lower() + en[1:] if state_en else en, state_fr + fr[0].lower() + fr[1:] if state_fr else fr)], ["we"], ["on"])
+        en, fr = self.pick([("People say it will rain.", "On dit qu'il va pleuvoir."), ("You can't smoke here.", "On ne peut pas fumer ici."),
+                            ("We are late.", "On est en retard."), ("We'll see.", "On verra."), ("We have time.", "On a le temps."),
+                            ("We don't know yet.", "On ne sait pas encore."), ("People eat late in Spain.", "On mange tard en Espagne.")])
+        return inst(f"on|{fr}", [(en, fr)], [], ["on"])
+
+    # questions: do-support <-> est-ce que / inversion / intonation; question words
+    def f_question(self) -> Instance | None:
+        p = self.pick([YOU, YOU, YOU_PL, HE, SHE, THEY, *PEOPLE[1::4]])
+        r = self.rng.random()
+        do = "does" if p.en_slot == 2 else "do"
+        if r < 0.35:
+            n = self.noun("food", "animal")
+            phrase = n and self.noun_phrase(n, "the", "s" if not n.countable or n.category == "food" else "p")
+            if not phrase:
+                return None
+            v = V[self.pick(["aimer", "manger", "acheter"])]
+            en_np = phrase[0].removeprefix("the ") if v.en in ("like", "eat", "buy") else phrase[0]
+            if v.en != "like":
+                some = self.noun_phrase(n, "some", "s" if not n.countable else "p")
+                if not some:
+                    return None
+                en_np, fr_np = some[0] if some[0].startswith("some") else some[0], some[1]
+                en_np = en_np.removeprefix("some ")
+            else:
+                fr_np = phrase[1]
+            forms = [(f"{do} {p.en} {v.en} {en_np}?", f) for f in question_forms(p, v.present[p.fr_slot], fr_np)]
+            return inst(f"q|yesno|{p.fr}|{v.fr}|{n.en}", forms, [do], [])
+        if r < 0.7:
+            word_en, word_fr, v, rest_en, rest_fr = self.pick([
+                ("where", "où", "habiter", "", ""), ("where", "où", "travailler", "", ""), ("when", "quand", "partir", "", ""),
+                ("when", "quand", "arriver", "", ""), ("what time", "à quelle heure", "commencer", "", ""), ("what time", "à quelle heure", "finir", "", ""),
+                ("why", "pourquoi", "partir", "", ""), ("how", "comment", "venir", "", ""), ("where", "où", "acheter", "your bread", "ton pain"),
+                ("what time", "à quelle heure", "manger", "", ""), ("how many times a week", "combien de fois par semaine", "nager", "", ""),
+            ])  # fmt: skip
+            verb = V[v]
+            if rest_fr == "ton pain" and p.fr != "tu":
+                return None
+            en_verb = verb.en
+            en_rest = (" " + rest_en if rest_en else "") + (" in the morning" if word_fr == "à quelle heure" and verb.fr in ("commencer", "partir") else "")
+            fr_rest = rest_fr + (" le matin" if word_fr == "à quelle heure" and verb.fr in ("commencer", "partir") else "")
+            if verb.fr == "venir":
+                en_rest, fr_rest, en_verb = " here", "ici", "get"
+            forms = [(f"{word_en} {do} {p.en} {en_verb}{en_rest}?", f) for f in question_forms(p, verb.present[p.fr_slot], fr_rest, word_fr)]
+            words_fr = {"what time": ["quelle heure"], "how many times a week": ["combien"]}.get(word_en, [word_fr])
+            return inst(f"q|wh|{p.fr}|{word_fr}|{verb.fr}", forms, [word_en, do], words_fr)
+        place_en, place_fr, gender = self.pick([("shop", "magasin", "m"), ("bakery", "boulangerie", "f"), ("chemist's", "pharmacie", "f"), ("museum", "musée", "m"),
+                                                ("bank", "banque", "f"), ("library", "bibliothèque", "f"), ("supermarket", "supermarché", "m"), ("post office", "poste", "f"),
+                                                ("swimming pool", "piscine", "f"), ("restaurant", "restaurant", "m")])
+        v = V[self.pick(["fermer", "ouvrir"])]
+        when_en, when_fr = self.pick([("on Saturdays", "le samedi"), ("on Sundays", "le dimanche"), ("today", "aujourd'hui"), ("tomorrow", "demain"), ("", ""), ("in the evening", "le soir")])
+        subj = Person(f"the {place_en}", f"{'le' if gender == 'm' else 'la'} {place_fr}", 2, 2, gender)
+        forms = [(f"What time does the {place_en} {v.en} {when_en}?", f) for f in question_forms(subj, v.present[2], when_fr, "à quelle heure")]
+        forms.append((forms[0][0], f"{subj.fr} {v.present[2]} à quelle heure {when_fr} ?"))
+        return inst(f"q|shop|{place_fr}|{v.fr}|{when_fr}", forms, ["what time", v.en + "*"], ["quelle heure", v.present[2][:-1] + "*"])
+
+    # ne ... pas / jamais / plus / rien / personne
+    def f_negation(self) -> Instance | None:
+        p = self.pick(SUBJECTS)
+        do = "doesn't" if p.en_slot == 2 else "don't"
+        r = self.rng.random()
+        if r < 0.45:
+            v = V[self.pick(["fumer", "travailler", "dormir", "nager", "conduire", "cuisiner", "courir", "lire", "boire", "pleurer"])]
+            adv_fr, adv_en, word_en = self.pick([("pas", "{do} {v}", "not/don't/doesn't"), ("jamais", "never {v3}", "never"), ("plus", "{do} {v} any more", "any more/anymore/no longer"),
+                                                 ("pas souvent", "{do} {v} often", "often"), ("jamais le dimanche", "never {v3} on Sundays", "never")])
+            en = adv_en.format(do=do, v=v.en, v3=v.en_present(p.en_slot))
+            return inst(f"neg|{p.fr}|{v.fr}|{adv_fr}", [(f"{p.en} {en}.", f"{p.fr} ne {v.present[p.fr_slot]} {adv_fr}.")], [word_en], ["ne*/n'*", adv_fr.split()[0]])
+        if r < 0.7:
+            v = V[self.pick(["voir", "manger", "comprendre", "acheter", "faire", "boire"])]
+            return inst(f"neg|{p.fr}|{v.fr}|rien", [(f"{p.en} {do} {v.en} anything.", f"{p.fr} ne {v.present[p.fr_slot]} rien.")], ["anything"], ["rien"])
+        if r < 0.85:
+            v = V[self.pick(["voir", "connaître", "attendre", "comprendre"])]
+            return inst(f"neg|{p.fr}|{v.fr}|personne", [(f"{p.en} {do} {v.en} anybody.", f"{p.fr} ne {v.present[p.fr_slot]} personne.")], ["anybody/anyone"], ["personne"])
+        en, fr = self.pick([("There is nobody here.", "Il n'y a personne ici."), ("Nobody knows.", "Personne ne sait."), ("Nothing works.", "Rien ne marche."),
+                            ("There is nothing in the fridge.", "Il n'y a rien dans le frigo."), ("Nobody called.", "Personne n'a appelé."),
+                            ("I have never been to Japan.", "Je ne suis jamais allé au Japon."), ("It doesn't matter.", "Ça ne fait rien.")])
+        return inst(f"neg|set|{fr}", [(en, fr)], [], [])
+
+    # passé composé / imparfait <-> simple past, present perfect, past progressive, used to
+    def f_past(self) -> Instance:
+        p, v = self.pick(SUBJECTS), V[self.pick(ACTIVITIES)]
+        q, w = self.pick([s for s in SUBJECTS if s.en != p.en]), V[self.pick(["téléphoner", "arriver", "rentrer", "partir", "sortir"])]
+        if q.fr == "on" and w.etre:
+            q = WE
+        r = self.rng.random()
+        was = EN_WAS[p.en_slot]
+        if r < 0.4:  # "I was sleeping when he called."
+            aux = (FR_ETRE if w.etre else FR_AVOIR)[q.fr_slot]
+            en_w = "phoned" if w.fr == "téléphoner" else w.past
+            return inst(f"past|when|{p.fr}|{v.fr}|{q.fr}|{w.fr}", [(f"{p.en} {was} {v.en_ing()} when {q.en} {en_w}.", f"{p.fr} {v.imparfait(p.fr_slot)} quand {q.fr} {aux} {w.fr_participle(q)}.")],
+                        [was, v.en_ing()], [v.imparfait(p.fr_slot)])
+        if r < 0.6:  # "When I was little, I used to play football."
+            en_age, fr_age = self.pick([("little", "petit"), ("a child", "enfant"), ("young", "jeune"), ("a student", "étudiant")])
+            fr_age = fr_age + ("e" if p.gender == "f" and fr_age in ("petit", "étudiant") else "") + ("s" if p.plural and fr_age != "enfant" and p.fr != "on" else "")
+            if p.plural and fr_age == "enfant":
+                en_age, fr_age = "children", "enfants"
+            if p.plural and en_age in ("a student",):
+                en_age = "students"
+            etais = "ét" + FR_IMPARFAIT[p.fr_slot]
+            again_en = p.en if p.fr in PRONOUNS else "she" if p.gender == "f" else "he"  # "When Marie was little, she ..."
+            return inst(f"past|used|{p.fr}|{v.fr}|{fr_age}", [(f"When {p.en} {was} {en_age}, {again_en} used to {v.en} a lot.",
+                                                              f"Quand {p.fr} {etais} {fr_age}, {p.pronoun} {v.imparfait(p.fr_slot)} beaucoup.")],
+                        ["used to"], [v.imparfait(p.fr_slot)])
+        aux = (FR_ETRE if v.etre else FR_AVOIR)[p.fr_slot]
+        if r < 0.8:  # "Have you ever ...?"
+            q2 = self.pick([YOU, YOU_PL])
+            forms = [(f"Have you ever {v.en_participle} at night?", f) for f in question_forms(q2, FR_AVOIR[q2.fr_slot], f"déjà {v.participle} la nuit")]
+            return inst(f"past|ever|{q2.fr}|{v.fr}", forms, ["ever"], ["déjà"])
+        en_w, fr_w = self.pick([("yesterday", "hier"), ("last night", "hier soir"), ("on Sunday", "dimanche"), ("all day", "toute la journée"), ("this morning", "ce matin")])
+        return inst(f"past|pc|{p.fr}|{v.fr}|{fr_w}", [(f"{p.en} {v.past} {en_w}.", f"{p.fr} {aux} {v.fr_participle(p)} {fr_w}.")], [v.past], [v.participle + "*"])
+
+    # reflexive verbs
+    def f_reflexive(self) -> Instance:
+        REFL = [("get up", "got up", "lever", "lève", "levé"), ("go to bed", "went to bed", "coucher", "couche", "couché"), ("wake up", "woke up", "réveiller", "réveille", "réveillé"),
+                ("get dressed", "got dressed", "habiller", "habille", "habillé"), ("have a shower", "had a shower", "doucher", "douche", "douché"),
+                ("have a rest", "had a rest", "reposer", "repose", "reposé")]  # fmt: skip
+        p = self.pick(SUBJECTS)
+        en_base, en_past, inf, stem3, pp = self.pick(REFL)
+        refl = ("me", "te", "se", "nous", "vous", "se")[p.fr_slot]
+        fr_pres = {0: stem3, 1: stem3 + "s", 2: stem3, 3: stem3[:-1] + "ons", 4: stem3[:-1] + "ez", 5: stem3 + "nt"}[p.fr_slot]
+        fr_pres = fr_pres.replace("lèvons", "levons").replace("lèvez", "levez")
+        en_t, fr_t = self.pick([("at seven o'clock", "à sept heures"), ("early", "tôt"), ("late", "tard"), ("at half past six", "à six heures et demie"), ("at eleven o'clock", "à onze heures")])
+        if self.rng.random() < 0.4:
+            fr_pp = pp + ("e" if p.gender == "f" else "") + ("s" if p.plural and p.fr != "on" else "")
+            return inst(f"refl|pc|{p.fr}|{inf}|{fr_t}", [(f"{p.en} {en_past} {en_t}.", f"{p.fr} {refl} {FR_ETRE[p.fr_slot]} {fr_pp} {fr_t}.")], [en_past.split()[0]], [pp + "*"])
+        en_v = en_base if p.en_slot < 2 else en_base.split()[0] + ("s" if not en_base.startswith(("go ", "have ")) else "") + " " + " ".join(en_base.split()[1:])
+        en_v = en_v.replace("go to", "goes to").replace("gos to", "goes to").replace("have a", "has a") if p.en_slot == 2 else en_v
+        return inst(f"refl|{p.fr}|{inf}|{fr_t}", [(f"{p.en} {en_v} {en_t}.", f"{p.fr} {refl} {fr_pres} {fr_t}.")], [en_base.split()[-1]],
+                    [f"{stem3[:-1]}*/{pp[:-1]}*"])
+
+    def f_name(self) -> Instance:
+        name, _ = self.pick(NAMES)
+        r = self.rng.random()
+        if r < 0.5:
+            return inst(f"name|{name}", [(f"My name is {name}.", f"Je m'appelle {name}.")], ["name", name], ["appelle", name])
+        p = self.pick([YOU, YOU_PL])
+        forms = [("What is your name?", "Comment tu t'appelles ?"), ("What is your name?", "Comment t'appelles-tu ?")] if p == YOU else [("What is your name?", "Comment vous appelez-vous ?")]
+        return inst(f"name|q|{p.fr}", forms, ["name"], ["appel*"])
+
+    # the time, ages, prices, dates
+    def f_numbers(self) -> Instance:
+        r = self.rng.random()
+        h = self.rng.randint(1, 11)
+        if r < 0.3:
+            m_en, m_fr = self.pick([("", ""), ("half past ", " et demie"), ("quarter past ", " et quart"), ("quarter to ", " moins le quart"), ("ten past ", " dix"), ("twenty to ", " moins vingt")])
+            hour_fr = f"{NUM_FR[h]} heure" + ("s" if h > 1 else "")
+            hour_fr = hour_fr.replace("un heure", "une heure")
+            en = f"It is {m_en}{NUM_EN[h]}" + (" o'clock" if not m_en else "") + "."
+            fr = f"Il est {hour_fr}{m_fr}."
+            if self.rng.random() < 0.3:
+                return inst(f"time|q|{h}|{m_fr}", [("What time is it? " + en, "Quelle heure est-il ? " + fr)], ["what time"], ["quelle heure"])
+            return inst(f"time|{h}|{m_fr}", [(en, fr)], [NUM_EN[h]], [NUM_FR[h].replace("un", "une")])
+        if r < 0.55:
+            age = self.rng.choice([*range(2, 20), 25, 30, 35, 40, 45, 50, 60, 70, 80])
+            name, g = self.pick(NAMES)
+            p = self.pick([ME, HE, SHE, Person(name, name, 2, 2, g)])
+            be = "am" if p.en == "I" else "is"
+            en_age, fr_age = (NUM_EN[age], NUM_FR[age]) if age <= 20 else (str(age), str(age))
+            if self.rng.random() < 0.3:
+                q = self.pick([YOU, YOU_PL])
+                forms = [("How old are you?", f) for f in question_forms(q, FR_AVOIR[q.fr_slot], "", "quel âge")]
+                return inst(f"age|q|{q.fr}", forms, ["how old"], ["âge"])
+            return inst(f"age|{p.fr}|{age}", [(f"{p.en} {be} {en_age} years old.", f"{p.fr} {FR_AVOIR[p.fr_slot]} {fr_age} ans.")], ["years old"], ["ans"])
+        if r < 0.8:
+            price = self.rng.choice([2, 3, 5, 8, 10, 12, 15, 20, 25, 30, 50, 100])
+            cents = self.pick(["", "", ",50"])
+            item = self.noun("food", "clothing", "object")
+            phrase = item and self.noun_phrase(item, "this")
+            if not phrase:
+                return inst(f"price|{price}{cents}", [(f"It costs {price}{cents.replace(',', '.')} euros.", f"Ça coûte {price}{cents} euros.")], ["cost*"], ["coûte"])
+            if self.rng.random() < 0.5:
+                return inst(f"price|q|{item.en}", [(f"How much is {phrase[0]}?", f"Combien coûte {phrase[1]} ?"), (f"How much is {phrase[0]}?", f"C'est combien, {phrase[1]} ?")],
+                            ["how much"], ["combien"])
+            cap = phrase[1][0].upper() + phrase[1][1:]
+            return inst(f"price|{item.en}|{price}{cents}", [(f"{phrase[0]} costs {price}{cents.replace(',', '.')} euros.", f"{cap} coûte {price}{cents} euros.")], ["costs"], ["coûte"])
+        day = self.rng.randint(2, 28)
+        months = [("January", "janvier"), ("February", "février"), ("March", "mars"), ("April", "avril"), ("May", "mai"), ("June", "juin"), ("July", "juillet"),
+                  ("August", "août"), ("September", "septembre"), ("October", "octobre"), ("November", "novembre"), ("December", "décembre")]  # fmt: skip
+        m_en, m_fr = self.pick(months)
+        what_en, what_fr = self.pick([("My birthday", "Mon anniversaire"), ("The party", "La fête"), ("The exam", "L'examen"), ("The wedding", "Le mariage"), ("Her birthday", "Son anniversaire")])
+        return inst(f"date|{what_fr}|{day}|{m_fr}", [(f"{what_en} is on {day} {m_en}.", f"{what_fr} est le {day} {m_fr}.")], [m_en], ["le", m_fr])
+
+    # shops, transport, restaurant, doctor, phone, directions
+    def f_exchange(self) -> Instance | None:
+        r = self.rng.random()
+        vous = self.rng.random() < 0.6
+        if r < 0.2:  # asking permission in a shop
+            can_en, can_fr = self.pick([("pay by card", "payer par carte"), ("pay in cash", "payer en espèces"), ("try it on", "l'essayer"), ("sit here", "m'asseoir ici"),
+                                        ("open the window", "ouvrir la fenêtre"), ("leave my bag here", "laisser mon sac ici"), ("have the bill", "avoir l'addition"),
+                                        ("come in", "entrer"), ("park here", "me garer ici"), ("use your phone", "utiliser votre téléphone")])
+            (lead_en, lead_fr), please = self.pick(LEADS), self.pick(["", ", please"])
+            s_il = ", s'il vous plaît" if please else ""
+            forms = [(f"{lead_en}{'c' if lead_en else 'C'}an I {can_en}{please}?", f"{lead_fr}{f}{s_il} ?")
+                     for f in (f"est-ce que je peux {can_fr}", f"je peux {can_fr}", f"puis-je {can_fr}")]
+            return inst(f"ex|can|{can_fr}|{lead_fr}|{please}", forms, ["can I"], ["peux/puis"])
+        if r < 0.35:  # "Can you help me?"
+            p = YOU_PL if vous else YOU
+            act_en, act_fr = self.pick([("help me", "m'aider"), ("call me back", "me rappeler"), ("repeat", "répéter"), ("speak more slowly", "parler plus lentement"),
+                                        ("close the door", "fermer la porte"), ("wait a minute", "attendre une minute"), ("show me the way", "m'indiquer le chemin")])
+            lead_en, lead_fr = self.pick(LEADS)
+            lead_fr = lead_fr.replace("Excusez-moi", "Excuse-moi") if p == YOU else lead_fr
+            forms = [(f"{lead_en}{'c' if lead_en else 'C'}an you {act_en}?", lead_fr + f) for f in question_forms(p, FR_POUVOIR[p.fr_slot], act_fr)]
+            return inst(f"ex|canyou|{p.fr}|{act_fr}|{lead_fr}", forms, ["can you"], [FR_POUVOIR[p.fr_slot]])
+        if r < 0.5:  # the phone
+            n = self.rng.choice([2, 5, 10, 15, 20])
+            te, you = ("vous", "you") if vous else ("te", "you")
+            en, fr = self.pick([(f"I'll call {you} back in {NUM_EN[n]} minutes.", f"Je {te} rappelle dans {NUM_FR[n]} minutes."),
+                                (f"I'll call {you} back in {NUM_EN[n]} minutes.", f"Je {te} rappelle d'ici {NUM_FR[n]} minutes."),
+                                (f"I'll be there in {NUM_EN[n]} minutes.", f"J'arrive dans {NUM_FR[n]} minutes."),
+                                (f"The train leaves in {NUM_EN[n]} minutes.", f"Le train part dans {NUM_FR[n]} minutes.")])
+            return inst(f"ex|phone|{fr}", [(en, fr)], ["in", NUM_EN[n]], ["dans/d'ici", NUM_FR[n]])
+        if r < 0.7:  # directions
+            turn_en, turn_fr = self.pick([("left", "à gauche"), ("right", "à droite")])
+            at_en, at_fr = self.pick([("at the traffic lights", "au feu"), ("after the bridge", "après le pont"), ("at the church", "à l'église"),
+                                      ("at the second street", "à la deuxième rue"), ("at the roundabout", "au rond-point"), ("after the bakery", "après la boulangerie")])
+            verb = "Tournez" if vous else "Tourne"
+            then_en, then_fr = self.pick([("", ""), (" and go straight on", " et continuez tout droit" if vous else " et continue tout droit")])
+            return inst(f"ex|dir|{turn_fr}|{at_fr}|{vous}|{then_fr}", [(f"Turn {turn_en} {at_en}{then_en}.", f"{verb} {turn_fr} {at_fr}{then_fr}.")], ["turn", turn_en], ["tourne*", turn_fr.split()[1]])
+        if r < 0.85:  # restaurant, shop, transport
+            en, fr = self.pick([
+                ("The bill, please.", "L'addition, s'il vous plaît."), ("A table for two, please.", "Une table pour deux, s'il vous plaît."),
+                ("I would like a single ticket to Lyon.", "Je voudrais un aller simple pour Lyon."), ("A return ticket to Nantes, please.", "Un aller-retour pour Nantes, s'il vous plaît."),
+                ("Where is the bus stop?", "Où est l'arrêt de bus ?"), ("Which platform does the train leave from?", "Le train part de quel quai ?"),
+                ("Is this seat free?", "Cette place est libre ?"), ("Do you have this in a smaller size?", "Vous avez ça dans une taille plus petite ?"),
+                ("I'm just looking, thank you.", "Je regarde seulement, merci."), ("Keep the change.", "Gardez la monnaie."), ("What would you like to drink?", "Qu'est-ce que vous voulez boire ?"),
+                ("I'm allergic to nuts.", "Je suis allergique aux noix."), ("Is service included?", "Le service est compris ?"), ("Anything else?", "Et avec ceci ?"),
+                ("The train is twenty minutes late.", "Le train a vingt minutes de retard."), ("I missed my bus.", "J'ai raté mon bus."),
+            ])  # fmt: skip
+            return inst(f"ex|set|{fr}", [(en, fr)])
+        en, fr = self.pick([  # at the doctor's
+            ("I have had a headache since yesterday.", "J'ai mal à la tête depuis hier."), ("I have had a sore throat for three days.", "J'ai mal à la gorge depuis trois jours."),
+            ("My back hurts.", "J'ai mal au dos."), ("Where does it hurt?", "Où avez-vous mal ?"), ("I feel sick.", "J'ai mal au cœur."),
+            ("I need an appointment with the doctor.", "J'ai besoin d'un rendez-vous chez le médecin."), ("Take this medicine three times a day.", "Prenez ce médicament trois fois par jour."),
+            ("I have had a fever since this morning.", "J'ai de la fièvre depuis ce matin."), ("My son has had a cough for a week.", "Mon fils tousse depuis une semaine."),
+        ])  # fmt: skip
+        return inst(f"ex|doctor|{fr}", [(en, fr)])
+
+    FRAMES = (("f_state", 4), ("f_need", 2), ("f_since", 5), ("f_ago", 3), ("f_there_is", 3), ("f_just", 2), ("f_going", 3), ("f_on", 2), ("f_question", 5),
+              ("f_negation", 4), ("f_past", 4), ("f_reflexive", 2), ("f_name", 1), ("f_numbers", 3), ("f_exchange", 4))  # fmt: skip
+
+    def draw(self) -> Instance | None:
+        names, weights = zip(*self.FRAMES)
+        method: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
+        return method()
+
+
+def bucket(key: str) -> float:
+    """Where an instance falls: below HELD_OUT test, below 2 x HELD_OUT valid, else training."""
+    return _bucket(key)
+
+
+def split_of(key: str) -> str:
+    b = bucket(key)
+    return "test" if b < HELD_OUT else "valid" if b < 2 * HELD_OUT else "train"
+
+
+def instances(nouns: Sequence[Noun], n: int, seed: int = 0, tries: int = 20) -> Iterator[Instance]:
+    """``n`` distinct instances (fewer if the frames run out of new ones)."""
+    frames = Frames(nouns, random.Random(seed))
+    seen: set[str] = set()
+    misses = 0
+    while len(seen) < n and misses < n * tries:
+        i = frames.draw()
+        if i is None or i.key in seen:
+            misses += 1
+            continue
+        seen.add(i.key)
+        yield i
+
+
+def corpus_rows(nouns: Sequence[Noun], n: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
+    """The training rows (``SOURCE``, English, French): every form of every instance not held out."""
+    for i in instances(nouns, n, seed):
+        if split_of(i.key) == "train":
+            for en, fr in i.forms:
+                yield SOURCE, en, fr
+
+
+def held_out(nouns: Sequence[Noun], split: str, size: int = SPLIT_SIZE, seed: int = 1, n: int = 60_000) -> list[tuple[Instance, str, str]]:
+    """A held-out split: one form of each of ``size`` instances of ``split`` ("valid" or "test"),
+    the frames taken in turn (a frame with many instances, such as "there is", does not crowd out
+    the others), in the order of their keys' hash."""
+    rng = random.Random(seed)
+    by_frame: dict[str, list[tuple[Instance, str, str]]] = {}
+    for i in instances(nouns, n, seed):
+        if split_of(i.key) == split:
+            by_frame.setdefault(i.frame, []).append((i, *rng.choice(i.forms)))
+    # (which instances a frame gives, by one hash; their order in the split, by another)
+    queues = [sorted(rows, key=lambda r: _bucket("pick|" + r[0].key)) for _, rows in sorted(by_frame.items())]
+    seen_en: set[str] = set()
+    out: list[tuple[Instance, str, str]] = []
+    while len(out) < size and any(queues):
+        for q in queues:
+            while q and q[0][1] in seen_en:
+                q.pop(0)
+            if q and len(out) < size:
+                seen_en.add(q[0][1])
+                out.append(q.pop(0))
+    return sorted(out, key=lambda r: _bucket("order|" + r[0].key))
+
+
+def nouns(lexicon: SentenceLexicon) -> list[Noun]:
+    """The lexicon's common nouns learnt both ways (a one-way noun would teach its other direction)."""
+    return [n for n in lexicon.common if n.direction == "both"]
+
+
+def write_splits(nouns: Sequence[Noun], splits_dir: Path, rewrite: bool = False) -> list[Path]:
+    """``{valid,test}.conv.en-fr.tsv`` and their words (``{valid,test}.conv.words.tsv``: the frame,
+    the English, the words an English and a French translation must hold) where none is committed
+    (``rewrite``: over it too); the paths written."""
+    written = []
+    for split in ("valid", "test"):
+        pairs, words = splits_dir / f"{split}.conv.en-fr.tsv", splits_dir / f"{split}.conv.words.tsv"
+        if pairs.exists() and words.exists() and not rewrite:
+            continue
+        rows = held_out(nouns, split)
+        pairs.write_text("".join(f"{en}\t{fr}\n" for _, en, fr in rows), encoding="utf-8")
+        head = "# frame\tEnglish\tEnglish words\tFrench words (| separates the words a correct translation holds; / separates alternatives; * ends a prefix)\n"
+        words.write_text(head + "".join(f"{i.frame}\t{en}\t{'|'.join(i.en_words)}\t{'|'.join(i.fr_words)}\n" for i, en, _ in rows), encoding="utf-8")
+        written += [pairs, words]
+    return written

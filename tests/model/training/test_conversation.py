@@ -1,0 +1,139 @@
+"""The conversation frames (constructions that differ between English and French) and the
+sentences whose names and code stay as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from test_daily import _dictd  # (this directory is on sys.path)
+
+from rendition.model.training.corpus import build, conversation, verbatim
+from rendition.model.training.corpus.lexicon import Noun
+from rendition.model.training.data import SPLITS_DIR, normalise, read_tsv
+from rendition.model.training.evaluate import has_word, read_words
+
+NOUNS = [
+    Noun("umbrella", "parapluie", "m", "object", True, 40), Noun("bread", "pain", "m", "food", True, 30, countable=False),
+    Noun("apple", "pomme", "f", "food", True, 30), Noun("cat", "chat", "m", "animal", True, 30), Noun("garden", "jardin", "m", "place", True, 30),
+    Noun("table", "table", "f", "furniture", True, 30), Noun("coat", "manteau", "m", "clothing", True, 30), Noun("orange", "orange", "f", "food", True, 35),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def instances() -> list[conversation.Instance]:
+    return list(conversation.instances(NOUNS, 12_000, seed=0))
+
+
+@pytest.fixture(scope="module")
+def forms(instances: list[conversation.Instance]) -> set[tuple[str, str]]:
+    return {f for i in instances for f in i.forms}
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("I am hungry.", "J'ai faim."),
+        ("It has been raining since this morning.", "Il pleut depuis ce matin."),
+        ("Can I pay by card?", "Est-ce que je peux payer par carte ?"),
+        ("I'll call you back in ten minutes.", "Je te rappelle dans dix minutes."),
+        ("What time does the shop close on Saturdays?", "À quelle heure le magasin ferme-t-il le samedi ?"),
+        ("How long have you lived here?", "Depuis combien de temps habitez-vous ici ?"),
+        ("She left ten minutes ago.", "Elle est partie il y a dix minutes."),
+        ("I have just eaten.", "Je viens de manger."),
+        ("We are going to the cinema tonight, do you want to come?", "On va au cinéma ce soir, tu veux venir ?"),
+        ("I'm hungry, what are we eating?", "J'ai faim, on mange quoi ?"),
+        ("Is there any bread on the table?", "Y a-t-il du pain sur la table ?"),
+        ("There are no apples in the garden.", "Il n'y a pas de pommes dans le jardin."),
+        ("She doesn't drink any more.", "Elle ne boit plus."),
+        ("Marie has been waiting for an hour.", "Marie attend depuis une heure."),
+    ],
+)
+def test_frames_realise_the_construction_both_ways(forms: set[tuple[str, str]], pair: tuple[str, str]) -> None:
+    assert pair in forms
+
+
+def test_a_question_comes_three_ways_with_one_english(instances: list[conversation.Instance]) -> None:
+    (inst,) = [i for i in instances if i.key == "state|tu|faim|question"]
+    assert sorted(inst.forms) == [("Are you hungry?", "As-tu faim ?"), ("Are you hungry?", "Est-ce que tu as faim ?"), ("Are you hungry?", "Tu as faim ?")]
+    assert conversation.question_forms(conversation.PEOPLE[0], "part", "", "quand")[-1] == "quand Marie part-elle  ?"
+
+
+def test_french_elides_contracts_and_agrees(forms: set[tuple[str, str]]) -> None:
+    french = [fr for _, fr in forms]
+    assert not [f for f in french if re.search(r"(?i)(?<![\w-])(je|ne|de|que|me|te|se) [aeiouéèêh]", f)]
+    assert not [f for f in french if re.search(r"\b(à|de) les? ", f)]
+    assert not [f for f in french if re.search(r"\b(a|va|aime|ferme)-(il|elle|on)\b", f)]  # "a-t-il", never "a-il"
+    # the participle of an être verb agrees with a feminine or plural subject
+    for fr in french:
+        if m := re.match(r"(Elle|Elles|Marie|Claire|Sophie) (?:est|sont) (parti|arrivé|rentré|sorti|venu|allé)(\w*) ", fr):
+            assert m.group(3) == ("es" if m.group(1) == "Elles" else "e"), fr
+    sleeping = [(en, fr) for en, fr in forms if re.fullmatch(r"\w+ (was|were) sleeping when (Marie|Claire|Sophie|Anna|Léa) left\.", en)]
+    assert sleeping and all(re.search(r" dormai(s|t|ent) quand \w+ est partie\.$", fr) for _, fr in sleeping)  # imparfait, then passé composé
+    assert conversation.elide("je ai vu de le pain à les enfants si il vient") == "j'ai vu du pain aux enfants s'il vient"
+
+
+def test_english_uses_do_support_and_the_present_perfect(forms: set[tuple[str, str]]) -> None:
+    for en, fr in forms:
+        if re.match(r"Depuis combien de temps \w+-(tu|vous) ", fr):
+            assert en.startswith("How long have you "), (en, fr)
+        if re.match(r"(Il|Elle) (?!pleut|neige)\w+ depuis (une|deux|trois|quatre) heures?\.$", fr):
+            assert re.match(r"(He|She) has been \w+ing for ", en), (en, fr)
+        if re.match(r"(?!Ça)\w+ ne \w+ rien\.$", fr):
+            assert re.search(r"\b(don't|doesn't) \w+ anything\.$", en), (en, fr)
+
+
+def test_every_pair_has_the_words_of_its_construction(instances: list[conversation.Instance]) -> None:
+    for i in instances:
+        for en, fr in i.forms:
+            assert all(has_word(en, w) for w in i.en_words), (en, i.en_words)
+            assert all(has_word(fr, w) for w in i.fr_words), (fr, i.fr_words)
+
+
+def test_held_out_instances_never_train(instances: list[conversation.Instance]) -> None:
+    split = {i.key: conversation.split_of(i.key) for i in instances}
+    assert 0.02 < sum(s != "train" for s in split.values()) / len(split) < 0.06
+    train = {(en, fr) for _, en, fr in conversation.corpus_rows(NOUNS, 12_000, seed=0)}
+    held = {f for i in instances if split[i.key] != "train" for f in i.forms}
+    assert train and held and not train & held
+    test = conversation.held_out(NOUNS, "test", size=50, n=12_000)
+    assert len(test) == 50 and all(conversation.split_of(i.key) == "test" for i, _, _ in test)
+    assert len({i.frame for i, _, _ in test}) >= 8  # the split mixes the frames
+
+
+def test_committed_conversational_splits_have_their_words_and_stay_out_of_training() -> None:
+    for split in ("valid", "test"):
+        pairs = read_tsv(SPLITS_DIR / f"{split}.conv.en-fr.tsv")
+        words = read_words(SPLITS_DIR / f"{split}.conv.words.tsv")
+        assert len(pairs) == conversation.SPLIT_SIZE and set(words) == {p.src for p in pairs}
+        assert len({w[0] for w in words.values()}) >= 15  # frames
+        for p in pairs:
+            cat, en_words, fr_words = words[p.src]
+            assert all(has_word(p.src, w) for w in en_words) and all(has_word(p.tgt, w) for w in fr_words), p
+    held = {normalise(p.src) for s in ("valid", "test") for p in read_tsv(SPLITS_DIR / f"{s}.conv.en-fr.tsv")}
+    rows = [(src, en, fr) for src, en, fr in conversation.corpus_rows(NOUNS, 12_000, seed=0)]
+    splits, _ = build.split(rows, SPLITS_DIR)
+    assert not [r for r in splits["train"] if normalise(r[1]) in held]
+
+
+def test_names_and_code_are_the_same_on_both_sides() -> None:
+    import random
+
+    rng = random.Random(0)
+    for template in verbatim.TEMPLATES:
+        en, fr, values = verbatim.fill(template, rng)
+        assert values and all(v in en and v in fr for v in values.values()), (en, fr)
+    rows = list(verbatim.corpus_rows(2000))
+    assert len(rows) == 2000 and len({en for _, en, _ in rows}) == 2000
+    assert any("C:\\Users\\" in en and "C:\\Users\\" in fr for _, en, fr in rows)
+    assert any(re.search(r"\w@\w", fr) for _, _, fr in rows)
+
+
+def test_dictionary_rows_that_translate_a_first_name_are_left_out(tmp_path: Path) -> None:
+    assert verbatim.maps_name("Peter", "Pierre") and verbatim.maps_name("William", "Guillaume") and verbatim.maps_name("Stephen", "Étienne")
+    assert not verbatim.maps_name("stone", "pierre") and not verbatim.maps_name("Pierre", "Pierre") and not verbatim.maps_name("London", "Londres")
+    d = tmp_path / "usr" / "share" / "dictd"
+    d.mkdir(parents=True)
+    _dictd(d, "fra-eng", {"Pierre": ["Peter"], "pierre": ["stone"], "Guillaume": ["William"], "chat": ["cat"]})
+    assert sorted(build.dictionary_rows(tmp_path)) == [("dict", "cat", "chat"), ("dict", "stone", "pierre")]
