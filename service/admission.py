@@ -45,11 +45,11 @@ from rendition.service.errors import APIError, invalid
 from rendition.service.settings import Settings
 
 UNSUPPORTED_SHARE = 0.5  # without byte fallback: a text with more <unk> pieces than this is refused
-OUTPUT_MARGIN = 1.25  # a sentence is expected to run up to this x the measured steps per source token
+OUTPUT_MARGIN = 1.1  # a sentence is expected to run up to this x the measured steps per source token
 RATIO_WEIGHT_TOKENS = 10000  # source tokens of finished sentences over which the measured ratio moves by ~63%
 RATE_WEIGHT_UNITS = 131_072  # units of busy decoding steps over which the measured rate moves by ~63% (8-16 steps)
 RATE_SAMPLE_RANGE = 2.0  # one step's rate counts as at most this x, at least 1 / this x the average (a stall is no trend)
-BUDGET_SHARE = 0.5  # the ledger admits expected work up to this share of the request timeout (the rest: estimate error)
+BUDGET_SHARE = 0.75  # the ledger admits expected work up to this share of the request timeout (the rest: estimate error)
 Pair = tuple[str, str]
 
 
@@ -130,7 +130,6 @@ class Ledger:
 
     def __init__(self, timeout_s: float, rate: ServiceRate | None = None, start_ratio: float = 1.0,
                  on_ratio: Callable[[Pair, float], None] | None = None):  # fmt: skip
-        self.timeout_s = timeout_s
         self.budget_s = BUDGET_SHARE * timeout_s
         self.rate = rate or ServiceRate(4e-5)
         self.in_flight_units = 0
@@ -154,25 +153,33 @@ class Ledger:
         per_request = min(self.sentences[model], max_queue / 2)  # (larger requests are queued in halves)
         return self.requests[model] * per_request >= max_queue + max_batch
 
+    def expected_s(self, pending: int = 0) -> float:
+        """Seconds of the work in flight and of ``pending`` requests past the gate and not admitted
+        yet, at the mean admitted request's units."""
+        return (self.in_flight_units + pending * self.request_units) * self.rate.value
+
     def full(self, pending: int = 0) -> bool:
-        """The work in flight, and ``pending`` requests past the gate and not admitted yet at the
-        mean request's units, fill the budget (in a burst, the gate refuses what admission would)."""
-        return (self.in_flight_units + pending * self.request_units) * self.rate.value >= self.budget_s
+        """``expected_s(pending)`` fills the budget (in a burst, the gate refuses what admission would)."""
+        return self.expected_s(pending) >= self.budget_s
 
     def pending(self, model: str) -> int:
         """Translation requests past the gate that hold no units yet (parsing, tokenizing)."""
         return max(0, self.requests[model] - self.entries)
 
-    def retry_after(self) -> int:
-        return max(1, math.ceil(min(self.in_flight_s, self.budget_s) / 2))
+    def retry_after(self, seconds: float) -> int:
+        return max(1, math.ceil(min(seconds, self.budget_s) / 2))
 
-    def overloaded(self) -> APIError:
+    def overloaded(self, pending: int = 0) -> APIError:
+        """The 429 for work that would overflow the budget (``pending``: see ``expected_s``)."""
+        seconds = self.expected_s(pending)
+        retry = self.retry_after(seconds)
+        where = f"in flight and in {pending} requests being read" if pending else "in flight"
         return APIError(
             429,
-            f"the server has {self.in_flight_s:.1f} s of expected work in flight (the limit is {self.budget_s:g} s, "
-            f"{BUDGET_SHARE:g} of the request timeout, RENDITION_REQUEST_TIMEOUT_S); retry in {self.retry_after()} s",
+            f"the server has {seconds:.1f} s of expected work {where} (the limit is {self.budget_s:g} s, "
+            f"{BUDGET_SHARE:g} of the request timeout, RENDITION_REQUEST_TIMEOUT_S); retry in {retry} s",
             kind="overloaded",
-            headers={"Retry-After": str(self.retry_after())},
+            headers={"Retry-After": str(retry)},
         )
 
     def expected_lengths(self, src_lens: Sequence[int], out_limits: Sequence[int], pair: Pair) -> list[int]:

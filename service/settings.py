@@ -79,7 +79,7 @@ class Settings(BaseSettings):
     decode_unit_s: float = Field(4.0e-5, gt=0)
     # the ledger of admitted work (429 while it fills request_timeout_s) counts what work really costs:
     # wall seconds per unit with the translator busy, measured on the decoding steps (this is the value
-    # until the first busy steps; docs/reliability.md), and each sentence's expected output, 1.25 x the
+    # until the first busy steps; docs/reliability.md), and each sentence's expected output, 1.1 x the
     # output/source token ratio measured per language pair (this is the value until sentences finish)
     service_unit_s: float = Field(1.0e-5, gt=0)
     output_ratio: float = Field(1.3, gt=0)
