@@ -10,9 +10,11 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     sentences of the DDTP test split, ``--in-flight`` (64) at a time (httpx.AsyncClient, closed
     loop), against one in-process ``Translator.core`` call, in this script's process while the
     server idles, on the same sentences (split as the service splits them) with the route's
-    defaults (beam 4, length penalty 1.0, max_length 256).  efficiency = in-process seconds / HTTP
-    seconds (``--reference scheduler``: the in-process call runs on the step-level scheduler at
-    ``--workers`` x ``--threads``, the layout given to the server).  Beside it, the same closed loop
+    defaults (beam 4, length penalty 1.0, max_length 256), on the server's compute type and K/V
+    cache type (read from ``/v1/models``).  efficiency = in-process seconds / HTTP seconds.  The
+    in-process call runs on the step-level scheduler at the server's layout (``--workers`` x
+    ``--threads``, or the same automatic choice); ``--reference core`` runs it as one batch search
+    on all cores instead.  Beside it, the same closed loop
     in-process (each request a ticket of the scheduler at the server's layout, ``--in-flight`` at a
     time, no HTTP): its seconds / HTTP seconds is HTTP's own share of the loss, the rest is what
     the in-flight limit and the drain at the end cost any server.  Also the requests' p50/p99
@@ -34,8 +36,8 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
 Thread layout: ``--workers`` / ``--threads`` are passed to the server as
 ``RENDITION_TRANSLATION_WORKERS`` / ``RENDITION_WORKER_THREADS`` (the serving engine's settings);
 left out, the server runs on its defaults; ``--env NAME=VALUE ...`` sets any other setting.  The
-in-process reference uses torch's default thread count (all cores).  One table, then one JSON
-line.  Requests that fail are counted and reported, never dropped from the figures silently.
+in-process references start from torch's default thread count (all cores), as the server does.
+One table, then one JSON line.  Requests that fail are counted and reported, never dropped from the figures silently.
 """
 
 from __future__ import annotations
@@ -150,12 +152,19 @@ def route_options():
 _TORCH_THREADS: int | None = None  # torch's default thread count, read on the first in-process call
 
 
+def server_translator(url: str) -> dict:
+    """The served translator's details (``/v1/models``): its compute type and K/V cache type."""
+    models = httpx.get(f"{url}/v1/models", timeout=10).json()["data"]
+    return next(m for m in models if m.get("task") == "translation")
+
+
 def in_process_seconds(
-    texts: list[str], reference: str, workers: int, threads: int, rounds: int = 1, in_flight: int = 0
+    texts: list[str], reference: str, workers: int, threads: int, kinds: dict, rounds: int = 1, in_flight: int = 0
 ) -> float:
-    """One ``Translator.core`` call on the sentences the service would run for ``texts``: the batch
-    path (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto);
-    the fastest of ``rounds`` calls.  ``in_flight`` > 0: instead of one call, the scheduler runs the
+    """One ``Translator.core`` call on the sentences the service would run for ``texts``, on the
+    server's compute type and K/V cache type (``kinds``: ``server_translator``): the batch path
+    (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto); the
+    fastest of ``rounds`` calls.  ``in_flight`` > 0: instead of one call, the scheduler runs the
     requests as (a)'s closed loop does, each a ticket of its own and ``in_flight`` at a time, without HTTP."""
     import torch
 
@@ -165,7 +174,8 @@ def in_process_seconds(
     global _TORCH_THREADS
     _TORCH_THREADS = _TORCH_THREADS or torch.get_num_threads()
     torch.set_num_threads(_TORCH_THREADS)  # a second call: this function left the pool at 1 thread
-    tr = Translator.from_pretrained(device="cpu")
+    tr = Translator.from_pretrained(device="cpu", compute_type=kinds["compute_type"], kv_cache_dtype=kinds["kv_cache_dtype"])
+    assert tr.compute_type == kinds["compute_type"], (tr.compute_type, kinds)
     if reference == "scheduler" or in_flight:
         tr.start_workers(workers, threads)
     requests = [tr.preprocess(segment.split(t, "en").sentences, "fr") for t in texts]
@@ -219,10 +229,11 @@ def http_efficiency(
     either can swing by a third)."""
     asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
                          max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
-    local = in_process_seconds(texts, *reference, rounds=rounds)
+    kinds = server_translator(url)
+    local = in_process_seconds(texts, *reference, kinds, rounds=rounds)
     # The same closed loop in-process (the scheduler at the server's layout, no HTTP): what the
     # in-flight limit and the drain at the end cost, apart from HTTP's own share.
-    loop = in_process_seconds(texts, "scheduler", *reference[1:], rounds=rounds, in_flight=in_flight)
+    loop = in_process_seconds(texts, "scheduler", *reference[1:], kinds, rounds=rounds, in_flight=in_flight)
     h0 = histogram_sums(url)
     res = None
     for _ in range(rounds):
@@ -232,7 +243,8 @@ def http_efficiency(
             res = run
     means = histogram_means(h0, histogram_sums(url))
     out = latencies(res)
-    return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "in_process_s": round(local, 3),
+    return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "compute_type": kinds["compute_type"],
+                  "kv_cache_dtype": kinds["kv_cache_dtype"], "in_process_s": round(local, 3),
                   "efficiency": round(local / res.seconds, 3),
                   "in_process_loop_s": round(loop, 3), "http_share": round(loop / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
                   "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
@@ -327,7 +339,8 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
     print(f"{'measurement':<58}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  other")
     rows = [
         (f"(a) {a['n']} requests, {a['in_flight']} in flight", a,
-         f"HTTP {a['seconds']:.2f} s vs in-process {a['in_process_s']:.2f} s: efficiency {a['efficiency']:.2f}"
+         f"HTTP {a['seconds']:.2f} s vs in-process ({a['reference']}) {a['in_process_s']:.2f} s, both"
+         f" {a['compute_type']}: efficiency {a['efficiency']:.2f}"
          f" (the same closed loop in-process {a['in_process_loop_s']:.2f} s: HTTP's share {a['http_share']:.2f});"
          f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
          f" {a['mean_compute_ms']} ms"),
@@ -365,8 +378,8 @@ def main() -> None:
         help="more server settings, e.g. RENDITION_TORCH_THREADS=1",
     )
     p.add_argument("--n", type=int, default=256, help="(a) requests")
-    p.add_argument("--reference", choices=["core", "scheduler"], default="core",
-                   help="(a) in-process: the batch path, or the scheduler at --workers x --threads")  # fmt: skip
+    p.add_argument("--reference", choices=["scheduler", "core"], default="scheduler",
+                   help="(a) in-process: the scheduler at the server's layout, or one batch search")  # fmt: skip
     p.add_argument("--in-flight", type=int, default=64, help="concurrent translation requests in (a), (b) and (c)")
     p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
     p.add_argument("--seconds", type=float, default=30.0, help="(b) arrivals per load level")

@@ -31,7 +31,7 @@ from rendition.model.translation.scheduler import worker_layout
 from rendition.model.translation.translator import Translator
 from rendition.model.weights import resolve_device
 from rendition.service import connections, errors, readiness, tracing
-from rendition.service.admission import Ledger
+from rendition.service.admission import Ledger, ServiceRate
 from rendition.service.batcher import Batcher
 from rendition.service.deps import AppState
 from rendition.service.engines import (
@@ -56,6 +56,16 @@ def version() -> str:
         return metadata.version("rendition")
     except metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+def ledger(s: Settings, metrics: Metrics) -> Ledger:
+    """The admission ledger, its measured rate and ratios exported as gauges."""
+    rate = ServiceRate(s.service_unit_s, busy_units=s.max_batch_tokens // 8)
+    out = Ledger(s.request_timeout_s, rate, s.output_ratio,
+                 on_ratio=lambda pair, r: metrics.admission_output_ratio.labels("-".join(pair)).set(r))  # fmt: skip
+    metrics.admission_unit_seconds.set_function(lambda: rate.value)
+    metrics.admission_in_flight_seconds.set_function(lambda: out.in_flight_s)
+    return out
 
 
 def _set_threads(s: Settings) -> None:
@@ -126,7 +136,7 @@ async def _start(
         state.queues["translator"] = TranslationQueue(
             "translator", state.translator, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
             max_batch_size=s.max_batch_size, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
-            nice=s.worker_nice,
+            nice=s.worker_nice, rate=state.ledger.rate,
         )  # fmt: skip
     if state.encoder is not None:
         # Embeddings never wait behind a translation: their batches run on a thread of their own.
@@ -172,7 +182,7 @@ def create_app(
     # down; docs/experiments.md).
     model_thread = ThreadPoolExecutor(1, thread_name_prefix="rendition-model", initializer=_set_loader_threads)
     state = AppState(settings=settings, metrics=metrics, model_thread=model_thread)
-    state.ledger = Ledger(settings.request_timeout_s)
+    state.ledger = ledger(settings, metrics)
     try:
         dev = resolve_device(settings.device)
         state.device, state.dtype = str(dev), dtype_name(resolve_dtype(settings.dtype, dev))

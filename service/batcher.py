@@ -47,6 +47,7 @@ class _Job:
     results: list[Any]
     remaining: int
     cancelled: bool = False
+    progress: Callable[[int, int], None] | None = None
     trace: Any = field(default_factory=tracing.capture)  # the request's trace context (rendition.service.tracing)
 
 
@@ -108,9 +109,15 @@ class Batcher:
             log.error("batcher worker died", exc_info=task.exception(), extra={"model": self.name})
 
     async def submit(
-        self, payloads: Sequence[Any], costs: Sequence[int], key: Hashable, tokens: Sequence[int] | None = None
+        self,
+        payloads: Sequence[Any],
+        costs: Sequence[int],
+        key: Hashable,
+        tokens: Sequence[int] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[Any]:
-        """Queue the sentences of one request; return their results in order.
+        """Queue the sentences of one request; return their results in order (``progress(i, 1)``
+        as each is done: one model pass).
 
         Raises ``QueueFull`` at once when they do not fit, ``BatchFailed`` when their batch raised.
         Cancelling the awaiting task drops the sentences that have not started running."""
@@ -120,7 +127,7 @@ class Batcher:
             return []
         if len(self._queue) + len(payloads) > self.max_queue:
             raise QueueFull(self.name, self.retry_after())
-        job = _Job(asyncio.get_running_loop().create_future(), [None] * len(payloads), len(payloads))
+        job = _Job(asyncio.get_running_loop().create_future(), [None] * len(payloads), len(payloads), progress=progress)
         tokens = costs if tokens is None else tokens
         now = time.perf_counter()
         for i, (p, c, t) in enumerate(zip(payloads, costs, tokens)):
@@ -238,6 +245,8 @@ class Batcher:
                 continue  # cancelled or already failed
             job.results[it.index] = r
             job.remaining -= 1
+            if job.progress is not None:
+                job.progress(it.index, 1)
             if job.remaining == 0:
                 job.future.set_result(job.results)
 

@@ -208,8 +208,8 @@ class Gate:
             return APIError(
                 429, f"the {model} queue is full; retry in {retry} s", kind="queue_full", headers={"Retry-After": retry}
             )
-        if model == "translator" and ledger.full():
-            return ledger.overloaded()
+        if model == "translator" and ledger.full(pending := ledger.pending(model)):
+            return ledger.overloaded(pending)
         ledger.requests[model] += 1
         scope[_COUNTED] = model
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
@@ -33,7 +34,8 @@ from rendition.service.settings import Settings
 
 log = logging.getLogger("rendition.inference")
 
-Admit = Callable[[Any, list[list[int]]], AbstractContextManager]
+Progress = Callable[[int, int], None]  # sentence i is done after this many model passes (decoding steps)
+Admit = Callable[[Any, list[list[int]]], AbstractContextManager[Progress | None]]
 
 
 async def run(
@@ -42,14 +44,15 @@ async def run(
     """One job through the engine and queue of ``model`` ("translator" / "encoder").
 
     ``admit(engine, ids)``, when given, runs after ``pre`` and before the queue: it may refuse
-    the job (raise) and returns a context held while the job runs (the admission ledger)."""
+    the job (raise) and returns a context held while the job runs (the admission ledger), whose
+    value, when not None, is told of each sentence as the model finishes it."""
     engine: Engine
     engine, queue = engine_or_503(state, model)
     ids = engine.pre(job)
     key = engine.key(job)
     costs = [engine.cost(x, key) for x in ids]
-    with admit(engine, ids) if admit is not None else contextlib.nullcontext():
-        raw = await run_queued(request, settings, queue, ids, costs, key=key, tokens=[len(x) for x in ids])
+    with admit(engine, ids) if admit is not None else contextlib.nullcontext() as progress:
+        raw = await run_queued(request, settings, queue, ids, costs, key=key, tokens=[len(x) for x in ids], progress=progress)
     return engine.post(job, ids, raw)
 
 
@@ -100,14 +103,20 @@ async def _submit_in_chunks(
     costs: Sequence[int],
     key: Hashable,
     tokens: Sequence[int] | None,
+    progress: Progress | None,
 ) -> list[Any]:
     if len(payloads) <= max_queue:
-        return await queue.submit(payloads, costs, key, tokens)
+        return await queue.submit(payloads, costs, key, tokens, progress)
     step, out = max(1, max_queue // 2), []
     for i in range(0, len(payloads), step):
         part = slice(i, i + step)
-        out += await queue.submit(payloads[part], costs[part], key, None if tokens is None else tokens[part])
+        shifted = None if progress is None else functools.partial(_shifted, progress, i)
+        out += await queue.submit(payloads[part], costs[part], key, None if tokens is None else tokens[part], shifted)
     return out
+
+
+def _shifted(progress: Progress, offset: int, i: int, steps: int) -> None:
+    progress(offset + i, steps)
 
 
 async def run_queued(
@@ -118,14 +127,15 @@ async def run_queued(
     costs: Sequence[int],
     key: Hashable = None,
     tokens: Sequence[int] | None = None,
+    progress: Progress | None = None,
 ) -> list[Any]:
-    """Queue a request's sentences, wait for their results; map overload/timeout/disconnect/model
+    """Queue a request's sentences, wait for their results (``progress(i, steps)`` as each is done); map overload/timeout/disconnect/model
     errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
     request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
     half the queue, each after the one before has finished."""
     state: AppState = request.app.state.rendition
     state.ledger.observe(queue.name, len(payloads))  # sentences per request, for the gate (rendition.service.connections)
-    work = asyncio.ensure_future(_submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens))
+    work = asyncio.ensure_future(_submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens, progress))
     gone = asyncio.ensure_future(_wait_disconnect(request))
     stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (rendition.service.main)
     done: set = set()

@@ -69,6 +69,23 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
             registry=r,
         )
+        self.admission_unit_seconds = Gauge(
+            "rendition_admission_unit_seconds",
+            "measured wall seconds per unit of translation work (source tokens x rows per decoding step) "
+            "with the translator busy: the rate the admission ledger values its work at",
+            registry=r,
+        )
+        self.admission_in_flight_seconds = Gauge(
+            "rendition_admission_in_flight_seconds",
+            "expected seconds of the translation work admitted and not finished (429 beyond the request timeout)",
+            registry=r,
+        )
+        self.admission_output_ratio = Gauge(
+            "rendition_admission_output_ratio",
+            "measured output tokens per source token of the finished sentences, per language pair",
+            ["pair"],
+            registry=r,
+        )
         self.dropped = Counter(
             "rendition_dropped_sentences", "queued sentences dropped before running", ["model", "reason"], registry=r
         )

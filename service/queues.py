@@ -8,7 +8,7 @@ The errors a ``submit`` raises are the same for both queues, and the facade maps
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Protocol
 
 
@@ -49,9 +49,16 @@ class Queue(Protocol):
         ...
 
     async def submit(
-        self, payloads: Sequence[Any], costs: Sequence[int], key: Hashable, tokens: Sequence[int] | None = None
+        self,
+        payloads: Sequence[Any],
+        costs: Sequence[int],
+        key: Hashable,
+        tokens: Sequence[int] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[Any]:
-        """Queue one request's sentences (token ids) and return their results in order.  Raises
+        """Queue one request's sentences (token ids) and return their results in order;
+        ``progress(i, steps)``, when given, is called on the event loop as sentence ``i`` is done,
+        with the model passes it took (the translator: decoding steps; the encoder: 1).  Raises
         ``QueueFull`` at once when they do not fit, ``BatchFailed`` when the model raised,
         ``BatcherClosed`` while shutting down; cancelling the awaiting task drops the request's
         sentences that are still waiting (and, for the translator, its running ones at the next step)."""

@@ -8,21 +8,26 @@ sentence is done.
 pre-body gate (``rendition.service.connections``) use either.  The queue key is the request's frozen
 ``TranslationOptions``, handed to the scheduler as they are.  A request that goes away
 (disconnect, timeout, drain deadline) is cancelled through its ticket: its sentences not admitted
-yet are dropped at once, its running beams leave at the worker's next step.
+yet are dropped at once, its running beams leave at the worker's next step.  Each sentence the
+search finishes is reported to the request (``submit``'s ``progress``, on the event loop), and each
+decoding step's time and units to the admission's measured service rate
+(``rendition.service.admission.ServiceRate``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler
 from rendition.service import tracing
+from rendition.service.admission import ServiceRate
 from rendition.service.engines import TranslationEngine
 from rendition.service.metrics import Metrics
 from rendition.service.queues import BatcherClosed, BatchFailed, QueueFull
@@ -31,18 +36,22 @@ log = logging.getLogger("rendition.scheduler")
 
 
 class MetricsObserver:
-    """The scheduler's reports as Prometheus metrics (``rendition.service.metrics``), and a running mean of
-    a sentence's compute time (for Retry-After)."""
+    """The scheduler's reports as Prometheus metrics (``rendition.service.metrics``), a running mean of
+    a sentence's compute time (for Retry-After) and the measured service rate (``rate``)."""
 
-    def __init__(self, metrics: Metrics | None, model: str):
-        self.m, self.model = metrics, model
+    def __init__(self, metrics: Metrics | None, model: str, rate: ServiceRate | None = None):
+        self.m, self.model, self.rate = metrics, model, rate
         self.sentence_s = 0.05
 
     def admitted(self, queued_s: float) -> None:
         if self.m:
             self.m.queue_wait.labels(self.model).observe(queued_s)
 
-    def stepped(self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float) -> None:
+    def stepped(
+        self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float, units: int, period: float
+    ) -> None:
+        if self.rate is not None:
+            self.rate.step(units, period)
         if self.m:
             w = str(worker)
             self.m.running_sentences.labels(w).set(sentences)
@@ -57,6 +66,16 @@ class MetricsObserver:
         if self.m:
             self.m.generated_tokens.inc(tokens)
             self.m.compute_seconds.labels(self.model).observe(compute_s)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[int, int], None]) -> Callable[[int, int], None]:
+    """``callback`` called on ``loop`` from a worker's thread (nothing once the loop has closed)."""
+
+    def call(i: int, steps: int) -> None:
+        with contextlib.suppress(RuntimeError):  # (the loop closed: nobody waits for the report)
+            loop.call_soon_threadsafe(callback, i, steps)
+
+    return call
 
 
 class TranslationQueue:
@@ -76,13 +95,17 @@ class TranslationQueue:
         metrics: Metrics | None = None,
         delay_ms: float = 0.0,
         nice: int = 0,
+        rate: ServiceRate | None = None,
     ):
+        """``rate``: the admission's service rate, measured on this queue's decoding steps."""
         self.name = name
         self.engine = engine
         self.max_queue = max_queue
         self.max_batch_size = max_batch_size  # sentences running per worker
         self.metrics = metrics
-        self.observer = MetricsObserver(metrics, name)
+        self.observer = MetricsObserver(metrics, name, rate)
+        if rate is not None:
+            rate.workers = workers
         translator = engine.translator
         self.scheduler = TranslationScheduler(
             translator.backend, workers=workers, threads=threads, max_sentences=max_batch_size,
@@ -115,7 +138,10 @@ class TranslationQueue:
         costs: Sequence[int],
         key: TranslationOptions,
         tokens: Sequence[int] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[Any]:
+        """``progress(i, steps)`` is called on the event loop as sentence ``i`` is done, with the
+        decoding steps it took part in."""
         if self._closing:
             raise BatcherClosed(f"the {self.name} queue is shutting down")
         if not payloads:
@@ -126,7 +152,8 @@ class TranslationQueue:
         if m:
             m.input_tokens.labels(self.name).inc(sum(len(p) for p in payloads) if tokens is None else sum(tokens))
         trace = tracing.capture()
-        ticket = self.scheduler.submit(list(payloads), key)
+        on_result = None if progress is None else _on_loop(asyncio.get_running_loop(), progress)
+        ticket = self.scheduler.submit(list(payloads), key, on_result)
         self._set_depth()
         try:
             out = await asyncio.wrap_future(ticket.future)

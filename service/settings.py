@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     # estimate alone exceeds request_timeout_s is refused at once (422), and new work is refused (429)
     # while the estimates of the work admitted and not finished exceed it
     decode_unit_s: float = Field(4.0e-5, gt=0)
+    # the ledger of admitted work (429 while it fills request_timeout_s) counts what work really costs:
+    # wall seconds per unit with the translator busy, measured on the decoding steps (this is the value
+    # until the first busy steps; docs/reliability.md), and each sentence's expected output, 1.1 x the
+    # output/source token ratio measured per language pair (this is the value until sentences finish)
+    service_unit_s: float = Field(1.0e-5, gt=0)
+    output_ratio: float = Field(1.3, gt=0)
     min_max_length: int = Field(4, ge=1)  # a request's max_length below this is a 422 (no room for an answer)
     batch_delay_ms: float = Field(0.0, ge=0)  # testing aid (a slow model): a pause before every encoder batch and whenever sentences join a translation worker
 

@@ -184,9 +184,10 @@ async def translate_texts(
         return admit_units(engine, ids)
 
     def admit_units(engine: TranslationEngine, ids: list[list[int]]):
-        limits = max_output_lengths([len(x) for x in ids], opts)
-        units = admission.translation_units([len(x) for x in ids], opts.rows, limits)
-        return state.ledger.admit(admission.check_alone(units, settings))
+        lens = [len(x) for x in ids]
+        limits = max_output_lengths(lens, opts)
+        admission.check_alone(admission.translation_units(lens, opts.rows, limits), settings)
+        return state.ledger.admit(lens, opts.rows, limits, (source, target))
 
     first_error: TranslationTooLong | None = None
     try:

@@ -16,7 +16,13 @@ worker is refilled once ``max_sentences / 8`` places are free, so that under loa
 several at a time (one encoder pass, one cache join).  The next sentence admitted is always one of
 the request with the fewest sentences running, oldest first: a one-sentence request waits for one
 free place, never for a heavy request's whole batch.  A sentence's result is answered the step it
-is done.
+is done, and each of its sentences is reported the step it is done, with the decoding steps it took
+part in (``Ticket.on_result``).
+
+A step's work is counted in units (``step_units``): per sentence in it, its source tokens (at least
+``MIN_SOURCE_TOKENS``: a step has a part that does not grow with the source, the decoder layers and
+the output layer) x its rows; the observer gets them with the step's time and its wall period (since
+the worker's previous step: what the worker spends per step, admissions and waits for a core included).
 
 ``workers`` x ``threads`` is CTranslate2's inter_threads x intra_threads: with one core per worker,
 two single-threaded workers keep both cores busy where one two-threaded worker leaves them idle
@@ -29,6 +35,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -39,6 +46,8 @@ from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.search import BeamSearch, Hypothesis, Seq2Seq
 
 log = logging.getLogger("rendition.scheduler")
+
+MIN_SOURCE_TOKENS = 32  # a decoding step's work per row counts the source as at least this long
 
 
 def worker_layout(workers: int = 0, threads: int = 0, cores: int = 0, device: str = "cpu") -> tuple[int, int]:
@@ -60,7 +69,11 @@ class Observer(Protocol):
 
     def admitted(self, queued_s: float) -> None: ...  # a sentence joins a search after waiting this long
 
-    def stepped(self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float) -> None: ...
+    # a decoding step: its sentences, rows, cache size, time, work (``step_units``) and wall period (the
+    # seconds since the worker's previous step ended, what ran between included; after an idle wait: ``seconds``)
+    def stepped(
+        self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float, units: int, period: float
+    ) -> None: ...
 
     def finished(self, tokens: int, compute_s: float) -> None: ...  # a sentence done: its tokens, time in a search
 
@@ -70,7 +83,9 @@ class Ticket:
     """One request's sentences in the scheduler; ``future`` resolves to their n-best lists.
     ``cancel()`` drops them (see ``TranslationScheduler.cancel``); ``stats`` counts the decoding
     steps its sentences took part in (per worker, a step counted once however many of them it
-    ran) and the largest cache they ran in."""
+    ran) and the largest cache they ran in.  ``on_result(i, steps)``, when given, is called (on the
+    worker's thread) the step sentence ``i`` is done, with the decoding steps it took part in,
+    before ``future`` resolves."""
 
     sources: list[list[int]]
     opts: TranslationOptions
@@ -84,9 +99,12 @@ class Ticket:
     cancelled: bool = False
     submitted: float = field(default_factory=time.perf_counter)
     started: list[float] = field(default_factory=list)  # per admitted sentence: when it joined
+    on_result: Callable[[int, int], None] | None = None
+    steps: list[int] = field(default_factory=list)  # per sentence: the decoding steps it took part in
 
     def __post_init__(self) -> None:
         self.results = [None] * len(self.sources)
+        self.steps = [0] * len(self.sources)
         self.remaining = len(self.sources)
 
     @property
@@ -108,6 +126,7 @@ class _Worker:
         self.searches: dict[TranslationOptions, BeamSearch] = {}
         self.owned: dict[tuple[Ticket, int], BeamSearch] = {}  # sentence -> its search
         self.cost = 0  # source tokens x beams of the sentences in its searches
+        self.last_end: float | None = None  # when its previous step ended (None: it has waited idle since)
         self.thread: threading.Thread | None = None
 
 
@@ -147,11 +166,13 @@ class TranslationScheduler:
             w.thread.start()
 
     # -- the caller's side ------------------------------------------------------------------------
-    def submit(self, sources: list[list[int]], opts: TranslationOptions) -> Ticket:
-        """Queue one request's sentences (token ids with the target tag and </s>)."""
+    def submit(
+        self, sources: list[list[int]], opts: TranslationOptions, on_result: Callable[[int, int], None] | None = None
+    ) -> Ticket:
+        """Queue one request's sentences (token ids with the target tag and </s>); ``on_result``: see ``Ticket``."""
         if self.kv_cache_dtype is not None and opts.kv_cache_dtype is None:
             opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)
-        ticket = Ticket([list(s) for s in sources], opts, self)
+        ticket = Ticket([list(s) for s in sources], opts, self, on_result=on_result)
         if not sources:
             ticket.future.set_result([])
             return ticket
@@ -261,6 +282,7 @@ class TranslationScheduler:
                 while not w.owned:
                     if self._closing and not self._waiting:
                         return
+                    w.last_end = None
                     self._cond.wait()
                     self._drop_cancelled(w)
                     joined += self._admit(w)
@@ -272,7 +294,11 @@ class TranslationScheduler:
 
     def _step(self, w: _Worker, search: BeamSearch) -> None:
         start = time.perf_counter()
-        tickets = {t for (t, _), s in w.owned.items() if s is search}  # (only this thread changes w.owned)
+        mine = [sentence for sentence, s in w.owned.items() if s is search]  # (only this thread changes w.owned)
+        tickets = {t for t, _ in mine}
+        units = step_units(mine)
+        for t, i in mine:
+            t.steps[i] += 1
         try:
             done = search.step()
         except Exception as e:  # fail the requests with sentences in this search; start it afresh
@@ -301,8 +327,10 @@ class TranslationScheduler:
             t.stats.decode_steps += 1
             t.stats.kv_cache_bytes = max(t.stats.kv_cache_bytes, cache_bytes)
         if self.observer:
-            self.observer.stepped(w.index, search.live, search.cache.batch_size, cache_bytes, now - start)
-        complete = []
+            period = now - (start if w.last_end is None else w.last_end)
+            self.observer.stepped(w.index, search.live, search.cache.batch_size, cache_bytes, now - start, units, period)
+        w.last_end = now
+        complete, reported = [], []
         with self._cond:
             for (ticket, i), hyps in done:
                 if (ticket, i) not in w.owned:
@@ -312,10 +340,20 @@ class TranslationScheduler:
                     continue
                 ticket.results[i] = hyps
                 ticket.remaining -= 1
+                if ticket.on_result is not None:
+                    reported.append((ticket, i))
                 if self.observer:
                     self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, now - ticket.started[i])
                 if ticket.remaining == 0:
                     complete.append(ticket)
+        for ticket, i in reported:
+            ticket.on_result(i, ticket.steps[i])
         for ticket in complete:
             if not ticket.future.done():
                 ticket.future.set_result(ticket.results)
+
+
+def step_units(sentences: list[tuple[Ticket, int]]) -> int:
+    """The work of a decoding step over these sentences: source tokens (at least
+    MIN_SOURCE_TOKENS) x rows, summed."""
+    return sum(max(len(t.sources[i]), MIN_SOURCE_TOKENS) * t.opts.rows for t, i in sentences)

@@ -35,6 +35,7 @@ FAMILIES = [
     "rendition_generated_tokens", "rendition_decode_steps", "rendition_kv_cache_bytes", "rendition_input_tokens",
     "rendition_errors", "rendition_model_load_seconds", "rendition_build_info", "rendition_dropped_sentences",
     "rendition_compute_seconds", "rendition_running_sentences", "rendition_running_rows", "rendition_decode_step_seconds",
+    "rendition_admission_unit_seconds", "rendition_admission_in_flight_seconds", "rendition_admission_output_ratio",
 ]
 
 
@@ -196,6 +197,9 @@ def test_metrics_parse_and_hold_every_family(server):
     assert server.sample("rendition_decode_step_seconds", "_count") > 0
     assert server.sample("rendition_input_tokens", "_total", model="translator") > 0
     assert server.sample("rendition_model_load_seconds", model="translator") > 0
+    assert server.sample("rendition_admission_unit_seconds") > 0
+    assert server.sample("rendition_admission_output_ratio", pair="en-fr") > 0  # the sentence finished was measured
+    assert server.sample("rendition_admission_in_flight_seconds") == 0  # and released
     assert server.sample("rendition_requests_in_flight", route="/metrics") == 1  # this very scrape
     info = families["rendition_build_info"].samples[0]
     assert info.labels["device"] == "cpu" and info.labels["dtype"] == "float32" and info.value == 1

@@ -167,16 +167,21 @@ def test_worker_layout() -> None:
 
 
 class StepLog:
-    """An observer recording, per worker, the most sentences it ran in one step."""
+    """An observer recording, per worker, the most sentences it ran in one step, and every step's units."""
 
     def __init__(self):
         self.most: dict[int, int] = {}
+        self.units: list[int] = []
 
     def admitted(self, queued_s: float) -> None:
         pass
 
-    def stepped(self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float) -> None:
+    def stepped(
+        self, worker: int, sentences: int, rows: int, cache_bytes: int, seconds: float, units: int, period: float
+    ) -> None:
+        assert period >= seconds
         self.most[worker] = max(self.most.get(worker, 0), sentences)
+        self.units.append(units)
 
     def finished(self, tokens: int, compute_s: float) -> None:
         pass
@@ -211,3 +216,30 @@ def test_workers_run_nicer_than_the_process(backend) -> None:
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
     finally:
         sched.close()
+
+
+def test_each_sentence_is_reported_the_step_it_is_done_and_steps_count_their_units(backend) -> None:
+    """``on_result(i, steps)`` comes once per sentence, before the request's future resolves, with
+    the decoding steps it took part in (alone in its ticket: the ticket's own step count); a step's
+    units are its sentences' source tokens (at least 32) x beam."""
+    long, short = random_sources(1, 96, seed=12)[0][:40], random_sources(1, 96, seed=13)[0][:9]
+    opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3)
+    log, seen = StepLog(), {}
+    sched = TranslationScheduler(backend, workers=1, threads=1, observer=log)
+    tickets = []
+
+    def report(i: int, steps: int) -> None:
+        seen[i] = (steps, tickets[0].future.done())
+
+    try:
+        tickets.append(sched.submit([long, short], opts, on_result=report))
+        tickets[0].future.result(timeout=120)
+        alone = sched.submit([long], opts)
+        alone.future.result(timeout=120)
+    finally:
+        sched.close()
+    assert sorted(seen) == [0, 1] and not any(done for _, done in seen.values())
+    assert seen[0][0] == tickets[0].stats.decode_steps >= seen[1][0] >= 1  # (the long one runs to the end)
+    assert seen[0][0] == alone.stats.decode_steps  # the same sentence, the same search: the same steps
+    assert log.units[0] == (max(len(long), 32) + max(len(short), 32)) * 2
+    assert set(log.units) <= {log.units[0], max(len(long), 32) * 2, max(len(short), 32) * 2}
