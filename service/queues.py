@@ -9,7 +9,10 @@ The errors a ``submit`` raises are the same for both queues, and the facade maps
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
+
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)  # the queue key
+R = TypeVar("R")  # one sentence's result
 
 
 class QueueFull(Exception):
@@ -26,8 +29,9 @@ class BatcherClosed(RuntimeError):
     """The queue is shutting down and takes no new work."""
 
 
-class Queue(Protocol):
-    """A model's queue (see the module docstring)."""
+class Queue(Protocol[K_contra, R]):
+    """A model's queue (see the module docstring): sentences (token ids) with a key in, one result
+    per sentence out (the translator: its n-best hypotheses; the encoder: its vector)."""
 
     name: str
     max_queue: int  # sentences waiting, at most (beyond: QueueFull)
@@ -49,8 +53,8 @@ class Queue(Protocol):
         ...
 
     async def submit(
-        self, payloads: Sequence[Any], costs: Sequence[int], key: Hashable, tokens: Sequence[int] | None = None
-    ) -> list[Any]:
+        self, payloads: Sequence[list[int]], costs: Sequence[int], key: K_contra, tokens: Sequence[int] | None = None
+    ) -> list[R]:
         """Queue one request's sentences (token ids) and return their results in order.  Raises
         ``QueueFull`` at once when they do not fit, ``BatchFailed`` when the model raised,
         ``BatcherClosed`` while shutting down; cancelling the awaiting task drops the request's

@@ -18,10 +18,10 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler
+from rendition.model.translation.search import Hypothesis
 from rendition.service import tracing
 from rendition.service.engines import TranslationEngine
 from rendition.service.metrics import Metrics
@@ -115,7 +115,7 @@ class TranslationQueue:
         costs: Sequence[int],
         key: TranslationOptions,
         tokens: Sequence[int] | None = None,
-    ) -> list[Any]:
+    ) -> list[list[Hypothesis]]:
         if self._closing:
             raise BatcherClosed(f"the {self.name} queue is shutting down")
         if not payloads:
@@ -144,8 +144,8 @@ class TranslationQueue:
         finally:
             self._set_depth()
         if trace is not None and ticket.started:
-            tokens = sum(len(p) for p in payloads)
-            tracing.record_request(self.name, trace, ticket.submitted, min(ticket.started), time.perf_counter(), len(payloads), tokens)
+            n_tokens = sum(len(p) for p in payloads)
+            tracing.record_request(self.name, trace, ticket.submitted, min(ticket.started), time.perf_counter(), len(payloads), n_tokens)
         return out
 
     def _set_depth(self) -> None:

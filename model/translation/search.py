@@ -47,8 +47,11 @@ NEG_INF = float("-inf")
 class Seq2Seq(Protocol):
     """What the search drives: a back end (``rendition.model.translation.backends``)."""
 
-    cfg: TransformerConfig
-    device: torch.device
+    @property
+    def cfg(self) -> TransformerConfig: ...
+
+    @property
+    def device(self) -> torch.device: ...
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]: ...
 
