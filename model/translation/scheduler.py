@@ -31,7 +31,7 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, cast
 
 import torch
 
@@ -193,6 +193,7 @@ class TranslationScheduler:
             self._cond.notify_all()
         if wait:
             for w in self._workers:
+                assert w.thread is not None  # (started in __init__)
                 w.thread.join()
 
     # -- a worker ---------------------------------------------------------------------------------
@@ -288,13 +289,14 @@ class TranslationScheduler:
                     t.future.set_exception(e)
             return
         failed, search.failed = search.failed, []
-        for (ticket, _), e in failed:  # an encoder pass raised: those sentences' requests fail, nobody else's
+        for sentence_key, err in failed:  # an encoder pass raised: those sentences' requests fail, nobody else's
+            ticket, _ = cast("tuple[Ticket, int]", sentence_key)  # (a sentence's key: its ticket and index)
             if ticket.future.done():
                 continue
             self.cancel(ticket)
             with self._cond:
                 self._drop_cancelled(w)
-            ticket.future.set_exception(e)
+            ticket.future.set_exception(err)
         now = time.perf_counter()
         cache_bytes = search.cache.nbytes()
         for t in tickets:
@@ -304,7 +306,8 @@ class TranslationScheduler:
             self.observer.stepped(w.index, search.live, search.cache.batch_size, cache_bytes, now - start)
         complete = []
         with self._cond:
-            for (ticket, i), hyps in done:
+            for sentence_key, hyps in done:
+                ticket, i = cast("tuple[Ticket, int]", sentence_key)
                 if (ticket, i) not in w.owned:
                     continue
                 self._release(w, (ticket, i))
