@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,7 +130,7 @@ class Glossary:
             raise GlossaryError(f"{name}: {e}") from None
 
     @classmethod
-    def _build(cls, pairs: list[tuple[object, object]], limits: GlossaryLimits) -> Glossary:
+    def _build(cls, pairs: Sequence[tuple[object, object]], limits: GlossaryLimits) -> Glossary:
         if len(pairs) > limits.max_terms:
             raise GlossaryError(f"more than {limits.max_terms} terms (the limit)")
         terms: dict[str, str] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import sentencepiece as spm
 
@@ -124,7 +125,7 @@ def train_tokenizer(
         num_threads=2,
         minloglevel=2,
         normalization_rule_name="nmt_nfkc_cf" if case_fold else "nmt_nfkc",
-        **({"split_by_whitespace": False, "max_sentencepiece_length": 24} if multiword else {}),
+        **cast("dict[str, Any]", {"split_by_whitespace": False, "max_sentencepiece_length": 24} if multiword else {}),
     )
     if multiword:
         word_aligned(f"{prefix}.model")

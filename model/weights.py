@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from safetensors import SafetensorError
@@ -138,7 +138,10 @@ def release_freed_memory() -> bool:
 _MALLOC_TRIM: Any = None  # glibc's malloc_trim once looked up; False: not there
 
 
-def load_pretrained(model_cls: type[nn.Module], config_cls: type[JsonConfig], path: Path, device: str, dtype) -> nn.Module:
+ModelT = TypeVar("ModelT", bound=nn.Module)
+
+
+def load_pretrained(model_cls: type[ModelT], config_cls: type[JsonConfig], path: Path, device: str, dtype) -> ModelT:
     """config.json + model.safetensors in ``path`` -> model on the device (and dtype) asked for."""
     model = model_cls(config_cls.load(path / "config.json"))
     load_weights(model, path / "model.safetensors")

@@ -27,4 +27,5 @@ fi
 # installed into a fresh virtual environment, started outside the tree (tests/test_installed.py).
 export RENDITION_TEST_VENV="$(scripts/installed-venv.sh build/installed | tail -1)"
 ruff check .
+mypy                                    # types of model/ and service/ ([tool.mypy] in pyproject.toml)
 pytest -q "$@"

@@ -36,10 +36,11 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
-from rendition.model.tokenizer import UNK_ID
+from rendition.model.tokenizer import UNK_ID, Tokenizer
 from rendition.model.translation.scheduler import MIN_SOURCE_TOKENS
 from rendition.service.errors import APIError, invalid
 from rendition.service.settings import Settings
@@ -244,19 +245,19 @@ def cosine(rows: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def _vocab_facts(sp_id: int, sp) -> tuple[bool, frozenset[int]]:  # noqa: ARG001 (sp_id keys the cache)
+def _vocab_facts(sp_id: int, sp: Any) -> tuple[bool, frozenset[int]]:  # noqa: ARG001 (sp_id keys the cache)
     """(byte fallback?, ids of pieces that are only the word-boundary mark "▁")."""
     n = sp.get_piece_size()
     return any(sp.is_byte(i) for i in range(n)), frozenset(i for i in range(n) if not sp.id_to_piece(i).strip("▁"))
 
 
-def has_byte_fallback(tokenizer) -> bool:
+def has_byte_fallback(tokenizer: Tokenizer) -> bool:
     """True when the SentencePiece model has byte pieces (``<0x00>``..``<0xFF>``, trained with
     ``byte_fallback``): then no character is ever ``<unk>``."""
     return _vocab_facts(id(tokenizer.sp), tokenizer.sp)[0]
 
 
-def check_usable(tokenizer, ids: Sequence[Sequence[int]], where: Sequence[str | list], texts: Sequence[str]) -> None:
+def check_usable(tokenizer: Tokenizer, ids: Sequence[Sequence[int]], where: Sequence[str | list], texts: Sequence[str]) -> None:
     """422 for a text (its token ids, without language tag or </s>) with no usable tokens (only
     ``<unk>`` and bare word boundaries); without byte fallback, also for one whose pieces are
     mostly ``<unk>`` (a script the tokenizer does not cover), naming the characters it cannot read."""

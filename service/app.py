@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from importlib import metadata
+from typing import TypeVar
 
 import torch
 from fastapi import FastAPI
@@ -104,7 +105,11 @@ def _load_models(state: AppState, translator: Translator | None, encoder: Senten
         )
 
 
-def _load_engine(state: AppState, kind: str, load: Callable, make_engine: Callable):
+M = TypeVar("M", Translator, SentenceEncoder)
+E = TypeVar("E", TranslationEngine, EmbeddingEngine)
+
+
+def _load_engine(state: AppState, kind: str, load: Callable[[], M], make_engine: Callable[[M], E]) -> E:
     """load() the model, wrap it with make_engine, warm it up; log and record the time taken."""
     t0 = time.perf_counter()
     engine = make_engine(load())
@@ -205,6 +210,7 @@ def create_app(
             await loader  # a load in progress cannot be interrupted; let it finish
         for q in state.queues.values():
             await q.stop()  # finishes queued and running work
+        assert state.model_thread is not None
         state.model_thread.shutdown(wait=True)
         if state.embedding_thread is not None:
             state.embedding_thread.shutdown(wait=True)

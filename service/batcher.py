@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from rendition.service import tracing
 from rendition.service.metrics import Metrics
@@ -38,13 +38,17 @@ __all__ = ["Batcher", "BatcherClosed", "BatchFailed", "QueueFull"]
 
 log = logging.getLogger("rendition.batcher")
 
-RunBatch = Callable[[Hashable, list[Any]], list[Any]]
+P = TypeVar("P")  # one sentence's payload (the encoder's: its token ids)
+K = TypeVar("K", bound=Hashable)  # the batch key
+R = TypeVar("R")  # one sentence's result
+
+RunBatch = Callable[[K, list[P]], list[R]]
 
 
 @dataclass(eq=False)
-class _Job:
-    future: asyncio.Future
-    results: list[Any]
+class _Job(Generic[R]):
+    future: asyncio.Future[list[R | None]]
+    results: list[R | None]
     remaining: int
     cancelled: bool = False
     progress: Callable[[int, int], None] | None = None
@@ -52,21 +56,23 @@ class _Job:
 
 
 @dataclass(eq=False)
-class _Item:
-    payload: Any
+class _Item(Generic[P, K, R]):
+    payload: P
     cost: int  # padded-token cost of this sentence in a batch (e.g. tokens x beam size)
     tokens: int  # real input tokens (for metrics)
-    key: Hashable
-    job: _Job
+    key: K
+    job: _Job[R]
     index: int
     enqueued: float = field(default_factory=time.perf_counter)
 
 
-class Batcher:
+class Batcher(Generic[P, K, R]):
+    """A ``service.queues.Queue`` of payloads ``P`` with batch key ``K`` and results ``R``."""
+
     def __init__(
         self,
         name: str,
-        run_batch: RunBatch,
+        run_batch: RunBatch[K, P, R],
         *,
         max_batch_tokens: int = 8192,
         max_batch_size: int = 64,
@@ -86,7 +92,7 @@ class Batcher:
         self.max_queue = max_queue
         self.metrics = metrics
         self.delay = delay_ms / 1000
-        self._queue: deque[_Item] = deque()
+        self._queue: deque[_Item[P, K, R]] = deque()
         self._wakeup = asyncio.Event()
         self._own_executor = executor is None
         self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"batcher-{name}")
@@ -110,12 +116,12 @@ class Batcher:
 
     async def submit(
         self,
-        payloads: Sequence[Any],
+        payloads: Sequence[P],
         costs: Sequence[int],
-        key: Hashable,
+        key: K,
         tokens: Sequence[int] | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> list[Any]:
+    ) -> list[R]:
         """Queue the sentences of one request; return their results in order (``progress(i, 1)``
         as each is done: one model pass).
 
@@ -127,7 +133,7 @@ class Batcher:
             return []
         if len(self._queue) + len(payloads) > self.max_queue:
             raise QueueFull(self.name, self.retry_after())
-        job = _Job(asyncio.get_running_loop().create_future(), [None] * len(payloads), len(payloads), progress=progress)
+        job: _Job[R] = _Job(asyncio.get_running_loop().create_future(), [None] * len(payloads), len(payloads), progress=progress)
         tokens = costs if tokens is None else tokens
         now = time.perf_counter()
         for i, (p, c, t) in enumerate(zip(payloads, costs, tokens)):
@@ -135,7 +141,7 @@ class Batcher:
         self._set_depth()
         self._wakeup.set()
         try:
-            return await job.future
+            return cast(list[R], await job.future)  # (complete: every slot filled)
         except asyncio.CancelledError as e:
             self._drop(job, str(e.args[0]) if e.args and e.args[0] else "cancelled")
             raise
@@ -158,7 +164,7 @@ class Batcher:
         if self.metrics:
             self.metrics.queue_depth.labels(self.name).set(len(self._queue))
 
-    def _drop(self, job: _Job, reason: str) -> None:
+    def _drop(self, job: _Job[R], reason: str) -> None:
         job.cancelled = True
         before = len(self._queue)
         self._queue = deque(it for it in self._queue if it.job is not job)
@@ -169,10 +175,10 @@ class Batcher:
                 self.metrics.dropped.labels(self.name, reason).inc(dropped)
             log.info("dropped queued sentences", extra={"model": self.name, "sentences": dropped, "reason": reason})
 
-    def _select(self) -> tuple[list[_Item], bool]:
+    def _select(self) -> tuple[list[_Item[P, K, R]], bool]:
         """The next batch (FIFO among sentences sharing the oldest one's key) and whether it is full."""
         key = self._queue[0].key
-        batch: list[_Item] = []
+        batch: list[_Item[P, K, R]] = []
         widest = 0
         for item in self._queue:
             if item.key != key:
@@ -209,7 +215,7 @@ class Batcher:
             self._set_depth()
             await self._run(loop, batch)
 
-    async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Item]) -> None:
+    async def _run(self, loop: asyncio.AbstractEventLoop, batch: list[_Item[P, K, R]]) -> None:
         start = time.perf_counter()
         m = self.metrics
         if m:
@@ -250,7 +256,7 @@ class Batcher:
             if job.remaining == 0:
                 job.future.set_result(job.results)
 
-    def _call(self, key: Hashable, payloads: list[Any]) -> list[Any]:
+    def _call(self, key: K, payloads: list[P]) -> list[R]:
         if self.delay:
             time.sleep(self.delay)
         return self.run_batch(key, payloads)

@@ -114,7 +114,7 @@ def _trim() -> None:
     if _libc is None:
         name = ctypes.util.find_library("c")
         _libc = ctypes.CDLL(name) if name else False
-    if _libc and hasattr(_libc, "malloc_trim"):
+    if isinstance(_libc, ctypes.CDLL) and hasattr(_libc, "malloc_trim"):
         _libc.malloc_trim(0)
 
 
@@ -155,7 +155,7 @@ class Gate:
                     continue
                 if any(d.dependency is require_api_key for d in (*router.dependencies, *route.dependencies)):
                     self.protected.add(route.path)
-                if "POST" in route.methods and route.path not in NO_BATCHER:
+                if "POST" in (route.methods or ()) and route.path not in NO_BATCHER:
                     tags = {*router.tags, *route.tags}
                     if tags & {"translation", "libretranslate"}:
                         self.model_of[route.path] = "translator"
@@ -200,7 +200,7 @@ class Gate:
     def _overload(self, scope: Scope) -> APIError | None:
         model = self.model_of.get(scope["path"])
         queue = self.state.queues.get(model) if model else None
-        if queue is None:
+        if queue is None or model is None:
             return None
         ledger = self.state.ledger
         if queue.queued >= queue.max_queue or ledger.crowded(model, queue.max_queue, queue.max_batch_size):

@@ -8,10 +8,13 @@ import asyncio
 import hmac
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
+import numpy as np
 from fastapi import Depends, Request
 
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.search import Hypothesis
 from rendition.service.admission import Ledger
 from rendition.service.engines import EmbeddingEngine, TranslationEngine
 from rendition.service.errors import APIError, invalid
@@ -26,7 +29,7 @@ class AppState:
     metrics: Metrics
     translator: TranslationEngine | None = None
     encoder: EmbeddingEngine | None = None
-    queues: dict[str, Queue] = field(default_factory=dict)  # "translator" (scheduler) / "encoder" (batcher)
+    queues: dict[str, Queue[Any, Any]] = field(default_factory=dict)  # "translator" (scheduler) / "encoder" (batcher)
     ready: bool = False
     draining: bool = False
     load_error: str | None = None
@@ -128,7 +131,19 @@ def as_list(
 # -- models ------------------------------------------------------------------------------------------
 
 
-def engine_or_503(state: AppState, name: str) -> tuple[Any, Queue]:
+TranslatorQueue = Queue[TranslationOptions, list[Hypothesis]]  # a sentence's n-best hypotheses
+EncoderQueue = Queue[None, np.ndarray]  # a sentence's raw vector
+
+
+@overload
+def engine_or_503(state: AppState, name: Literal["translator"]) -> tuple[TranslationEngine, TranslatorQueue]: ...
+
+
+@overload
+def engine_or_503(state: AppState, name: Literal["encoder"]) -> tuple[EmbeddingEngine, EncoderQueue]: ...
+
+
+def engine_or_503(state: AppState, name: Literal["translator", "encoder"]) -> tuple[Any, Queue[Any, Any]]:
     """The engine of ``name`` ("translator" / "encoder") and its queue; 404 when the model is not
     enabled, 503 while it loads."""
     engine = getattr(state, name)

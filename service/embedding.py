@@ -38,11 +38,14 @@ async def embed(
     of ``response``.  ``ids``: token ids given instead of texts (TEI's /embed takes them)."""
     engine, _ = engine_or_503(state, "encoder")
     limit = engine.encoder.max_length
-    full = engine.encoder.tokenizer.encode(texts) if ids is None else ids
     if ids is None:
+        assert texts is not None  # (texts, or ids instead)
+        full = engine.encoder.tokenizer.encode(texts)
         admission.check_usable(
             engine.encoder.tokenizer, full, [field if len(texts) == 1 else [field, i] for i in range(len(texts))], texts
         )
+    else:
+        full = ids
     over = [i for i, x in enumerate(full) if len(x) > limit]
     if over and not truncate:
         raise APIError(

@@ -20,10 +20,10 @@ engine and the engine's queue; the routes call only that.  Engines are built fro
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -53,10 +53,14 @@ def _is_oom(e: BaseException) -> bool:
     return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
 
 
-def _split_on_oom(fn, items: list, *args):
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def _split_on_oom(fn: Callable[[list[T]], list[U]], items: list[T]) -> list[U]:
     """Run fn(items, *args); on a CUDA out-of-memory error free the cache and retry in two halves."""
     try:
-        return fn(items, *args)
+        return fn(items)
     except RuntimeError as e:
         if not _is_oom(e) or len(items) < 2:
             raise
@@ -64,22 +68,28 @@ def _split_on_oom(fn, items: list, *args):
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         half = len(items) // 2
-        return _split_on_oom(fn, items[:half], *args) + _split_on_oom(fn, items[half:], *args)
+        return _split_on_oom(fn, items[:half]) + _split_on_oom(fn, items[half:])
 
 
-class Engine(Protocol):
+J = TypeVar("J", contravariant=True)  # the job
+K = TypeVar("K", bound=Hashable)  # the queue key
+R = TypeVar("R")  # one sentence's raw result (from the queue)
+Out = TypeVar("Out", covariant=True)  # the job's result
+
+
+class Engine(Protocol[J, K, R, Out]):
     """What ``rendition.service.inference`` drives (see the module docstring)."""
 
     name: str
     task: str
 
-    def pre(self, job: Any) -> list[list[int]]: ...
+    def pre(self, job: J) -> list[list[int]]: ...
 
-    def key(self, job: Any) -> Hashable: ...
+    def key(self, job: J) -> K: ...
 
-    def cost(self, ids: list[int], key: Hashable) -> int: ...
+    def cost(self, ids: list[int], key: K) -> int: ...
 
-    def post(self, job: Any, ids: list[list[int]], raw: list[Any]) -> Any: ...
+    def post(self, job: J, ids: list[list[int]], raw: list[R]) -> Out: ...
 
     def info(self) -> dict: ...
 

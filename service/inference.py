@@ -15,7 +15,7 @@ import functools
 import logging
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
 
@@ -24,6 +24,7 @@ from rendition.service.engines import (
     EmbeddingJob,
     EmbeddingOutput,
     Engine,
+    TranslationEngine,
     TranslationJob,
     TranslationOutput,
     UnsupportedLanguagePair,
@@ -34,24 +35,33 @@ from rendition.service.settings import Settings
 
 log = logging.getLogger("rendition.inference")
 
+J = TypeVar("J")  # the job
+K = TypeVar("K", bound=Hashable)  # the queue key
+R = TypeVar("R")  # one sentence's raw result
+Out = TypeVar("Out")  # the job's result
+E = TypeVar("E", bound=Engine[Any, Any, Any, Any])
+
 Progress = Callable[[int, int], None]  # sentence i is done after this many model passes (decoding steps)
-Admit = Callable[[Any, list[list[int]]], AbstractContextManager[Progress | None]]
+Admit = Callable[[E, list[list[int]]], AbstractContextManager[Progress | None]]
 
 
 async def run(
-    request: Request, state: AppState, settings: Settings, model: str, job: Any, admit: Admit | None = None
-) -> Any:
-    """One job through the engine and queue of ``model`` ("translator" / "encoder").
+    request: Request,
+    settings: Settings,
+    engine: Engine[J, K, R, Out],
+    queue: Queue[K, R],
+    job: J,
+    admit: Callable[[list[list[int]]], AbstractContextManager[Progress | None]] | None = None,
+) -> Out:
+    """One job through ``engine`` and its ``queue`` (``engine_or_503``).
 
-    ``admit(engine, ids)``, when given, runs after ``pre`` and before the queue: it may refuse
-    the job (raise) and returns a context held while the job runs (the admission ledger), whose
-    value, when not None, is told of each sentence as the model finishes it."""
-    engine: Engine
-    engine, queue = engine_or_503(state, model)
+    ``admit(ids)``, when given, runs after ``pre`` and before the queue: it may refuse the job
+    (raise) and returns a context held while the job runs (the admission ledger), whose value,
+    when not None, is told of each sentence as the model finishes it."""
     ids = engine.pre(job)
     key = engine.key(job)
     costs = [engine.cost(x, key) for x in ids]
-    with admit(engine, ids) if admit is not None else contextlib.nullcontext() as progress:
+    with admit(ids) if admit is not None else contextlib.nullcontext() as progress:
         raw = await run_queued(request, settings, queue, ids, costs, key=key, tokens=[len(x) for x in ids], progress=progress)
     return engine.post(job, ids, raw)
 
@@ -70,18 +80,24 @@ def check_pair(state: AppState, source: str, target: str) -> None:
 
 
 async def translate(
-    request: Request, state: AppState, settings: Settings, job: TranslationJob, admit: Admit | None = None
+    request: Request,
+    state: AppState,
+    settings: Settings,
+    job: TranslationJob,
+    admit: Admit[TranslationEngine] | None = None,
 ) -> TranslationOutput:
     """``InputTooLong`` (a sentence over the input limit) and ``TranslationTooLong`` pass through:
-    the route maps them to its own field and sentence.  ``admit``: see ``run``."""
+    the route maps them to its own field and sentence.  ``admit(engine, ids)``: see ``run``."""
     try:
-        return await run(request, state, settings, "translator", job, admit)
+        engine, queue = engine_or_503(state, "translator")
+        return await run(request, settings, engine, queue, job, None if admit is None else functools.partial(admit, engine))
     except UnsupportedLanguagePair as e:
         raise _pair_error(e) from None
 
 
 async def embed(request: Request, state: AppState, settings: Settings, job: EmbeddingJob) -> EmbeddingOutput:
-    return await run(request, state, settings, "encoder", job)
+    engine, queue = engine_or_503(state, "encoder")
+    return await run(request, settings, engine, queue, job)
 
 
 # -- a request's sentences through a queue ---------------------------------------------------------
@@ -97,17 +113,18 @@ async def _wait_disconnect(request: Request) -> None:
 
 
 async def _submit_in_chunks(
-    queue: Queue,
+    queue: Queue[K, R],
     max_queue: int,
-    payloads: Sequence[Any],
+    payloads: Sequence[list[int]],
     costs: Sequence[int],
-    key: Hashable,
+    key: K,
     tokens: Sequence[int] | None,
     progress: Progress | None,
-) -> list[Any]:
+) -> list[R]:
     if len(payloads) <= max_queue:
         return await queue.submit(payloads, costs, key, tokens, progress)
-    step, out = max(1, max_queue // 2), []
+    step = max(1, max_queue // 2)
+    out: list[R] = []
     for i in range(0, len(payloads), step):
         part = slice(i, i + step)
         shifted = None if progress is None else functools.partial(_shifted, progress, i)
@@ -122,13 +139,13 @@ def _shifted(progress: Progress, offset: int, i: int, steps: int) -> None:
 async def run_queued(
     request: Request,
     settings: Settings,
-    queue: Queue,
-    payloads: Sequence[Any],
+    queue: Queue[K, R],
+    payloads: Sequence[list[int]],
     costs: Sequence[int],
-    key: Hashable = None,
+    key: K,
     tokens: Sequence[int] | None = None,
     progress: Progress | None = None,
-) -> list[Any]:
+) -> list[R]:
     """Queue a request's sentences, wait for their results (``progress(i, steps)`` as each is done); map overload/timeout/disconnect/model
     errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
     request with more sentences than the queue holds (RENDITION_MAX_QUEUE) is queued in chunks of
@@ -138,7 +155,7 @@ async def run_queued(
     work = asyncio.ensure_future(_submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens, progress))
     gone = asyncio.ensure_future(_wait_disconnect(request))
     stop = asyncio.ensure_future(state.deadline.wait())  # the drain deadline (rendition.service.main)
-    done: set = set()
+    done: set[asyncio.Future[Any]] = set()
     waited = False
     try:
         done, _ = await asyncio.wait(

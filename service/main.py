@@ -92,7 +92,7 @@ async def serve(
     try:
         await api.serve()
     finally:
-        if metrics_task is not None:
+        if metrics is not None and metrics_task is not None:
             metrics.should_exit = True  # scrapes keep working through the whole drain
             await metrics_task
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -9,7 +9,10 @@ The errors a ``submit`` raises are the same for both queues, and the facade maps
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
+
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)  # the queue key
+R = TypeVar("R")  # one sentence's result
 
 
 class QueueFull(Exception):
@@ -26,8 +29,9 @@ class BatcherClosed(RuntimeError):
     """The queue is shutting down and takes no new work."""
 
 
-class Queue(Protocol):
-    """A model's queue (see the module docstring)."""
+class Queue(Protocol[K_contra, R]):
+    """A model's queue (see the module docstring): sentences (token ids) with a key in, one result
+    per sentence out (the translator: its n-best hypotheses; the encoder: its vector)."""
 
     name: str
     max_queue: int  # sentences waiting, at most (beyond: QueueFull)
@@ -50,12 +54,12 @@ class Queue(Protocol):
 
     async def submit(
         self,
-        payloads: Sequence[Any],
+        payloads: Sequence[list[int]],
         costs: Sequence[int],
-        key: Hashable,
+        key: K_contra,
         tokens: Sequence[int] | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> list[Any]:
+    ) -> list[R]:
         """Queue one request's sentences (token ids) and return their results in order;
         ``progress(i, steps)``, when given, is called on the event loop as sentence ``i`` is done,
         with the model passes it took (the translator: decoding steps; the encoder: 1).  Raises

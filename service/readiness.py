@@ -16,9 +16,14 @@ Any failure raises ``ModelCheckFailed``; the app reports it through readiness (5
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.service.engines import EmbeddingEngine, TranslationEngine
 
 WARMUP_TEXT = {"en": "Hello world.", "fr": "Bonjour le monde."}
 
@@ -36,7 +41,7 @@ def check_finite(kind: str, model: torch.nn.Module) -> None:
             )
 
 
-def check_vocab(kind: str, tokenizer, model_vocab: int) -> None:
+def check_vocab(kind: str, tokenizer: Tokenizer, model_vocab: int) -> None:
     if tokenizer.vocab_size != model_vocab:
         raise ModelCheckFailed(
             f"{kind}: the tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary is {model_vocab} "
@@ -44,19 +49,19 @@ def check_vocab(kind: str, tokenizer, model_vocab: int) -> None:
         )
 
 
-def check_translator(engine) -> None:
+def check_translator(engine: TranslationEngine) -> None:
     tr = engine.translator
     check_finite("translator", tr.model)
     check_vocab("translator", tr.tokenizer, tr.model.cfg.vocab_size)
 
 
-def check_encoder(engine) -> None:
+def check_encoder(engine: EmbeddingEngine) -> None:
     enc = engine.encoder
     check_finite("encoder", enc.model)
     check_vocab("encoder", enc.tokenizer, enc.model.cfg.vocab_size)
 
 
-def warm_translator(engine) -> None:
+def warm_translator(engine: TranslationEngine) -> None:
     """Translate a known sentence (pre -> one search in this thread -> post, as a request would)."""
     from rendition.model.translation.options import TranslationOptions
     from rendition.service.engines import TranslationJob  # (engines imports the model code; keep this light)
@@ -75,18 +80,23 @@ def warm_translator(engine) -> None:
         )
 
 
-def warm_encoder(engine) -> None:
+def warm_encoder(engine: EmbeddingEngine) -> None:
     from rendition.service.engines import EmbeddingJob
 
     job = EmbeddingJob(["Hello world."])
     ids = engine.pre(job)
-    (v,) = engine.core(engine.key(job), ids)
+    (v,) = engine.core(None, ids)  # (the encoder's only key)
     if not np.isfinite(v).all() or not float(np.linalg.norm(v)) > 0:
         raise ModelCheckFailed("encoder: warm-up embedding is not finite and non-zero")
 
 
-def verify(kind: str, engine, warmup: bool = True) -> None:
+def verify(kind: str, engine: TranslationEngine | EmbeddingEngine, warmup: bool = True) -> None:
     """The load-time checks, then (with ``warmup``) a real decode or encode."""
-    (check_translator if kind == "translator" else check_encoder)(engine)
-    if warmup:
-        (warm_translator if kind == "translator" else warm_encoder)(engine)
+    if kind == "translator":
+        check_translator(cast("TranslationEngine", engine))
+        if warmup:
+            warm_translator(cast("TranslationEngine", engine))
+    else:
+        check_encoder(cast("EmbeddingEngine", engine))
+        if warmup:
+            warm_encoder(cast("EmbeddingEngine", engine))

@@ -22,10 +22,10 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler
+from rendition.model.translation.search import Hypothesis
 from rendition.service import tracing
 from rendition.service.admission import ServiceRate
 from rendition.service.engines import TranslationEngine
@@ -139,7 +139,7 @@ class TranslationQueue:
         key: TranslationOptions,
         tokens: Sequence[int] | None = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> list[Any]:
+    ) -> list[list[Hypothesis]]:
         """``progress(i, steps)`` is called on the event loop as sentence ``i`` is done, with the
         decoding steps it took part in."""
         if self._closing:
@@ -171,8 +171,8 @@ class TranslationQueue:
         finally:
             self._set_depth()
         if trace is not None and ticket.started:
-            tokens = sum(len(p) for p in payloads)
-            tracing.record_request(self.name, trace, ticket.submitted, min(ticket.started), time.perf_counter(), len(payloads), tokens)
+            n_tokens = sum(len(p) for p in payloads)
+            tracing.record_request(self.name, trace, ticket.submitted, min(ticket.started), time.perf_counter(), len(payloads), n_tokens)
         return out
 
     def _set_depth(self) -> None:

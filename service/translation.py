@@ -15,6 +15,7 @@ routes answer 400) that names the request's field.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -172,7 +173,7 @@ async def translate_texts(
     marked = [glossary.protect(s) for s in sentences] if glossary else None
     job = TranslationJob([m.text for m in marked] if marked else sentences, source, target, opts, truncate=allow_cut)
 
-    def admit(engine: TranslationEngine, ids: list[list[int]]):
+    def admit(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
         """422 for a text with no usable tokens; a 4xx for a job that cannot finish alone within
         the request timeout (rendition.service.admission); else the ledger entry held while it runs."""
         per_text: list[list[int]] = [[] for _ in docs]
@@ -183,7 +184,7 @@ async def translate_texts(
         )
         return admit_units(engine, ids)
 
-    def admit_units(engine: TranslationEngine, ids: list[list[int]]):
+    def admit_units(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
         lens = [len(x) for x in ids]
         limits = max_output_lengths(lens, opts)
         admission.check_alone(admission.translation_units(lens, opts.rows, limits), settings)

@@ -90,7 +90,7 @@ def open_document(
         if cls is PoCatalog:
             doc: Document = PoCatalog(data, limits, target=target, retranslate=retranslate)
         else:
-            doc = cls(data, limits)
+            doc = cls(data, limits)  # type: ignore[call-arg]  # (every other format is built from (data, limits))
     except DocumentError:
         raise
     except (ValueError, LookupError, TypeError, AttributeError, RecursionError, OSError, zipfile.BadZipFile, zlib.error) as e:

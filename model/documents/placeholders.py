@@ -92,7 +92,7 @@ def restore(p: Protected, translation: str) -> str | None:
         if len(hits) != 1:
             return None
         spots[stand_in] = hits[0].start()
-    if [s for s in sorted(spots, key=spots.get) if s in p.ordered] != list(p.ordered):
+    if [s for s in sorted(spots, key=spots.__getitem__) if s in p.ordered] != list(p.ordered):
         return None
     names = "|".join(re.escape(s) for s in sorted(p.originals, key=len, reverse=True))
     pattern = re.compile(rf"( ?)(?<![\w])({names})(?![\w])( ?)")

@@ -18,6 +18,7 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
+from typing import cast
 
 import polib
 
@@ -108,6 +109,7 @@ class PoCatalog(Document):
             forms = PLURAL_FORMS.get(self.target or "", "nplurals=2; plural=(n != 1);")
             self.po.metadata["Plural-Forms"] = forms
             m = _NPLURALS.search(forms)
+        assert m is not None  # (every rule in PLURAL_FORMS names nplurals)
         return max(1, int(m.group(1)))
 
     def render(self, translations: Sequence[str | None]) -> bytes:
@@ -128,8 +130,8 @@ class PoCatalog(Document):
             k += len(keys)
             if any(t is None for t in got):
                 continue  # kept untranslated (a placeholder did not survive, or nothing to translate)
-            out = []
-            for text, key, t, b in zip(texts, keys, got, bare):
+            out: list[str] = []
+            for text, key, t, b in zip(texts, keys, cast("list[str]", got), bare):
                 if key is not None:
                     at = next(i for i, (x, y) in enumerate(zip(text, b + "\0")) if x != y)  # where the marker was
                     t = self._put_accelerator(b, t, key, at)

@@ -44,7 +44,9 @@ from __future__ import annotations
 import ctypes
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -128,7 +130,7 @@ def _tile_fused(a: Tensor, b: Tensor, h: Tensor, m: Tensor, c: float) -> tuple[T
     return (e * h.unsqueeze(1)).sum(2), e.sum(2)
 
 
-_COMPILED: dict[str, object] = {}
+_COMPILED: dict[str, Callable[..., Any]] = {}
 _COMPILE_FAILED = False
 
 
@@ -165,7 +167,7 @@ def _tile(q: Tensor, k: Tensor, h: Tensor, m: Tensor, c: float, impl: str) -> tu
 # ------------------------------------------------------------------------------------------------
 
 
-def cpu_kernel():
+def cpu_kernel() -> ctypes.CDLL | None:
     """The native library (ctypes), or None (not built, or ``RENDITION_DISAN_KERNEL=0``)."""
     return native.kernel("RENDITION_DISAN_KERNEL")
 
@@ -174,8 +176,9 @@ class _T2TKernel(torch.autograd.Function):
     """C kernel forward and backward (CPU, float32): memory O(B n d), the (i, j) work recomputed."""
 
     @staticmethod
-    def forward(ctx, h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str, c: float) -> Tensor:
+    def forward(ctx: Any, h: Tensor, q: Tensor, k: Tensor, mask: Tensor, direction: str, c: float) -> Tensor:
         so = cpu_kernel()
+        assert so is not None  # (t2t_kernel runs only where it loaded)
         B, n, d = h.shape
         a, b = (x.contiguous() for x in token_factors(q, k, c))
         hv = h.float().contiguous()
@@ -195,8 +198,9 @@ class _T2TKernel(torch.autograd.Function):
         return out.to(h.dtype)
 
     @staticmethod
-    def backward(ctx, g: Tensor):
+    def backward(ctx: Any, g: Tensor) -> tuple[Tensor | None, ...]:
         so = cpu_kernel()
+        assert so is not None
         a, b, hv, km, out, den = ctx.saved_tensors
         B, n, d = hv.shape
         g = g.float().contiguous()
@@ -326,7 +330,7 @@ class UpperBlock(nn.Module):
         self.fw = DirectionalSelfAttention(d, "fw", c)
         self.bw = DirectionalSelfAttention(d, "bw", c)
 
-    def forward(self, u: Tensor, mask: Tensor, **kw) -> Tensor:
+    def forward(self, u: Tensor, mask: Tensor, **kw: Any) -> Tensor:
         h_fw, h_bw = F.elu(self.fc(u)).chunk(2, dim=-1)  # (B, n, d) each
         return torch.cat([self.fw(h_fw, mask, **kw), self.bw(h_bw, mask, **kw)], dim=-1)  # (B, n, 2d)
 

@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rendition.model.embedding.disan import DirectionalSelfAttention, DiSAN, Source2Token, cpu_kernel, token_factors
+from rendition.model.embedding.disan import (
+    DirectionalSelfAttention,
+    DiSAN,
+    Source2Token,
+    UpperBlock,
+    cpu_kernel,
+    token_factors,
+)
 from rendition.model.kernels import native
 
 
@@ -99,7 +107,7 @@ def packed_forward(model: DiSAN, ids: Tensor, offsets: Tensor) -> Tensor:
     seg = torch.repeat_interleave(torch.arange(B), offsets[1:] - offsets[:-1])  # (T,)
     h = F.elu(model.fc_h(model.embed(ids)))  # (T, d)
     u = torch.cat([_disa(model.fw, h, offsets), _disa(model.bw, h, offsets)], dim=-1)  # (T, 2d)
-    for block in model.upper:
+    for block in cast("Sequence[UpperBlock]", model.upper):
         h_fw, h_bw = F.elu(block.fc(u)).chunk(2, dim=-1)
         u = torch.cat(
             [_disa(block.fw, h_fw.contiguous(), offsets), _disa(block.bw, h_bw.contiguous(), offsets)], dim=-1

@@ -19,6 +19,10 @@ import os
 import warnings
 from ctypes import POINTER, c_float, c_int, c_long, c_void_p
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 ABI_VERSION = 6
 ISAS = ("avx512", "avx2", "generic")  # best first
@@ -27,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 _P = c_void_p  # float* / long* / void*: a tensor's data_ptr(), or None for NULL
 
 
-def _fields(names: str, ctype) -> list[tuple[str, object]]:
+def _fields(names: str, ctype: Any) -> list[tuple[str, Any]]:
     return [(n, ctype) for n in names.split()]
 
 
@@ -259,6 +263,6 @@ def isa() -> str | None:
     return lib.rk_isa().decode() if lib is not None else None
 
 
-def ptr(t) -> int | None:
+def ptr(t: torch.Tensor | None) -> int | None:
     """A tensor's data pointer, or None (NULL) for None."""
     return t.data_ptr() if t is not None else None

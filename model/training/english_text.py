@@ -17,7 +17,7 @@ from __future__ import annotations
 import gzip
 import random
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Set
 from pathlib import Path
 
 FORTUNE_DIRS = (Path("/usr/share/games/fortunes"), Path("/usr/share/fortunes"))
@@ -130,7 +130,7 @@ def wordnet_texts(root: Path | None = None) -> Iterator[tuple[str, str]]:
                     yield "gloss", part
 
 
-def general_english(max_sentences: int, exclude: set[str] = frozenset(), seed: int = 0) -> list[str]:
+def general_english(max_sentences: int, exclude: Set[str] = frozenset(), seed: int = 0) -> list[str]:
     """Up to ``max_sentences`` unique sentences, half from fortunes and half from man pages when
     both are available, shuffled in a fixed order."""
     seen = set(exclude)

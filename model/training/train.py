@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -75,7 +76,9 @@ def directions(pairs: Sequence[str]) -> list[tuple[str, str]]:
 
 def make_batches(examples: list[Example], max_tokens: int, rng: random.Random) -> list[list[int]]:
     order = sorted(range(len(examples)), key=lambda i: (len(examples[i][0]) + rng.random(), len(examples[i][1])))
-    batches, cur, longest = [], [], 0
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    longest = 0
     for i in order:
         n = max(len(examples[i][0]), len(examples[i][1]) + 1)
         if cur and max(longest, n) * (len(cur) + 1) > max_tokens:
@@ -256,10 +259,10 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     bleu_sets: list[tuple[str, str, list[Pair]]] = []
     for lp in cfg.pairs:
         from_corpus = corpus is not None and lp == "en-fr"
-        tr_pairs = corpus["both"] if from_corpus else read_tsv(splits_dir / f"train.{lp}.tsv")
+        tr_pairs = corpus["both"] if corpus is not None and from_corpus else read_tsv(splits_dir / f"train.{lp}.tsv")
         va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
         for s, t in directions([lp]):
-            one_way = corpus[f"{s}-{t}"] if from_corpus else []  # (rows learnt in this direction only)
+            one_way = corpus[f"{s}-{t}"] if corpus is not None and from_corpus else []  # (rows learnt in this direction only)
             train_ex += load_examples(tok, tr_pairs + one_way, s, t, cfg.max_len)
             for name in cfg.valid_sets.split(","):
                 if name.endswith(lp):
@@ -275,7 +278,7 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     # copies of model.transformer (output projection, fused Q/K/V) use to notice a change (validation went stale)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
     print(f"model: {model.num_parameters() / 1e6:.2f}M parameters", flush=True)
-    state = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0, "checkpoints": []}
+    state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0, "checkpoints": []}
     if last.exists():
         state = load_checkpoint(last, model, opt)
         print(f"resumed from step {state['step']}", flush=True)

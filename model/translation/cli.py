@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -58,7 +59,7 @@ def translate_lines(
     batch_size: int = 32,
     progress: bool = True,
     glossary: Glossary | None = None,
-    **options,
+    **options: Any,
 ) -> list[str]:
     """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
     scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings.
@@ -138,7 +139,7 @@ def add_storage_options(p: argparse.ArgumentParser, note: str = "") -> None:
     )  # fmt: skip
 
 
-def read_translator_options(p: argparse.ArgumentParser, args: argparse.Namespace, **search) -> tuple[dict, Glossary | None]:
+def read_translator_options(p: argparse.ArgumentParser, args: argparse.Namespace, **search: Any) -> tuple[dict, Glossary | None]:
     """The search options (``--beam-size``, ``--max-length`` and ``search``) and the glossary that
     ``add_translator_options``' options ask for; ``p.error`` (exit 2) naming the option for a bad one."""
     options = dict(beam_size=args.beam_size, max_length=args.max_length, **search)

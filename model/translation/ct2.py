@@ -44,6 +44,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor
@@ -51,9 +52,20 @@ from torch import Tensor
 from rendition.model.tokenizer import EOS_ID, UNK_ID, Tokenizer
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.search import Hypothesis, max_output_lengths
-from rendition.model.translation.transformer import MultiHeadAttention, Transformer, TransformerConfig, sinusoidal_table
+from rendition.model.translation.transformer import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    MultiHeadAttention,
+    Transformer,
+    TransformerConfig,
+    sinusoidal_table,
+)
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 from rendition.model.weights import ModelLoadError, load_weights
+
+if TYPE_CHECKING:
+    from rendition.model.translation.shortlist import Shortlist
 
 RENDITION_CONFIG = "rendition_config.json"  # our TransformerConfig (ct2 owns config.json)
 SP_MODEL = "sentencepiece.model"
@@ -63,23 +75,23 @@ def _t(x: Tensor) -> Tensor:
     return x.detach().to(torch.float32).contiguous().clone()
 
 
-def _set_linear(spec, lin: torch.nn.Linear) -> None:
+def _set_linear(spec: Any, lin: torch.nn.Linear) -> None:
     spec.weight = _t(lin.weight)  # (out, in), the layout ct2 expects
     if lin.bias is not None:
         spec.bias = _t(lin.bias)
 
 
-def _set_fused(spec, lins: Sequence[torch.nn.Linear]) -> None:
+def _set_fused(spec: Any, lins: Sequence[torch.nn.Linear]) -> None:
     spec.weight = torch.cat([_t(lin.weight) for lin in lins], 0)  # (n * out, in)
     spec.bias = torch.cat([_t(lin.bias) for lin in lins], 0)
 
 
-def _set_norm(spec, norm: torch.nn.LayerNorm) -> None:
+def _set_norm(spec: Any, norm: torch.nn.LayerNorm) -> None:
     spec.gamma = _t(norm.weight)
     spec.beta = _t(norm.bias)
 
 
-def _set_attention(spec, norm: torch.nn.LayerNorm, attn: MultiHeadAttention, self_attention: bool) -> None:
+def _set_attention(spec: Any, norm: torch.nn.LayerNorm, attn: MultiHeadAttention, self_attention: bool) -> None:
     _set_norm(spec.layer_norm, norm)
     if self_attention:
         _set_fused(spec.linear[0], [attn.q_proj, attn.k_proj, attn.v_proj])
@@ -92,13 +104,13 @@ def _set_attention(spec, norm: torch.nn.LayerNorm, attn: MultiHeadAttention, sel
         spec.relative_position_values = _t(attn.rel_v) if attn.rel_v is not None else torch.zeros_like(attn.rel_k)
 
 
-def _set_ffn(spec, norm: torch.nn.LayerNorm, ffn) -> None:
+def _set_ffn(spec: Any, norm: torch.nn.LayerNorm, ffn: FeedForward) -> None:
     _set_norm(spec.layer_norm, norm)
     _set_linear(spec.linear_0, ffn.fc1)
     _set_linear(spec.linear_1, ffn.fc2)
 
 
-def build_spec(model: Transformer, pieces: Sequence[str]):
+def build_spec(model: Transformer, pieces: Sequence[str]) -> Any:
     """A validated ``ctranslate2.specs.TransformerSpec`` holding ``model``'s weights."""
     from ctranslate2.specs import common_spec, transformer_spec
 
@@ -126,7 +138,7 @@ def build_spec(model: Transformer, pieces: Sequence[str]):
     enc.embeddings[0].weight = emb.clone()
     enc.scale_embeddings = True  # * sqrt(d_model)
     _set_norm(enc.layer_norm, model.encoder_norm)
-    for ls, layer in zip(enc.layer, model.encoder_layers):
+    for ls, layer in zip(enc.layer, cast("Sequence[EncoderLayer]", model.encoder_layers)):
         _set_attention(ls.self_attention, layer.self_attn_norm, layer.self_attn, self_attention=True)
         _set_ffn(ls.ffn, layer.ffn_norm, layer.ffn)
 
@@ -135,10 +147,10 @@ def build_spec(model: Transformer, pieces: Sequence[str]):
     dec.scale_embeddings = True
     _set_norm(dec.layer_norm, model.decoder_norm)
     dec.projection.weight = emb.clone()  # tied output projection, no bias
-    for ls, layer in zip(dec.layer, model.decoder_layers):
-        _set_attention(ls.self_attention, layer.self_attn_norm, layer.self_attn, self_attention=True)
-        _set_attention(ls.attention, layer.cross_attn_norm, layer.cross_attn, self_attention=False)
-        _set_ffn(ls.ffn, layer.ffn_norm, layer.ffn)
+    for ls, dlayer in zip(dec.layer, cast("Sequence[DecoderLayer]", model.decoder_layers)):
+        _set_attention(ls.self_attention, dlayer.self_attn_norm, dlayer.self_attn, self_attention=True)
+        _set_attention(ls.attention, dlayer.cross_attn_norm, dlayer.cross_attn, self_attention=False)
+        _set_ffn(ls.ffn, dlayer.ffn_norm, dlayer.ffn)
 
     pieces = list(pieces)
     spec.register_source_vocabulary(pieces)
@@ -156,7 +168,7 @@ def build_spec(model: Transformer, pieces: Sequence[str]):
 
 
 def export_ct2(
-    model_dir: str | Path, out_dir: str | Path, quantization: str | None = None, force: bool = False, shortlist=None
+    model_dir: str | Path, out_dir: str | Path, quantization: str | None = None, force: bool = False, shortlist: Shortlist | None = None
 ) -> Path:
     """Write a CTranslate2 model directory for the rendition model in ``model_dir``.
 

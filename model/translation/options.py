@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import torch
 
@@ -125,7 +126,7 @@ class SearchStats:
         self.kv_cache_bytes = max(self.kv_cache_bytes, other.kv_cache_bytes)
 
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, cast
 
 import torch
 
@@ -214,6 +214,7 @@ class TranslationScheduler:
             self._cond.notify_all()
         if wait:
             for w in self._workers:
+                assert w.thread is not None  # (started in __init__)
                 w.thread.join()
 
     # -- a worker ---------------------------------------------------------------------------------
@@ -314,13 +315,14 @@ class TranslationScheduler:
                     t.future.set_exception(e)
             return
         failed, search.failed = search.failed, []
-        for (ticket, _), e in failed:  # an encoder pass raised: those sentences' requests fail, nobody else's
+        for sentence_key, err in failed:  # an encoder pass raised: those sentences' requests fail, nobody else's
+            ticket, _ = cast("tuple[Ticket, int]", sentence_key)  # (a sentence's key: its ticket and index)
             if ticket.future.done():
                 continue
             self.cancel(ticket)
             with self._cond:
                 self._drop_cancelled(w)
-            ticket.future.set_exception(e)
+            ticket.future.set_exception(err)
         now = time.perf_counter()
         cache_bytes = search.cache.nbytes()
         for t in tickets:
@@ -332,7 +334,8 @@ class TranslationScheduler:
         w.last_end = now
         complete, reported = [], []
         with self._cond:
-            for (ticket, i), hyps in done:
+            for sentence_key, hyps in done:
+                ticket, i = cast("tuple[Ticket, int]", sentence_key)
                 if (ticket, i) not in w.owned:
                     continue
                 self._release(w, (ticket, i))
@@ -347,7 +350,8 @@ class TranslationScheduler:
                 if ticket.remaining == 0:
                     complete.append(ticket)
         for ticket, i in reported:
-            ticket.on_result(i, ticket.steps[i])
+            if ticket.on_result is not None:
+                ticket.on_result(i, ticket.steps[i])
         for ticket in complete:
             if not ticket.future.done():
                 ticket.future.set_result(ticket.results)

@@ -30,7 +30,7 @@ import ctypes
 import functools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -47,8 +47,11 @@ NEG_INF = float("-inf")
 class Seq2Seq(Protocol):
     """What the search drives: a back end (``rendition.model.translation.backends``)."""
 
-    cfg: TransformerConfig
-    device: torch.device
+    @property
+    def cfg(self) -> TransformerConfig: ...
+
+    @property
+    def device(self) -> torch.device: ...
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]: ...
 
@@ -56,10 +59,11 @@ class Seq2Seq(Protocol):
 
     def new_cache(self, beams: int, kv_dtype: torch.dtype | None = None) -> DecoderCache: ...
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor: ...
+    # With a vocabulary shortlist (``shortlist`` not None): ``output_projection(ids)`` (in the back
+    # end's own form), and ``decode_step(tokens, cache, output)`` computing the logits of those ids only.
+    def decode_step(self, tokens: Tensor, cache: DecoderCache, output: Any = None) -> Tensor: ...
 
-    # With a vocabulary shortlist (``shortlist`` not None): ``output_projection(ids)``, and
-    # ``decode_step(tokens, cache, output)`` computing the logits of those ids only.
+    def output_projection(self, ids: Tensor) -> Any: ...
 
 
 @dataclass
@@ -154,9 +158,9 @@ def _lse_forbidding(logits: Tensor, C: int, forbid: int | None, rows: Tensor | N
     normaliser still counts it)."""
     lse, cmax = lse_chunk_max(logits, C)
     if forbid is not None:
-        c, rows = forbid // C, slice(None) if rows is None else rows
-        logits[rows, forbid] = NEG_INF
-        cmax[rows, c] = logits[rows, c * C : (c + 1) * C].amax(-1)
+        c, sel = forbid // C, slice(None) if rows is None else rows
+        logits[sel, forbid] = NEG_INF
+        cmax[sel, c] = logits[sel, c * C : (c + 1) * C].amax(-1)
     return lse, cmax
 
 
@@ -206,7 +210,7 @@ def _force_prefix(logits: Tensor, lengths: Tensor, prefix: Tensor) -> Tensor:
 
 
 def _sample(
-    lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator] | None, cols: list[Tensor] | None = None
+    lprobs: Tensor, opts: TranslationOptions, gens: list[torch.Generator | None] | None, cols: list[Tensor] | None = None
 ) -> tuple[Tensor, Tensor]:
     """One token per row of log-probabilities (N, V) from the top-k at the temperature, each row
     drawn with its own generator when given (a seeded sentence draws the same whatever runs beside
@@ -219,7 +223,7 @@ def _sample(
         scaled = scaled.masked_fill(scaled < kth, NEG_INF)
     probs = torch.softmax(scaled, -1)
     if cols is not None:
-        gs = gens or [None] * len(cols)
+        gs: list[torch.Generator | None] = gens or [None] * len(cols)
         tokens = torch.cat([c[torch.multinomial(probs[r, c], 1, generator=g)] for r, (c, g) in enumerate(zip(cols, gs))])
     elif gens is None:
         tokens = torch.multinomial(probs, 1).squeeze(1)
@@ -389,6 +393,7 @@ class BeamSearch:
             if self._stale:
                 self._restrict()
             logits = self.model.decode_step(self.tokens, self.cache, self._output).float()
+            assert self._blocked is not None
             logits.view(Nb, K, -1).add_(self._blocked)
             eos = self._eos_col
             self.shortlist_rows += logits.shape[-1]
@@ -517,7 +522,8 @@ class BeamSearch:
     def _gather_draws(self, done: list[tuple[Hashable, list[Hypothesis]]]) -> list[tuple[Hashable, list[Hypothesis]]]:
         """Sampling n: a sentence is done when its n draws are, with them best first."""
         out = []
-        for draw, hyps in done:
+        for key, hyps in done:
+            draw = cast(_Draw, key)  # (with draws, every running sentence is a _Draw)
             got = self.drawn.get(draw.key)
             if got is None:  # (cancelled)
                 continue
@@ -621,7 +627,8 @@ def generate_ids(
             i = order.pop()
             search.add(i, sources[i])
             running += cost[i]
-        for i, hyps in search.step():
+        for key, hyps in search.step():
+            i = cast(int, key)  # (the sentences' keys here are their indices)
             results[i] = hyps
             running -= cost[i]
         if search.failed:

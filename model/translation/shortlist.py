@@ -34,11 +34,15 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from rendition.model.tokenizer import EOS_ID, UNK_ID
+from rendition.model.tokenizer import EOS_ID, UNK_ID, Tokenizer
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 FILENAME = "shortlist.safetensors"
 ALIGN = 64  # a search's candidate list is topped up to a multiple of this many tokens
@@ -191,7 +195,7 @@ def write_vmap(shortlist: Shortlist, pieces: Sequence[str], path: str | Path) ->
     sentence to its own candidates."""
     if len(pieces) != shortlist.vocab_size:
         raise ShortlistError(f"the shortlist is for a vocabulary of {shortlist.vocab_size}, not {len(pieces)} pieces")
-    lines = ["\t" + " ".join(pieces[i] for i in np.flatnonzero(shortlist._base))]
+    lines = ["\t" + " ".join(pieces[int(i)] for i in np.flatnonzero(shortlist._base))]
     for s in range(shortlist.vocab_size):
         lines.append(pieces[s] + "\t" + " ".join(pieces[t] for t in [s, *shortlist.list_of(s).tolist()]))
     path = Path(path)
@@ -200,7 +204,7 @@ def write_vmap(shortlist: Shortlist, pieces: Sequence[str], path: str | Path) ->
 
 
 # -- building ---------------------------------------------------------------------------------------
-def _incidence(docs: Sequence[Sequence[int]], vocab_size: int):
+def _incidence(docs: Sequence[Sequence[int]], vocab_size: int) -> sparse.csr_matrix:
     """A binary (documents, V) CSR matrix: which tokens each document holds (once each)."""
     from scipy import sparse
 
@@ -215,7 +219,7 @@ def _incidence(docs: Sequence[Sequence[int]], vocab_size: int):
 SCORES = ("dice", "p")
 
 
-def cooccurrence_scores(sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], vocab_size: int, score: str = "dice"):
+def cooccurrence_scores(sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], vocab_size: int, score: str = "dice") -> sparse.csr_matrix:
     """Translation scores of target tokens t for source tokens s from sentence pairs (source ids,
     target ids), with c(s), c(t) the pairs whose source (target) side holds the token and c(s, t)
     those holding both: "dice" 2 c(s, t) / (c(s) + c(t)), or "p" p(t | s) = c(s, t) / c(s).  A
@@ -279,7 +283,7 @@ def build_from_pairs(
     return Shortlist(offsets, flat.astype(np.int64), ranking.astype(np.int64), vocab_size, top_k, frequent, score, extra)
 
 
-def read_corpus(path: Path, tokenizer, limit: int | None = None, batch: int = 65536) -> tuple[list, list]:
+def read_corpus(path: Path, tokenizer: Tokenizer, limit: int | None = None, batch: int = 65536) -> tuple[list, list]:
     """Sentence pairs of a TSV corpus (``origin<TAB>english<TAB>french``) in both directions: the
     English-to-French pairs, then the French-to-English ones, as token ids."""
     en: list[str] = []

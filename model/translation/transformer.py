@@ -25,7 +25,9 @@ over these modules' weights.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +35,8 @@ from torch import Tensor, nn
 
 from rendition.model.translation.cache import DecoderCache, LayerCache
 from rendition.model.weights import JsonConfig
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ def relative_index(q_len: int, k_len: int, k: int, device: torch.device | None =
     return (j - i).clamp(-k, k) + k  # (q_len, k_len)
 
 
-def inference_copy(module: nn.Module, name: str, sources: tuple[Tensor, ...], build) -> Tensor | tuple:
+def inference_copy(module: nn.Module, name: str, sources: tuple[Tensor, ...], build: Callable[[], T]) -> T:
     """A derived copy of some weights for inference (``build()``), kept on ``module`` under
     ``name`` and rebuilt whenever a source changes: storage, dtype, device or an in-place update."""
     key = tuple((t.data_ptr(), t.dtype, t.device, t._version) for t in sources)

@@ -15,7 +15,7 @@ import torch
 from rendition.model.kernels.compute_type import resolve_compute_type, weight_bytes
 from rendition.model.segment import InputTooLong
 from rendition.model.tokenizer import EOS_ID, Tokenizer
-from rendition.model.translation.backends import TorchBackend, select_backend
+from rendition.model.translation.backends import FusedCPUBackend, TorchBackend, select_backend
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler, worker_layout
 from rendition.model.translation.search import Hypothesis, generate_ids
@@ -111,6 +111,7 @@ class Translator:
         tr = cls(model, Tokenizer(path / "sentencepiece.model"), kv_cache_dtype=kv_cache_dtype, compute_type=compute_type,
                  shortlist=sl)  # fmt: skip
         if tr.compute_type == "int8":
+            assert isinstance(tr.backend, FusedCPUBackend)  # (int8 runs there only)
             tr.backend.fused.release_float_weights()
         release_freed_memory()  # (what loading freed: the file's tensors, the float32 weights int8 replaced)
         return tr

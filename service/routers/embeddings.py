@@ -8,12 +8,14 @@ then L2-normalises it.  Errors on /v1/embeddings use OpenAI's ``{"error": {...}}
 from __future__ import annotations
 
 import base64
+from typing import cast
 
 from fastapi import APIRouter, Depends, Request, Response
 
 from rendition.service import admission
 from rendition.service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
 from rendition.service.embedding import embed
+from rendition.service.engines import EmbeddingEngine
 from rendition.service.errors import APIError, invalid
 from rendition.service.schemas import (
     Embedding,
@@ -28,7 +30,7 @@ from rendition.service.settings import Settings
 router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
 
 
-def check_model(engine, model: str | None, aliases: dict[str, str]) -> None:
+def check_model(engine: EmbeddingEngine, model: str | None, aliases: dict[str, str]) -> None:
     """``model`` may be left out, name the loaded encoder or one of its aliases
     (``RENDITION_EMBEDDING_MODEL_ALIASES``); anything else is OpenAI's 404."""
     if model is not None and model != engine.name and aliases.get(model) != engine.name:
@@ -60,7 +62,7 @@ async def embeddings(
         )
     engine, _ = engine_or_503(state, "encoder")
     check_model(engine, body.model, settings.embedding_model_aliases)
-    texts = as_list(body.input, "input", settings, (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS"))
+    texts = as_list(cast("str | list[str]", body.input), "input", settings, (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS"))
     if body.dimensions is not None and body.dimensions > engine.dim:
         raise invalid(
             "dimensions",

@@ -24,7 +24,7 @@ from pathlib import Path, PurePath
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from rendition.model import documents
 from rendition.model.documents import DocumentError, DocumentTooLarge, Limits
@@ -171,7 +171,7 @@ async def translate_batch(
     return out
 
 
-def _field(form, name: str, required: bool = True) -> str:
+def _field(form: FormData, name: str, required: bool = True) -> str:
     value = form.get(name)
     if isinstance(value, UploadFile):
         raise APIError(400, f"field {name!r} must be text, not a file", kind="validation", param=name)

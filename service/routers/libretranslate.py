@@ -13,7 +13,7 @@ input, 403 bad key, 429 overload; ``rendition.service.errors``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs
 
 from bs4 import BeautifulSoup, NavigableString
@@ -84,7 +84,10 @@ def _form_fields(pairs: list[tuple[str, Any]]) -> dict:
     return {k: (v if k == "q" and len(v) > 1 else v[-1]) for k, v in fields.items()}
 
 
-async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
+Body = TypeVar("Body", bound=LibreTranslateRequest | DetectRequest)
+
+
+async def _parse_body(request: Request, model: type[Body]) -> Body:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     raw = await request.body()
     if ctype == "application/json" or (not ctype and raw[:1] in (b"{", b"[")):
@@ -94,10 +97,10 @@ async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
             raise APIError(422, f"invalid JSON body: {type(e).__name__}: {str(e)[:200]}", kind="validation") from None
     elif ctype in ("application/x-www-form-urlencoded", ""):
         try:
-            form = parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+            query = parse_qs(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
         except UnicodeDecodeError:
             raise APIError(422, "form body is not valid UTF-8", kind="validation") from None
-        data = _form_fields([(k, v) for k, vs in form.items() for v in vs])
+        data = _form_fields([(k, v) for k, vs in query.items() for v in vs])
     elif ctype == "multipart/form-data":
         try:
             async with request.form(max_files=0, max_fields=1000) as form:
@@ -121,7 +124,7 @@ async def _parse_body(request: Request, model: type[BaseModel]) -> Any:
         raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
     if not key_is_valid(request.app.state.settings, body.api_key or bearer_token(request)):  # "" is no key
         raise auth_error()
-    return body
+    return cast(Body, body)  # (model_validate of a type[Body] is a Body)
 
 
 def detected(candidates: list[tuple[str, float]]) -> DetectedLanguage:

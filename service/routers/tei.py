@@ -14,7 +14,7 @@ not a cross-encoder; there are no prompts (a ``prompt_name`` is a 422); ``POST /
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 from fastapi import APIRouter, Depends, Request, Response
@@ -91,7 +91,7 @@ def _check_options(opts: _Options) -> None:
 def _token_ids(state: AppState, inputs: list[int] | list[list[int]]) -> list[list[int]]:
     """Token ids as ``/tokenize`` gives them (this server's tokenizer), checked against the vocabulary."""
     engine, _ = engine_or_503(state, "encoder")
-    seqs = [inputs] if inputs and isinstance(inputs[0], int) else inputs
+    seqs = cast("list[list[int]]", [inputs] if inputs and isinstance(inputs[0], int) else inputs)
     vocab = engine.encoder.tokenizer.vocab_size
     if not seqs or any(not s for s in seqs):
         raise invalid("inputs", "must not be empty", "empty_input")
@@ -108,10 +108,11 @@ async def _embed(request: Request, state: AppState, settings: Settings, body: Em
     if body.dimensions is not None and body.dimensions > engine.dim:
         raise invalid("dimensions", f"{body.dimensions} is larger than the model's {engine.dim}", "validation")
     limit = (settings.max_embedding_items, "RENDITION_MAX_EMBEDDING_ITEMS")
-    if isinstance(body.inputs, str) or (body.inputs and isinstance(body.inputs[0], str)):
-        texts, ids = as_list(body.inputs, "inputs", settings, limit), None
+    inputs = cast("str | list[str] | list[int] | list[list[int]]", body.inputs)  # (not SimilarityInputs: tei_root)
+    if isinstance(inputs, str) or (inputs and isinstance(inputs[0], str)):
+        texts, ids = as_list(inputs, "inputs", settings, limit), None
     else:
-        texts, ids = None, _token_ids(state, body.inputs)
+        texts, ids = None, _token_ids(state, cast("list[int] | list[list[int]]", inputs))
         as_list(["x"] * len(ids), "inputs", settings, limit)
     vecs, _ = await embed(
         request,
@@ -128,7 +129,9 @@ async def _embed(request: Request, state: AppState, settings: Settings, body: Em
     return vecs.tolist()
 
 
-async def _similarity(request: Request, state: AppState, settings: Settings, body: _Options, inputs) -> list[float]:
+async def _similarity(
+    request: Request, state: AppState, settings: Settings, body: _Options, inputs: SimilarityInputs
+) -> list[float]:
     _check_options(body)
     as_list(inputs.source_sentence, "inputs.source_sentence", settings)
     sentences = as_list(inputs.sentences, "inputs.sentences", settings)

@@ -65,4 +65,5 @@ async def translate(
             r.hypotheses = [Hypothesis(text=x, score=s) for x, s in t.hypotheses]
         results.append(r)
     usage = TranslateUsage(source_tokens=source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
+    assert state.translator is not None  # (engine_or_503 above)
     return TranslateResponse(results=results, model=state.translator.name, usage=usage)

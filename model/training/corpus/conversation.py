@@ -361,7 +361,7 @@ class Frames:
         if self.rng.random() < 0.5:
             n = self.noun("object", "clothing", "food", "thing", "furniture")
             phrase = n and self.noun_phrase(n, "a" if n.countable else "some")
-            if not phrase:
+            if n is None or not phrase:
                 return None
             en_np, fr_np = phrase
             fr_np = fr_np.removeprefix("du ").removeprefix("de la ").removeprefix("de l'")  # "besoin de pain"
@@ -508,7 +508,7 @@ class Frames:
         if r < 0.35:
             n = self.noun("food", "animal")
             phrase = n and self.noun_phrase(n, "the", "s" if not n.countable or n.category == "food" else "p")
-            if not phrase:
+            if n is None or not phrase:
                 return None
             v = V[self.pick(["aimer", "manger", "acheter"])]
             en_np = phrase[0].removeprefix("the ") if v.en in ("like", "eat", "buy") else phrase[0]
@@ -662,7 +662,7 @@ class Frames:
             cents = self.pick(["", "", ",50"])
             item = self.noun("food", "clothing", "object")
             phrase = item and self.noun_phrase(item, "this")
-            if not phrase:
+            if item is None or not phrase:
                 return inst(f"price|{price}{cents}", [(f"It costs {price}{cents.replace(',', '.')} euros.", f"Ça coûte {price}{cents} euros.")], ["cost*"], ["coûte"])
             if self.rng.random() < 0.5:
                 return inst(f"price|q|{item.en}", [(f"How much is {phrase[0]}?", f"Combien coûte {phrase[1]} ?"), (f"How much is {phrase[0]}?", f"C'est combien, {phrase[1]} ?")],

@@ -28,7 +28,7 @@ def catalogs(root: Path, lang: str) -> Iterator[Path]:
 
 
 def _pieces(text: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for para in _PARA.split(text):
         para = " ".join(para.split())
         out.extend(s for s in _SENT_SPLIT.split(para) if s)
