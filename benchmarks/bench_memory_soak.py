@@ -132,9 +132,7 @@ async def drive_service(url: str, pid: int, args: argparse.Namespace) -> list[di
     async def send(client: httpx.AsyncClient, i: int, source: str, target: str, texts: list[str]) -> None:
         async with gate:
             body = {"text": texts, "source": source, "target": target, "beam_size": BEAM}
-            r = await client.post(
-                "/v1/translate", json=body | ({"max_length": args.max_length} if args.max_length else {})
-            )
+            r = await client.post("/v1/translate", json=body)
             r.raise_for_status()
             if i % 4 == 0:
                 (await client.post("/v1/embeddings", json={"input": texts})).raise_for_status()
@@ -208,7 +206,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="the first N sentences of the workload (default: all)")
     ap.add_argument("--every", type=int, default=250, help="sentences between samples")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--max-length", type=int, default=0, help="output tokens per sentence at most (0: the default)")
+    ap.add_argument("--max-length", type=int, default=0, help="the library's and CTranslate2's output tokens per sentence at most (0: the default); the service keeps its own")
     ap.add_argument("--png", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--child", choices=("library", "ct2"), default=None, help=argparse.SUPPRESS)
