@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 from dataclasses import asdict, fields
 from importlib import resources
 from pathlib import Path
@@ -136,6 +137,35 @@ def release_freed_memory() -> bool:
 
 
 _MALLOC_TRIM: Any = None  # glibc's malloc_trim once looked up; False: not there
+
+# glibc's malloc settings for a long-running process (mallopt's parameters: value, and the environment
+# variable that sets it at start-up and then takes precedence).  Allocations of MMAP_THRESHOLD bytes
+# and more (K/V storage, logits, a long batch's activations) are mapped and go back to the system
+# when freed, instead of staying in the heap at the largest size a burst ever needed (glibc's own
+# threshold grows to 32 MiB as such blocks are freed); two arenas at most, instead of eight per
+# core, each keeping its own free space.  docs/benchmarks.md has the measurements.
+M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+MALLOC_SETTINGS = {M_MMAP_THRESHOLD: (256 * 1024, "MALLOC_MMAP_THRESHOLD_"), M_ARENA_MAX: (2, "MALLOC_ARENA_MAX")}
+
+
+def bound_c_heap() -> bool:
+    """Apply ``MALLOC_SETTINGS`` to glibc's allocator (``mallopt``), each unless its environment
+    variable is set (the operator's choice stands).  Called before a model loads and when the
+    service starts, so that ``rendition serve`` and the library get them without a wrapper script.
+    False where there is no glibc (another C library, or an allocator preloaded in its place, keeps
+    its own policy)."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt, _ = libc.mallopt, libc.gnu_get_libc_version
+    except (OSError, AttributeError):
+        return False
+    if os.environ.get("LD_PRELOAD"):  # (jemalloc, mimalloc... replace malloc: mallopt would set glibc's, unused)
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    for param, (value, env) in MALLOC_SETTINGS.items():
+        if env not in os.environ:
+            mallopt(param, value)
+    return True
 
 
 ModelT = TypeVar("ModelT", bound=nn.Module)

@@ -27,6 +27,7 @@ from collections.abc import Generator, Sequence
 
 import uvicorn
 
+from rendition.model.weights import bound_c_heap
 from rendition.service import connections
 from rendition.service.app import create_app
 from rendition.service.deps import AppState
@@ -110,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = Settings(**overrides)
     setup_logging(settings.log_level)
+    bound_c_heap()  # (before any worker thread: glibc's arenas are capped as threads first allocate)
 
     failed = threading.Event()
     server: Server | None = None

@@ -33,6 +33,7 @@ One class per storage strategy, behind the interface of ``DecoderCache`` (``join
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from typing import Protocol
 
@@ -78,7 +79,9 @@ class LayerCache:
     ``cross_v``, ``self_attention``) and the self-attention storage."""
 
     def __init__(self, cache: DecoderCache, qkv: tuple[Tensor, Tensor] | None, index: int = 0):
-        self.cache = cache
+        # (a weak reference: a strong one would make cache and layers a reference cycle, whose K/V
+        # storage only Python's cyclic collector frees, searches after the search that made it)
+        self.cache: DecoderCache = weakref.proxy(cache)
         self.qkv = qkv  # the layer's fused Q/K/V weight (3D, D) and bias, for the torch steps (None: not those)
         self.index = index  # (the layer's place in the decoder)
         self.self_k: Tensor | None = None  # DenseCache: (N, H, T, Dh); ReferenceCache: (storage rows, H, T, Dh)

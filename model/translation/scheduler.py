@@ -9,7 +9,10 @@ queue with a fair share per request.
     sched.close()
 
 Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per set of options (the frozen
-``TranslationOptions`` are the key) and steps them in turn.  Between two steps it admits waiting
+``TranslationOptions`` are the key) and steps them in turn; a search that has no sentence left is
+dropped with its K/V storage, which a new one reserves for ``max_sentences / 8`` sentences and grows
+(by doubling) only as far as the sentences running at once need: what a worker holds follows its
+load, not the largest burst it has seen.  Between two steps it admits waiting
 sentences while it runs fewer than ``max_sentences`` and their source tokens x beam size stay
 within ``max_tokens`` (a worker with nothing running takes one sentence whatever its size); a full
 worker is refilled once ``max_sentences / 8`` places are free, so that under load sentences join
@@ -244,7 +247,7 @@ class TranslationScheduler:
                 self._waiting.remove(ticket)
             search = w.searches.get(ticket.opts)
             if search is None:
-                search = w.searches[ticket.opts] = BeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
+                search = w.searches[ticket.opts] = BeamSearch(self.model, ticket.opts, capacity=self.refill)
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search
             w.cost += cost
@@ -349,6 +352,8 @@ class TranslationScheduler:
                     self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, now - ticket.started[i])
                 if ticket.remaining == 0:
                     complete.append(ticket)
+            if search.idle and w.searches.get(search.opts) is search:
+                del w.searches[search.opts]  # (its storage goes with it: a burst's size is not kept)
         for ticket, i in reported:
             if ticket.on_result is not None:
                 ticket.on_result(i, ticket.steps[i])

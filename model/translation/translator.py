@@ -21,7 +21,7 @@ from rendition.model.translation.scheduler import TranslationScheduler, worker_l
 from rendition.model.translation.search import Hypothesis, generate_ids
 from rendition.model.translation.shortlist import Shortlist, resolve_shortlist
 from rendition.model.translation.transformer import Transformer, TransformerConfig
-from rendition.model.weights import load_pretrained, release_freed_memory, resolve_device, shipped_model
+from rendition.model.weights import bound_c_heap, load_pretrained, release_freed_memory, resolve_device, shipped_model
 
 DEFAULT_TRANSLATOR = shipped_model("translator")
 
@@ -99,11 +99,13 @@ class Translator:
         """``compute_type`` (``rendition.model.kernels.compute_type``): auto, int8, float32, float16 or
         bfloat16, taking precedence over ``dtype``; None: ``dtype`` alone.  ``shortlist``: True for
         the model directory's ``shortlist.safetensors``, a path to one, or a ``Shortlist``; None or
-        False: none (``ShortlistError`` when asked for and missing or not this model's).  In int8 the model's float32
+        False: none (``ShortlistError`` when asked for and missing or not this model's).  glibc's malloc gets
+        ``bound_c_heap``'s settings first.  In int8 the model's float32
         copies of the quantised weights are released once the int8 tables are built.  Then the C
         heap's free pages, what loading allocated and freed, go back to the system
         (``release_freed_memory``)."""
         path = Path(path) if path is not None else DEFAULT_TRANSLATOR
+        bound_c_heap()  # (before the load and the searches allocate)
         if compute_type is not None:
             compute_type, dtype = resolve_compute_type(compute_type, resolve_device(device), dtype)
         model = load_pretrained(Transformer, TransformerConfig, path, device, dtype)

@@ -69,3 +69,36 @@ def test_half_an_int8_pair_is_a_clear_load_error(tmp_path, tensors, message):
     save_file(tensors, str(path))
     with pytest.raises(ModelLoadError, match=message):
         load_weights(torch.nn.Linear(2, 2, bias=False), path)
+
+
+BLOCK_MAPPED = """
+import ctypes
+from rendition.model.weights import bound_c_heap
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype, libc.malloc.restype, libc.malloc.argtypes = Info, ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+print(bound_c_heap())
+before = libc.mallinfo2().hblks
+p = libc.malloc(300 * 1024)  # (over bound_c_heap's threshold of 256 KiB)
+big = libc.malloc(16 * 2**20); libc.free(big)  # (glibc's own threshold would rise to 16 MiB after this free)
+q = libc.malloc(300 * 1024)
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+@pytest.mark.parametrize("env, mapped", [({}, 2), ({"MALLOC_MMAP_THRESHOLD_": str(64 * 2**20)}, 0)])
+def test_bound_c_heap_maps_large_blocks_unless_the_operator_chose(env: dict, mapped: int) -> None:
+    """After ``bound_c_heap`` a 300 KiB block is mapped (it goes back to the system when freed) even
+    after a 16 MiB block was freed, which raises glibc's own threshold past it; an operator's
+    ``MALLOC_MMAP_THRESHOLD_`` stands instead."""
+    import os
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", BLOCK_MAPPED], capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | env)  # fmt: skip
+    assert res.stdout.split() == ["True", str(mapped)]

@@ -93,8 +93,11 @@ void rk_set_dnnl_gemm_u8s8s32(void* fn, int act_max) {
   ACT_MAX = act_max == 127 ? 127 : 255;
 }
 
-/* A buffer grown as needed and kept (the service's workers call step after step); NULL: no memory. */
+/* A buffer grown as needed (NULL: no memory) and kept between calls up to SCRATCH_KEEP bytes (the
+   service's workers call step after step): release_scratch, at the end of each entry point, frees
+   a larger one, so that what a thread keeps does not depend on the largest input it has seen. */
 typedef struct { void* p; size_t cap; } scratch;
+#define SCRATCH_KEEP ((size_t)8 << 20)
 static void* grow(scratch* b, size_t bytes) {
   if (bytes > b->cap) {
     free(b->p);
@@ -102,6 +105,12 @@ static void* grow(scratch* b, size_t bytes) {
     b->cap = b->p ? bytes : 0;
   }
   return b->p;
+}
+static void shrink(scratch* b) {
+  if (b->cap <= SCRATCH_KEEP) return;
+  free(b->p);
+  b->p = NULL;
+  b->cap = 0;
 }
 
 /* Per calling thread: the quantised activations, the int32 products of the packed path whose output
@@ -121,6 +130,15 @@ static const signed char* unpacked(const void* packed, long N, long K) {
   if (!w || rk_qlinear_unpack(packed, w) != 0) abort();  /* (no memory, or oneDNN cannot reorder) */
   UFOR = rk_qlinear_packed_id(packed);
   return w;
+}
+
+/* The calling thread's scratch buffers over SCRATCH_KEEP bytes, freed (at most 4 x SCRATCH_KEEP kept). */
+static void release_scratch(void) {
+  shrink(&QBUF);
+  shrink(&PBUF);
+  shrink(&XBUF);
+  if (UBUF.cap > SCRATCH_KEEP) UFOR = 0;
+  shrink(&UBUF);
 }
 
 /* Rows of x (M, K), ld apart, to unsigned 8 bits with a zero point each, the range [lo, hi] of a
@@ -250,6 +268,7 @@ int rk_qlinear_forward(const rk_qlinear_args* a) {
   quantize_rows(a->x, K, M, K, xq, s, z, a->threads);
   qgemm(xq, M, s, z, a->w, a->y, N, a->acc, N, M, N, K);
   free(buf);
+  release_scratch();
   return 0;
 }
 
@@ -408,6 +427,7 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
   else if (a->out_proj) mm(h, a->out_proj, a->logits, N, V, D);  /* a shortlist's columns of E^T */
   else if (W->q_embed.w) qmm_wt(h, D, &W->q_embed, a->logits, V, N, V, D);  /* h @ E^T, E int8 (V, D) */
   else mm(h, W->out_proj, a->logits, N, V, D);  /* h @ (D, V) */
+  release_scratch();
   return 0;
 }
 
@@ -454,5 +474,6 @@ int rk_encoder_forward(const rk_encoder_args* a) {
   memset(mem, 0, sizeof(float) * B * T * D);
   layer_norm(x, h, W->norm_g, W->norm_b, n, D, eps, threads);
   for (long r = 0; r < n; ++r) memcpy(mem + rows[r] * D, h + r * D, sizeof(float) * D);
+  release_scratch();
   return 0;
 }

@@ -155,3 +155,21 @@ def test_by_reference_storage_reserved_once_does_not_move(need_kernel) -> None:
     assert [(lc.self_k.data_ptr(), lc.self_v.data_ptr()) for lc in cache.layers] == ptrs
     join(cache, 1, max_len=12)  # a 21st: beyond the reservation, the storage grows
     assert cache.layers[0].self_k.shape[0] > 20 * 2
+
+
+def test_a_dropped_cache_frees_its_storage_without_the_cyclic_collector(cache_type: type[DecoderCache]) -> None:
+    """Layers refer to their cache weakly: the last reference to a cache frees it (and its K/V
+    storage) at once, not at Python's next full collection, searches later."""
+    import gc
+    import weakref
+
+    cache = new_cache(cache_type, beams=2)
+    join(cache, 3)
+    storage = weakref.ref(cache.layers[0].self_k if cache.layers[0].self_k is not None else cache.layers[0])
+    gone = weakref.ref(cache)
+    gc.disable()
+    try:
+        del cache
+        assert gone() is None and storage() is None
+    finally:
+        gc.enable()
