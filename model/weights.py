@@ -145,7 +145,7 @@ _MALLOC_TRIM: Any = None  # glibc's malloc_trim once looked up; False: not there
 # threshold grows to 32 MiB as such blocks are freed); two arenas at most, instead of eight per
 # core, each keeping its own free space.  docs/benchmarks.md has the measurements.
 M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
-MALLOC_SETTINGS = {M_MMAP_THRESHOLD: (256 * 1024, "MALLOC_MMAP_THRESHOLD_"), M_ARENA_MAX: (2, "MALLOC_ARENA_MAX")}
+MALLOC_SETTINGS = {M_MMAP_THRESHOLD: (4 * 1024 * 1024, "MALLOC_MMAP_THRESHOLD_"), M_ARENA_MAX: (2, "MALLOC_ARENA_MAX")}
 
 
 def bound_c_heap() -> bool:

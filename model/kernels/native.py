@@ -209,6 +209,7 @@ def _open(isa: str) -> ctypes.CDLL:
     lib.rk_packed_gemm.restype = c_int
     lib.rk_packed_rows.argtypes, lib.rk_packed_rows.restype = [c_long], c_long
     lib.rk_packed_count.argtypes, lib.rk_packed_count.restype = [], c_long
+    lib.rk_release_scratch.argtypes, lib.rk_release_scratch.restype = [], None
     for name, (struct, restype) in FUNCTIONS.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [POINTER(struct)], restype
@@ -261,6 +262,14 @@ def isa() -> str | None:
     """The instruction set of the loaded library (None: no library)."""
     lib = library()
     return lib.rk_isa().decode() if lib is not None else None
+
+
+def release_scratch() -> None:
+    """Free the calling thread's large scratch buffers of the native kernels (a thread whose work
+    is done: an idle worker, the end of a batch translation); nothing when no library is loaded."""
+    lib = _LIB.get("lib")
+    if lib is not None:
+        lib.rk_release_scratch()
 
 
 def ptr(t: torch.Tensor | None) -> int | None:

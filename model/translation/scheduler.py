@@ -9,10 +9,11 @@ queue with a fair share per request.
     sched.close()
 
 Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per set of options (the frozen
-``TranslationOptions`` are the key) and steps them in turn; a search that has no sentence left is
-dropped with its K/V storage, which a new one reserves for ``max_sentences / 8`` sentences and grows
-(by doubling) only as far as the sentences running at once need: what a worker holds follows its
-load, not the largest burst it has seen.  Between two steps it admits waiting
+``TranslationOptions`` are the key) and steps them in turn; a worker that has had nothing to run
+for ``IDLE_RELEASE_S`` drops its searches with their K/V storage (a search made anew for every
+request costs its storage's first touch, about half the throughput of back-to-back requests), and a
+new search reserves ``max_sentences / 8`` sentences and grows (by doubling) only as far as the
+sentences running at once need: what a worker holds follows its load, not the largest burst it has seen.  Between two steps it admits waiting
 sentences while it runs fewer than ``max_sentences`` and their source tokens x beam size stay
 within ``max_tokens`` (a worker with nothing running takes one sentence whatever its size); a full
 worker is refilled once ``max_sentences / 8`` places are free, so that under load sentences join
@@ -45,11 +46,13 @@ from typing import Protocol, cast
 
 import torch
 
+from rendition.model.kernels import native
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.search import BeamSearch, Hypothesis, Seq2Seq
 
 log = logging.getLogger("rendition.scheduler")
 
+IDLE_RELEASE_S = 1.0  # a worker with nothing to run for this long drops its searches' storage
 MIN_SOURCE_TOKENS = 32  # a decoding step's work per row counts the source as at least this long
 
 
@@ -247,7 +250,7 @@ class TranslationScheduler:
                 self._waiting.remove(ticket)
             search = w.searches.get(ticket.opts)
             if search is None:
-                search = w.searches[ticket.opts] = BeamSearch(self.model, ticket.opts, capacity=self.refill)
+                search = w.searches[ticket.opts] = BeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search
             w.cost += cost
@@ -287,7 +290,11 @@ class TranslationScheduler:
                     if self._closing and not self._waiting:
                         return
                     w.last_end = None
-                    self._cond.wait()
+                    if not w.searches:
+                        self._cond.wait()
+                    elif not self._cond.wait(IDLE_RELEASE_S):  # idle that long: its searches and their
+                        w.searches.clear()  # storage go, and its kernels' large buffers (what a worker
+                        native.release_scratch()  # holds follows its load, not its largest burst)
                     self._drop_cancelled(w)
                     joined += self._admit(w)
             if joined and self.join_delay_s:
@@ -352,8 +359,6 @@ class TranslationScheduler:
                     self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, now - ticket.started[i])
                 if ticket.remaining == 0:
                     complete.append(ticket)
-            if search.idle and w.searches.get(search.opts) is search:
-                del w.searches[search.opts]  # (its storage goes with it: a burst's size is not kept)
         for ticket, i in reported:
             if ticket.on_result is not None:
                 ticket.on_result(i, ticket.steps[i])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from rendition.model.kernels import native
 from rendition.model.kernels.compute_type import resolve_compute_type, weight_bytes
 from rendition.model.segment import InputTooLong
 from rendition.model.tokenizer import EOS_ID, Tokenizer
@@ -161,7 +162,10 @@ class Translator:
                 return ticket.future.result()
             finally:
                 self.stats.add(ticket.stats)
-        return generate_ids(self.backend, sources, opts, self.max_batch_tokens, self.stats)
+        try:
+            return generate_ids(self.backend, sources, opts, self.max_batch_tokens, self.stats)
+        finally:
+            native.release_scratch()  # (this thread's large kernel buffers: the batch is done)
 
     def start_workers(self, workers: int = 0, threads: int = 0, cores: int = 0) -> tuple[int, int]:
         """From now on ``core`` / ``translate`` run on the step-level scheduler

@@ -83,16 +83,16 @@ libc.mallinfo2.restype, libc.malloc.restype, libc.malloc.argtypes = Info, ctypes
 libc.free.argtypes = [ctypes.c_void_p]
 print(bound_c_heap())
 before = libc.mallinfo2().hblks
-p = libc.malloc(300 * 1024)  # (over bound_c_heap's threshold of 256 KiB)
+p = libc.malloc(5 * 2**20)  # (over bound_c_heap's threshold of 4 MiB)
 big = libc.malloc(16 * 2**20); libc.free(big)  # (glibc's own threshold would rise to 16 MiB after this free)
-q = libc.malloc(300 * 1024)
+q = libc.malloc(5 * 2**20)
 print(libc.mallinfo2().hblks - before)
 """
 
 
 @pytest.mark.parametrize("env, mapped", [({}, 2), ({"MALLOC_MMAP_THRESHOLD_": str(64 * 2**20)}, 0)])
 def test_bound_c_heap_maps_large_blocks_unless_the_operator_chose(env: dict, mapped: int) -> None:
-    """After ``bound_c_heap`` a 300 KiB block is mapped (it goes back to the system when freed) even
+    """After ``bound_c_heap`` a 5 MiB block is mapped (it goes back to the system when freed) even
     after a 16 MiB block was freed, which raises glibc's own threshold past it; an operator's
     ``MALLOC_MMAP_THRESHOLD_`` stands instead."""
     import os

@@ -93,9 +93,10 @@ void rk_set_dnnl_gemm_u8s8s32(void* fn, int act_max) {
   ACT_MAX = act_max == 127 ? 127 : 255;
 }
 
-/* A buffer grown as needed (NULL: no memory) and kept between calls up to SCRATCH_KEEP bytes (the
-   service's workers call step after step): release_scratch, at the end of each entry point, frees
-   a larger one, so that what a thread keeps does not depend on the largest input it has seen. */
+/* A buffer grown as needed (NULL: no memory) and kept between calls (the service's workers call step
+   after step); rk_release_scratch, called by a thread when its work is done (a worker that goes idle,
+   the end of a batch translation), frees those over SCRATCH_KEEP bytes, so that what a thread keeps
+   does not depend on the largest input it has seen. */
 typedef struct { void* p; size_t cap; } scratch;
 #define SCRATCH_KEEP ((size_t)8 << 20)
 static void* grow(scratch* b, size_t bytes) {
@@ -133,7 +134,7 @@ static const signed char* unpacked(const void* packed, long N, long K) {
 }
 
 /* The calling thread's scratch buffers over SCRATCH_KEEP bytes, freed (at most 4 x SCRATCH_KEEP kept). */
-static void release_scratch(void) {
+void rk_release_scratch(void) {
   shrink(&QBUF);
   shrink(&PBUF);
   shrink(&XBUF);
@@ -268,7 +269,6 @@ int rk_qlinear_forward(const rk_qlinear_args* a) {
   quantize_rows(a->x, K, M, K, xq, s, z, a->threads);
   qgemm(xq, M, s, z, a->w, a->y, N, a->acc, N, M, N, K);
   free(buf);
-  release_scratch();
   return 0;
 }
 
@@ -427,7 +427,6 @@ int rk_decoder_step(const rk_decoder_step_args* a) {
   else if (a->out_proj) mm(h, a->out_proj, a->logits, N, V, D);  /* a shortlist's columns of E^T */
   else if (W->q_embed.w) qmm_wt(h, D, &W->q_embed, a->logits, V, N, V, D);  /* h @ E^T, E int8 (V, D) */
   else mm(h, W->out_proj, a->logits, N, V, D);  /* h @ (D, V) */
-  release_scratch();
   return 0;
 }
 
@@ -474,6 +473,5 @@ int rk_encoder_forward(const rk_encoder_args* a) {
   memset(mem, 0, sizeof(float) * B * T * D);
   layer_norm(x, h, W->norm_g, W->norm_b, n, D, eps, threads);
   for (long r = 0; r < n; ++r) memcpy(mem + rows[r] * D, h + r * D, sizeof(float) * D);
-  release_scratch();
   return 0;
 }

@@ -179,6 +179,7 @@ int rk_step_attention(const rk_step_attention_args* a);
 int rk_self_attention(const rk_self_attention_args* a);
 void rk_set_sgemm(void* fortran_sgemm);
 void rk_set_dnnl_sgemm(void* dnnl_sgemm);  /* oneDNN's row-major sgemm in place of the Fortran one */
+void rk_release_scratch(void);  /* the calling thread's scratch buffers over 8 MiB, freed (when its work is done) */
 /* oneDNN's dnnl_gemm_u8s8s32 (row-major, arguments by value) for the int8 maps, and the largest
    quantised activation: 255 where the CPU multiplies u8 x s8 with VNNI (int32 sums), 127 where
    oneDNN pairs products in saturating int16 sums (2 x 127 x 127 fits). */
