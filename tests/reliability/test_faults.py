@@ -224,7 +224,8 @@ def test_broken_model_files_stop_the_server_with_the_message(start_server, model
 def test_disconnect_mid_decode_stops_the_running_batch(start_server):
     # one batch; the admission unit of the tiny random model, not the shipped one's (this request is
     # ~11 M units: 455 s at the shipped model's 4e-5 s, a 422), so that it is admitted and decodes
-    srv = start_server(max_wait_ms=0, max_length_limit=400, max_batch_size=64, max_batch_tokens=1_000_000, decode_unit_s=1e-7)
+    srv = start_server(max_wait_ms=0, max_length_limit=400, max_batch_size=64, max_batch_tokens=1_000_000, decode_unit_s=1e-7,
+                       service_unit_s=1e-7)  # (the admission ledger's starting rate: the tiny model's, too)
     # 32 x ~240 tokens, beam 4 (128 decoder rows): a full decode is ~370 steps (~0.8 s with the
     # fused CPU step), far more than the 0.1 s before the disconnect
     texts = ["hello world this is a test sentence number " * 20] * 32
@@ -241,6 +242,10 @@ def test_disconnect_mid_decode_stops_the_running_batch(start_server):
         time.sleep(0.02)
     time.sleep(0.1)  # decoding (the test model's steps take ~2 ms: 0.1 s is dozens of steps)
     sock.close()  # the client goes away mid-decode
+    deadline = time.monotonic() + 30  # (the server notices: the request and its ledger entry end)
+    while srv.sample("rendition_errors", "_total", type="client_disconnected") < 1:
+        assert time.monotonic() < deadline, "the disconnect was never noticed"
+        time.sleep(0.02)
     # the next request is answered once the worker is free again, and adds <= 4 decode steps
     r = srv.http.post("/v1/translate", json={"text": "Hi", "source": "en", "target": "fr", "beam_size": 1, "max_length": 4}, timeout=120)
     assert r.status_code == 200
