@@ -11,9 +11,9 @@ queue with a fair share per request.
 Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per set of options (the frozen
 ``TranslationOptions`` are the key) and steps them in turn; a worker that has had nothing to run
 for ``IDLE_RELEASE_S`` drops its searches with their K/V storage (a search made anew for every
-request costs its storage's first touch, about half the throughput of back-to-back requests), and a
-new search reserves ``max_sentences / 8`` sentences and grows (by doubling) only as far as the
-sentences running at once need: what a worker holds follows its load, not the largest burst it has seen.  Between two steps it admits waiting
+request costs its storage's first touch, about half the throughput of back-to-back requests); a
+search reserves ``max_sentences`` sentences of storage, uninitialised, so only the rows written are
+touched: what a worker holds follows its load, not the largest burst it has seen.  Between two steps it admits waiting
 sentences while it runs fewer than ``max_sentences`` and their source tokens x beam size stay
 within ``max_tokens`` (a worker with nothing running takes one sentence whatever its size); a full
 worker is refilled once ``max_sentences / 8`` places are free, so that under load sentences join
