@@ -14,26 +14,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.service.conftest import free_port, in_ci, server_python
+from tests.service.conftest import Server, console_command, in_ci, server_python, user_env
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
-def installed_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_") and k != "PYTHONPATH"}
-
-
 def run_installed(code: str, cwd: Path) -> dict:
-    out = subprocess.run([server_python(), "-c", code], cwd=cwd, env=installed_env(), capture_output=True, text=True, timeout=300)
+    out = subprocess.run([server_python(), "-c", code], cwd=cwd, env=user_env(), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -112,37 +107,15 @@ def test_the_models_the_page_and_the_kernels_are_in_the_installed_package(tmp_pa
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     """``rendition serve`` of the installed package on the shipped models, with its defaults (int8
     where the CPU has it), started from an empty directory."""
-    cwd = tmp_path_factory.mktemp("user")
-    port = free_port()
-    log = open(cwd / "server.log", "wb")
-    script = Path(server_python()).with_name("rendition")
-    proc = subprocess.Popen([str(script), "serve", "--host", "127.0.0.1", "--port", str(port)], cwd=cwd,
-                            env={**installed_env(), "OMP_NUM_THREADS": "1"}, stdout=log, stderr=subprocess.STDOUT)
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
+    log = tmp_path_factory.mktemp("user") / "server.log"
+    srv = Server({**user_env(), "OMP_NUM_THREADS": "1"}, log, command=console_command(), timeout=120)
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, (cwd / "server.log").read_text(errors="replace")[-3000:]
-            try:
-                if http.get("/health/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
-            raise TimeoutError((cwd / "server.log").read_text(errors="replace")[-3000:])
-        yield http
+        yield srv.wait_ready(timeout=180).http
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        http.close()
-        log.close()
+        srv.stop()
 
 
 def test_rendition_serve_from_the_installed_package_serves_the_page(served: httpx.Client) -> None:

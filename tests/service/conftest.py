@@ -1,7 +1,8 @@
 """Fixtures for the service tests: small random models on disk, and real uvicorn processes.
 
-Servers run ``python -m rendition.service.main`` (what ``rendition serve`` calls) on a free port with
-``RENDITION_*`` env vars pointing at the random models; every wait is bounded.  They run the package
+Servers run ``python -m rendition.service.main`` (what ``rendition serve`` calls; ``Server`` can start
+the console script itself, as ``tests/test_installed.py`` does) on a free port with ``RENDITION_*``
+env vars pointing at the random models; every wait is bounded.  They run the package
 as users install it: the wheel installed into a fresh virtual environment (``RENDITION_TEST_VENV``,
 built by ``scripts/installed-venv.sh``; ``scripts/test.sh`` builds it once), started from a directory
 outside the source tree, so nothing of the tree is on their path.
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -70,6 +72,22 @@ def server_python() -> str:
     return sys.executable
 
 
+def user_env() -> dict[str, str]:
+    """This process's environment without the ``RENDITION_*`` settings and ``PYTHONPATH``: what a
+    user's shell would hand the installed package."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_") and k != "PYTHONPATH"}
+
+
+def module_command() -> list[str]:
+    """``python -m rendition.service.main`` with the installed package's interpreter."""
+    return [server_python(), "-m", "rendition.service.main"]
+
+
+def console_command() -> list[str]:
+    """``rendition serve``: the console script installed beside that interpreter, as a user runs it."""
+    return [str(Path(server_python()).with_name("rendition")), "serve"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -77,16 +95,19 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, env: dict[str, str], log_path: Path):
+    """One server process on a free port, started in ``log_path``'s directory (outside the source
+    tree) with ``command`` (``module_command()`` unless given) and ``--host``/``--port``."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, command: Sequence[str] | None = None, timeout: float = 60.0):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.http = httpx.Client(base_url=self.url, timeout=60)  # one client: creating one per call costs ~1 s here
+        self.http = httpx.Client(base_url=self.url, timeout=timeout)  # one client: creating one per call costs ~1 s here
         self.log_path = log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(
-            [server_python(), "-m", "rendition.service.main", "--host", "127.0.0.1", "--port", str(self.port)],
+            [*(command or module_command()), "--host", "127.0.0.1", "--port", str(self.port)],
             cwd=log_path.parent, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )  # (outside the source tree)
+        )
 
     def log(self) -> str:
         self._log.flush()
@@ -131,7 +152,7 @@ class Server:
 
 
 def server_env(model_dirs: dict[str, Path], **overrides: object) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_") and k != "PYTHONPATH"}
+    env = user_env()
     env.update(
         OMP_NUM_THREADS="1",
         RENDITION_TORCH_THREADS="1",
