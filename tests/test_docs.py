@@ -87,6 +87,32 @@ def test_no_work_log_wording(doc: Path) -> None:
     assert not hits, f"{doc.relative_to(ROOT)}: " + "; ".join(hits)
 
 
+def contents_missing(text: str) -> list[str]:
+    """The ``##``/``###`` headings that the contents (the links before the first ``##`` heading)
+    do not link to."""
+    body = prose(text)
+    start = body.find("\n## ")
+    listed = set(LINK.findall(body[:start])) if start >= 0 else set()
+    headings = re.findall(r"^#{2,3}\s+(.*)$", body, re.MULTILINE)
+    return [h for h in headings if f"#{slug(h)}" not in listed]
+
+
+def test_the_contents_check_finds_a_missing_heading() -> None:
+    text = "# T\n\n- [A](#a)\n\n## A\n\n### B c\n"
+    assert contents_missing(text) == ["B c"]
+    assert contents_missing(text.replace("- [A](#a)", "- [A](#a)\n  - [B c](#b-c)")) == []
+
+
+def test_experiments_stay_short_and_every_entry_is_in_the_contents() -> None:
+    """docs/experiments.md keeps one concise entry per experiment: at most 400 lines, and a table
+    of contents at the top that links every section and entry."""
+    text = (ROOT / "docs" / "experiments.md").read_text()
+    assert len(text.splitlines()) <= 400, f"{len(text.splitlines())} lines"
+    assert re.search(r"^## ", text, re.MULTILINE)
+    missing = contents_missing(text)
+    assert not missing, f"not in the contents: {missing}"
+
+
 def test_every_image_in_docs_is_shown() -> None:
     """A figure under docs/ that no document shows is dead weight in the repository."""
     shown = {(doc.parent / t.partition("#")[0]).resolve() for doc in DOCS for t in links(doc)}
