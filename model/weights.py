@@ -139,13 +139,13 @@ def release_freed_memory() -> bool:
 _MALLOC_TRIM: Any = None  # glibc's malloc_trim once looked up; False: not there
 
 # glibc's malloc settings for a long-running process (mallopt's parameters: value, and the environment
-# variable that sets it at start-up and then takes precedence).  Allocations of MMAP_THRESHOLD bytes
-# and more (K/V storage, logits, a long batch's activations) are mapped and go back to the system
-# when freed, instead of staying in the heap at the largest size a burst ever needed (glibc's own
-# threshold grows to 32 MiB as such blocks are freed); two arenas at most, instead of eight per
-# core, each keeping its own free space.  docs/benchmarks.md has the measurements.
-M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
-MALLOC_SETTINGS = {M_MMAP_THRESHOLD: (4 * 1024 * 1024, "MALLOC_MMAP_THRESHOLD_"), M_ARENA_MAX: (2, "MALLOC_ARENA_MAX")}
+# variable that sets it at start-up and then takes precedence): two arenas at most, instead of eight
+# per core, each keeping its own free space.  glibc keeps its own mmap threshold (a fixed one maps
+# every step's large blocks anew and faults their pages in); what a batch freed inside the heap goes
+# back to the system when the batch or an idle worker is done (``release_freed_memory``).
+# docs/benchmarks.md has the measurements.
+M_ARENA_MAX = -8
+MALLOC_SETTINGS = {M_ARENA_MAX: (2, "MALLOC_ARENA_MAX")}
 
 
 def bound_c_heap() -> bool:

@@ -12,8 +12,9 @@ Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per
 ``TranslationOptions`` are the key) and steps them in turn; a worker that has had nothing to run
 for ``IDLE_RELEASE_S`` drops its searches with their K/V storage (a search made anew for every
 request costs its storage's first touch, about half the throughput of back-to-back requests); a
-search reserves ``max_sentences`` sentences of storage, uninitialised, so only the rows written are
-touched: what a worker holds follows its load, not the largest burst it has seen.  Between two steps it admits waiting
+search reserves ``max_sentences`` sentences of ``max_length`` positions of storage, uninitialised, so
+only the positions written are touched and a longer sentence joining never widens (copies) the
+storage: what a worker holds follows its load, not the largest burst it has seen.  Between two steps it admits waiting
 sentences while it runs fewer than ``max_sentences`` and their source tokens x beam size stay
 within ``max_tokens`` (a worker with nothing running takes one sentence whatever its size); a full
 worker is refilled once ``max_sentences / 8`` places are free, so that under load sentences join
@@ -49,6 +50,7 @@ import torch
 from rendition.model.kernels import native
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.search import BeamSearch, Hypothesis, Seq2Seq
+from rendition.model.weights import release_freed_memory
 
 log = logging.getLogger("rendition.scheduler")
 
@@ -250,7 +252,9 @@ class TranslationScheduler:
                 self._waiting.remove(ticket)
             search = w.searches.get(ticket.opts)
             if search is None:
-                search = w.searches[ticket.opts] = BeamSearch(self.model, ticket.opts, capacity=self.max_sentences)
+                search = w.searches[ticket.opts] = BeamSearch(
+                    self.model, ticket.opts, capacity=self.max_sentences, positions=ticket.opts.max_length
+                )
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search
             w.cost += cost
@@ -293,8 +297,9 @@ class TranslationScheduler:
                     if not w.searches:
                         self._cond.wait()
                     elif not self._cond.wait(IDLE_RELEASE_S):  # idle that long: its searches and their
-                        w.searches.clear()  # storage go, and its kernels' large buffers (what a worker
-                        native.release_scratch()  # holds follows its load, not its largest burst)
+                        w.searches.clear()  # storage go, its kernels' large buffers and the heap's
+                        native.release_scratch()  # free pages (what a worker holds follows its load,
+                        release_freed_memory()  # not its largest burst)
                     self._drop_cancelled(w)
                     joined += self._admit(w)
             if joined and self.join_delay_s:

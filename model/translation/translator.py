@@ -165,7 +165,8 @@ class Translator:
         try:
             return generate_ids(self.backend, sources, opts, self.max_batch_tokens, self.stats)
         finally:
-            native.release_scratch()  # (this thread's large kernel buffers: the batch is done)
+            native.release_scratch()  # (this thread's large kernel buffers: the batch is done,
+            release_freed_memory()  # and the heap's free pages)
 
     def start_workers(self, workers: int = 0, threads: int = 0, cores: int = 0) -> tuple[int, int]:
         """From now on ``core`` / ``translate`` run on the step-level scheduler

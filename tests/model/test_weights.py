@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from safetensors import safe_open
@@ -71,34 +75,68 @@ def test_half_an_int8_pair_is_a_clear_load_error(tmp_path, tensors, message):
         load_weights(torch.nn.Linear(2, 2, bias=False), path)
 
 
-BLOCK_MAPPED = """
-import ctypes
+ARENAS = """
+import ctypes, re, threading
 from rendition.model.weights import bound_c_heap
 
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
-
 libc = ctypes.CDLL(None)
-libc.mallinfo2.restype, libc.malloc.restype, libc.malloc.argtypes = Info, ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 print(bound_c_heap())
-before = libc.mallinfo2().hblks
-p = libc.malloc(5 * 2**20)  # (over bound_c_heap's threshold of 4 MiB)
-big = libc.malloc(16 * 2**20); libc.free(big)  # (glibc's own threshold would rise to 16 MiB after this free)
-q = libc.malloc(5 * 2**20)
-print(libc.mallinfo2().hblks - before)
+go = threading.Barrier(8)
+
+def allocate():
+    go.wait()
+    for _ in range(200):
+        libc.malloc(4096)  # (a thread's first allocation takes an arena of its own while there are fewer than the cap)
+
+threads = [threading.Thread(target=allocate) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+libc.open_memstream.restype = ctypes.c_void_p
+buf, size = ctypes.c_char_p(), ctypes.c_size_t()
+stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+libc.malloc_info(0, ctypes.c_void_p(stream)); libc.fclose(ctypes.c_void_p(stream))
+print(len(re.findall(r'<heap nr="\\d+">', buf.value.decode())))
 """
 
 
-@pytest.mark.parametrize("env, mapped", [({}, 2), ({"MALLOC_MMAP_THRESHOLD_": str(64 * 2**20)}, 0)])
-def test_bound_c_heap_maps_large_blocks_unless_the_operator_chose(env: dict, mapped: int) -> None:
-    """After ``bound_c_heap`` a 5 MiB block is mapped (it goes back to the system when freed) even
-    after a 16 MiB block was freed, which raises glibc's own threshold past it; an operator's
-    ``MALLOC_MMAP_THRESHOLD_`` stands instead."""
-    import os
-    import subprocess
-    import sys
-
-    res = subprocess.run([sys.executable, "-c", BLOCK_MAPPED], capture_output=True, text=True, check=True,
+@pytest.mark.parametrize("env, arenas", [({}, 2), ({"MALLOC_ARENA_MAX": "5"}, 5)])
+def test_bound_c_heap_caps_the_arenas_unless_the_operator_chose(env: dict, arenas: int) -> None:
+    """After ``bound_c_heap`` eight threads allocating at once share two heaps (glibc's own cap is
+    eight per core, each heap keeping its own free space); an operator's ``MALLOC_ARENA_MAX`` stands
+    instead."""
+    res = subprocess.run([sys.executable, "-c", ARENAS], capture_output=True, text=True, check=True,
                          env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | env)  # fmt: skip
-    assert res.stdout.split() == ["True", str(mapped)]
+    assert res.stdout.split() == ["True", str(arenas)]
+
+
+TRIMMED = """
+import ctypes
+from pathlib import Path
+from rendition.model.weights import release_freed_memory
+
+def rss_anon_mb():
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("RssAnon:"))
+    return int(line.split()[1]) / 1024
+
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+blocks = [libc.malloc(64 * 1024) for _ in range(2000)]  # 125 MiB in the heap (below the mmap threshold)
+for b in blocks:
+    ctypes.memset(b, 1, 64 * 1024)
+pin = libc.malloc(64 * 1024)  # (a block above them: the heap's top cannot shrink past it)
+for b in blocks:
+    libc.free(b)
+held = rss_anon_mb()
+print(release_freed_memory(), round(held - rss_anon_mb()))
+"""
+
+
+def test_release_freed_memory_returns_the_heaps_free_pages() -> None:
+    """125 MiB freed inside the heap, below a block still in use, stays resident until
+    ``release_freed_memory`` hands its pages back (what the scheduler does when a worker goes idle
+    and ``Translator.core`` after a batch)."""
+    res = subprocess.run([sys.executable, "-c", TRIMMED], capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")})  # fmt: skip
+    done, released = res.stdout.split()
+    assert done == "True" and int(released) >= 100, res.stdout
