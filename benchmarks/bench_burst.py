@@ -1,6 +1,6 @@
 """Bursts of legitimate requests against the admission ledger, on a real server.
 
-    python benchmarks/bench_burst.py [--in-flight 64 128 256] [--n 256] [--env NAME=VALUE ...]
+    python benchmarks/bench_burst.py [--in-flight 64 128 256] [--n 256] [--env NAME=VALUE ...] [--python PY]
 
 Starts ``python -m rendition.service.main`` (the shipped models, ``RENDITION_MODELS=translator``,
 otherwise the defaults: the 60 s request timeout) and sends, for each ``--in-flight`` value in
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -57,10 +58,13 @@ def main() -> None:
     p.add_argument("--in-flight", type=int, nargs="+", default=[64, 128, 256])
     p.add_argument("--n", type=int, default=256, help="requests per burst")
     p.add_argument("--env", nargs="+", default=[], metavar="NAME=VALUE", help="more server settings")
+    p.add_argument("--python", default=os.environ.get("RENDITION_TEST_VENV") and f"{os.environ['RENDITION_TEST_VENV']}/bin/python",
+                   help="an installed package's interpreter (scripts/installed-venv.sh DIR: DIR/venv/bin/python;"
+                        " default: $RENDITION_TEST_VENV's), run outside the tree; without it, this tree")  # fmt: skip
     args = p.parse_args()
     texts = [f"{s} {s}" for s in test_sentences(n=args.n)]
     env = {"RENDITION_MODELS": "translator"} | dict(kv.split("=", 1) for kv in args.env)
-    with serve(ROOT, 0, env) as url:
+    with serve(ROOT, 0, env, args.python) as url:
         for in_flight in args.in_flight:
             print(json.dumps(burst(url, texts, in_flight)), flush=True)
 

@@ -1,6 +1,7 @@
 """Serving benchmarks against a real uvicorn process on the shipped models.
 
-    python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--root DIR]
+    python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--python PY | --root DIR]
+    scripts/installed-venv.sh build/installed && python benchmarks/bench_serving.py --python build/installed/venv/bin/python
     python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
 
 The script starts ``python -m rendition.service.main`` (``rendition serve``; with ``--root`` another checkout's,
@@ -66,24 +67,29 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_engine import test_sentences  # noqa: E402
-from loadgen import LoadResult, percentile, run_load  # noqa: E402
+from loadgen import LoadResult, percentile, raw_closed_loop, run_load  # noqa: E402
 
 SEED = 17
 
 
 # -- the server -------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def serve(root: Path, port: int, extra_env: dict[str, str], timeout: float = 300.0) -> Iterator[str]:
-    """``python -m rendition.service.main`` from ``root`` on ``port`` (0: a free one); yields its URL once ready."""
+def serve(
+    root: Path, port: int, extra_env: dict[str, str], python: str | None = None, timeout: float = 300.0
+) -> Iterator[str]:
+    """``python -m rendition.service.main`` on ``port`` (0: a free one); yields its URL once ready.  With
+    ``python`` (an installed package's interpreter) it runs from an empty directory outside any source
+    tree, as a user's server does; without, this interpreter runs ``root``'s tree."""
     if port == 0:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("RENDITION_")} | extra_env
     url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen([sys.executable, "-m", "rendition.service.main", "--port", str(port)], cwd=root, env=env,
-                                stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory() as outside:
+        python = os.path.abspath(python) if python else None  # (the server starts in another directory)
+        proc = subprocess.Popen([python or sys.executable, "-m", "rendition.service.main", "--port", str(port)],
+                                cwd=outside if python else root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             deadline = time.monotonic() + timeout
             while not _ready(url):
@@ -223,29 +229,36 @@ def closed_loop(scheduler, requests: list[list[list[int]]], opts, in_flight: int
 
 
 def http_efficiency(
-    url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int], rounds: int = 3
+    url: str, texts: list[str], in_flight: int, reference: tuple[str, int, int], rounds: int = 3, client: str = "raw"
 ) -> dict:
     """Both sides are the fastest of ``rounds`` runs (on a shared 2-core machine a single run of
-    either can swing by a third)."""
-    asyncio.run(run_load(url, body=lambda i: translate_body(texts[i % len(texts)]), concurrency=in_flight,
-                         max_requests=in_flight, seconds=600, timeout=300))  # warm-up  # fmt: skip
+    either can swing by a third).  ``client``: the lean keep-alive client (``loadgen.raw_closed_loop``)
+    or httpx; the client's own CPU time per request is reported, as it shares the server's cores."""
+    load = raw_closed_loop if client == "raw" else run_load
+    extra = {} if client == "raw" else {"seconds": 600}
+
+    def closed_loop_run(n: int, body) -> LoadResult:
+        return asyncio.run(load(url, body=body, concurrency=in_flight, max_requests=n, timeout=300, **extra))
+
+    closed_loop_run(in_flight, lambda i: translate_body(texts[i % len(texts)]))  # warm-up
     kinds = server_translator(url)
     local = in_process_seconds(texts, *reference, kinds, rounds=rounds)
     # The same closed loop in-process (the scheduler at the server's layout, no HTTP): what the
     # in-flight limit and the drain at the end cost, apart from HTTP's own share.
     loop = in_process_seconds(texts, "scheduler", *reference[1:], kinds, rounds=rounds, in_flight=in_flight)
     h0 = histogram_sums(url)
-    res = None
+    res, client_cpu = None, 0.0
     for _ in range(rounds):
-        run = asyncio.run(run_load(url, body=lambda i: translate_body(texts[i]), concurrency=in_flight,
-                                   max_requests=len(texts), seconds=600, timeout=300))  # fmt: skip
+        cpu0 = time.process_time()
+        run = closed_loop_run(len(texts), lambda i: translate_body(texts[i]))
         if res is None or run.seconds < res.seconds:
-            res = run
+            res, client_cpu = run, time.process_time() - cpu0
     means = histogram_means(h0, histogram_sums(url))
     out = latencies(res)
     return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "compute_type": kinds["compute_type"],
                   "kv_cache_dtype": kinds["kv_cache_dtype"], "in_process_s": round(local, 3),
-                  "efficiency": round(local / res.seconds, 3),
+                  "efficiency": round(local / res.seconds, 3), "client": client,
+                  "client_cpu_ms_per_request": round(client_cpu / len(texts) * 1e3, 2),
                   "in_process_loop_s": round(loop, 3), "http_share": round(loop / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
                   "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
                   "mean_compute_ms": round(means["rendition_compute_seconds"] * 1e3, 1)}  # fmt: skip
@@ -334,7 +347,7 @@ def progress(part: str, result: dict) -> dict:
 
 
 def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) -> None:
-    print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  root {args.root}")
+    print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  server: {args.python or args.root}")
     print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}")
     print(f"{'measurement':<58}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  other")
     rows = [
@@ -342,6 +355,7 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
          f"HTTP {a['seconds']:.2f} s vs in-process ({a['reference']}) {a['in_process_s']:.2f} s, both"
          f" {a['compute_type']}: efficiency {a['efficiency']:.2f}"
          f" (the same closed loop in-process {a['in_process_loop_s']:.2f} s: HTTP's share {a['http_share']:.2f});"
+         f" client {a['client']}, {a['client_cpu_ms_per_request']} ms CPU per request;"
          f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
          f" {a['mean_compute_ms']} ms"),
         (f"(b) capacity: closed loop, {args.in_flight} in flight", b["capacity_run"],
@@ -367,6 +381,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=0, help="the server's port (0: a free one)")
     p.add_argument("--root", type=Path, default=ROOT, help="checkout whose service runs (before/after comparisons)")
+    p.add_argument("--python", default=os.environ.get("RENDITION_TEST_VENV") and f"{os.environ['RENDITION_TEST_VENV']}/bin/python",
+                   help="the interpreter of an installed package whose server runs (scripts/installed-venv.sh DIR:"
+                        " DIR/venv/bin/python; default: $RENDITION_TEST_VENV's); without it, --root's tree")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, help="RENDITION_TRANSLATION_WORKERS for the server")
     p.add_argument("--threads", type=int, default=None, help="RENDITION_WORKER_THREADS for the server")
     p.add_argument(
@@ -380,6 +397,8 @@ def main() -> None:
     p.add_argument("--n", type=int, default=256, help="(a) requests")
     p.add_argument("--reference", choices=["scheduler", "core"], default="scheduler",
                    help="(a) in-process: the scheduler at the server's layout, or one batch search")  # fmt: skip
+    p.add_argument("--client", choices=["raw", "httpx"], default="raw",
+                   help="(a) the load generator: lean keep-alive HTTP/1.1 (loadgen.raw_closed_loop) or httpx")  # fmt: skip
     p.add_argument("--in-flight", type=int, default=64, help="concurrent translation requests in (a), (b) and (c)")
     p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
     p.add_argument("--seconds", type=float, default=30.0, help="(b) arrivals per load level")
@@ -393,9 +412,12 @@ def main() -> None:
     args.env |= dict(kv.split("=", 1) for kv in args.env_pairs)
     load0 = os.getloadavg()[0]
     texts = test_sentences(n=args.n)
-    with serve(args.root, args.port, args.env) as url:
+    with serve(args.root, args.port, args.env, args.python) as url:
         a = progress(
-            "a", http_efficiency(url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0))
+            "a",
+            http_efficiency(
+                url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0), client=args.client
+            ),
         )
         b = progress("b", open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds))
         c = progress("c", asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings)))

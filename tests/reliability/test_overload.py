@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from loadgen import DEFAULT_TEXTS, run_load, summarize, translate_body
+from loadgen import DEFAULT_TEXTS, raw_closed_loop, run_load, summarize, translate_body
 
 from rendition.model.translation.translator import Translator
 
@@ -90,3 +90,18 @@ def test_loadgen_is_bounded(server):
     res = asyncio.run(run_load(server.url, arrivals=arrivals, seconds=30, timeout=30))
     assert [r.status for r in res.records] == [200] * 4
     assert all(r.start >= t for r, t in zip(res.records, arrivals)), [r.start for r in res.records]
+
+
+def test_the_lean_client_answers_as_httpx_does(server):
+    """``raw_closed_loop`` (bench_serving's client) over keep-alive connections: every request
+    answered once, 2xx and 4xx recorded with their statuses, as httpx's closed loop records them."""
+    def body(i: int) -> dict:
+        return translate_body(i) if i % 5 else {"text": "x", "source": "en", "target": "xx"}  # (an unknown language: 4xx)
+
+    raw = asyncio.run(raw_closed_loop(server.url, body=body, concurrency=3, max_requests=12, timeout=30))
+    ref = asyncio.run(run_load(server.url, body=body, concurrency=3, max_requests=12, seconds=30, timeout=30))
+    assert [r.index for r in raw.records] == list(range(12))
+    assert [r.status for r in raw.records] == [r.status for r in ref.records]
+    assert all(400 <= r.status < 500 for r in raw.records if r.index % 5 == 0)
+    assert all(r.status == 200 for r in raw.records if r.index % 5)
+    assert all(r.error for r in raw.records if r.status >= 400)
