@@ -19,6 +19,7 @@ the second half ((end - half) / half).  ``--png`` plots the samples, ``--json`` 
 
     python benchmarks/bench_memory_soak.py --png docs/memory_soak.png   # all runs, ~12,000 sentences each
     python benchmarks/bench_memory_soak.py --runs library ct2 --limit 2000
+    python benchmarks/bench_memory_soak.py --from-json a.json b.json --png soak.png  # runs taken apart, together
 """
 
 from __future__ import annotations
@@ -209,13 +210,17 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=0, help="the library's and CTranslate2's output tokens per sentence at most (0: the default); the service keeps its own")
     ap.add_argument("--png", default=None)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--from-json", nargs="+", default=[], metavar="JSON",
+                    help="no runs: the table and plot of runs written by earlier --json runs (e.g. runs taken in parallel)")  # fmt: skip
     ap.add_argument("--child", choices=("library", "ct2"), default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child, args.limit, args.every, args.threads, args.max_length)
         return
     results: dict[str, list[dict]] = {}
-    for run in args.runs:
+    for path in args.from_json:
+        results |= json.loads(Path(path).read_text())
+    for run in [] if args.from_json else args.runs:
         t0 = time.perf_counter()
         results[run] = run_service(args) if run == "service" else run_child(run, args)
         print(f"# {run}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
