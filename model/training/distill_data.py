@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rendition.model.training.corpus.rows import Row, read_rows
 from rendition.model.training.data import REPO_DATA, SPLITS_DIR, read_tsv, split_source
 from rendition.model.training.english_text import (
     EXTRA_DEBIAN,
@@ -54,13 +55,9 @@ EXTRACT = REPO_DATA / "build" / "debian" / "extract"  # where `rendition data --
 GENERAL_SOURCES = ("ui", "dialogue", "help", "everyday")
 
 
-def read_corpus(path: Path = CORPUS) -> Iterator[tuple[str, str, str]]:
-    """Rows ``(source, English, French)`` of the broad corpus."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3 and parts[1].strip() and parts[2].strip():
-                yield parts[0], parts[1], parts[2]
+def read_corpus(path: Path = CORPUS) -> Iterator[Row]:
+    """Rows ``(source, English, French)`` of the broad corpus with text on both sides."""
+    return (row for row in read_rows(path) if row[1].strip() and row[2].strip())
 
 
 def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | None = None) -> dict[str, int]:

@@ -3,7 +3,7 @@ a source ``NAME>fr`` / ``NAME>en`` is trained in that direction only (``renditio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 Row = tuple[str, str, str]  # source, English, French
@@ -20,3 +20,12 @@ def read_rows(path: Path, limit: int | None = None) -> Iterator[Row]:
             if len(cols) < 3:
                 raise ValueError(f"{path}:{i + 1}: expected origin<TAB>english<TAB>french")
             yield cols[0], cols[1], cols[2]
+
+
+def write_rows(path: Path, rows: Iterable[Row], with_source: bool) -> None:
+    """``rows`` into the file at ``path`` (its folder made if missing); ``with_source`` False: the
+    English and French columns only (a held-out split's file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for s, e, x in rows:
+            f.write(f"{s}\t{e}\t{x}\n" if with_source else f"{e}\t{x}\n")
