@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -202,7 +202,7 @@ def teacher_clusters(teacher: np.ndarray, size: int = 64, top: int = 128, seed: 
 
 
 def neighbour_batches(
-    groups: Sequence[int], lengths: Sequence[int], batch_size: int, rng: random.Random, run: int = 32, pool: int = 50
+    groups: Sequence[int] | np.ndarray, lengths: Sequence[int], batch_size: int, rng: random.Random, run: int = 32, pool: int = 50
 ) -> list[list[int]]:
     """Batches of runs of ``run`` examples from one group (``teacher_clusters`` of each example's
     target), ``batch_size // run`` runs per batch: the in-batch similarity term then sees close
@@ -277,8 +277,14 @@ def pair_cosines(emb: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarra
     return (e[i] * e[j]).sum(1)
 
 
+class Encoder(Protocol):
+    """What ``evaluate`` needs of a model: ``SentenceEncoder.encode``'s sentences and truncation."""
+
+    def encode(self, sentences: Sequence[str], *, truncate: bool = False) -> np.ndarray: ...
+
+
 def evaluate(
-    encoder: SentenceEncoder,
+    encoder: Encoder,
     teacher=None,
     split: str = "test",
     n_pairs: int = 5000,
@@ -371,8 +377,7 @@ def token_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def token_batch(batch_texts: Sequence[str], tokens: dict[str, np.ndarray], n: int, dim: int) -> torch.Tensor | None:
     """(B, n, dim) token-level targets for a batch padded to n pieces (zeros where a sentence has
     none, or past its pieces); None when no sentence of the batch has any."""
-    rows = [(b, tokens.get(t)) for b, t in enumerate(batch_texts)]
-    rows = [(b, r) for b, r in rows if r is not None]
+    rows = [(b, r) for b, t in enumerate(batch_texts) if (r := tokens.get(t)) is not None]
     if not rows:
         return None
     out = np.zeros((len(batch_texts), n, dim), np.float32)
@@ -1001,7 +1006,7 @@ class _TeacherAsEncoder:
     def __init__(self, teacher, cache_dir: Path | None = None):
         self.teacher, self.cache_dir = teacher, cache_dir
 
-    def encode(self, sentences: Sequence[str], truncate: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], *, truncate: bool = False) -> np.ndarray:
         return cached_teacher_embed(self.teacher, sentences, self.cache_dir)
 
 

@@ -386,7 +386,9 @@ def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = No
         _, fr, g, confirmed, n_src = ranked[0]
         rank = round(10 * (7 - zipf_frequency(en, "en"))) + (COMPOUND_RANK if " " in en else 0)
         countable = src.lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
-        noun = Noun(en, fr, g, src.wn.category(en), confirmed, rank, countable, n_src, en in src.fr_en.get(fr, ()))
+        category = src.wn.category(en)
+        assert category is not None  # (the English nouns all have one)
+        noun = Noun(en, fr, g, category, confirmed, rank, countable, n_src, en in src.fr_en.get(fr, ()))
         nouns.append(noun)
         alternatives += _alternatives(noun, ranked, cands, first_sense_of, src)
         # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
