@@ -44,7 +44,10 @@ def save_checkpoint(
 def load_checkpoint(path: Path) -> Checkpoint:
     """What ``save_checkpoint`` wrote at ``path``."""
     with safe_open(str(path), "pt") as f:
-        meta = json.loads((f.metadata() or {})["meta"])
+        stored = f.metadata() or {}
+    if "meta" not in stored:
+        raise ValueError(f"{path} is not a checkpoint of this version (no 'meta' metadata): start the run again")
+    meta = json.loads(stored["meta"])
     tensors = load_file(str(path))
     state: dict[int, dict[str, torch.Tensor]] = {}
     for k, v in tensors.items():
