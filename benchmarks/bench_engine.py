@@ -218,7 +218,7 @@ class ConfigBench:
                 os.environ["CT2_USE_MKL"] = "1"
             else:  # CTranslate2's own choice (MKL on Intel CPUs, oneDNN on others)
                 os.environ.pop("CT2_USE_MKL", None)
-            from rendition.model.translation.ct2 import CT2Engine
+            from rendition.model.export.ct2 import CT2Engine
 
             compute_type, self.batch_type = CT2_KINDS[self.kind]
             vmap = self.kind in SHORTLIST_KINDS
@@ -362,7 +362,7 @@ def main() -> None:
         keys = [k for key in keys for k in ([key, BASE + key] if layout(key)[0] in OURS else [key])]
     ct2_dir = None  # (its ct2/ and ct2sl/, the second with the shortlist's vocabulary map)
     if any(layout(key)[0] in CT2_KINDS for key in keys):
-        from rendition.model.translation.ct2 import export_ct2
+        from rendition.model.export.ct2 import export_ct2
 
         ct2_dir = tmp
         if any(layout(key)[0] in CT2_KINDS and layout(key)[0] not in SHORTLIST_KINDS for key in keys):

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import sacrebleu
 
-    from rendition.model.translation.ct2 import CT2Translator, export_ct2
+    from rendition.model.export.ct2 import CT2Translator, export_ct2
     from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
     for path in (*SETS.values(), DEFAULT_TRANSLATOR / "model.safetensors"):

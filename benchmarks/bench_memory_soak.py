@@ -96,8 +96,8 @@ def child(run: str, limit: int | None, every: int, threads: int, max_length: int
 
         tr = Translator.from_pretrained(device="cpu", compute_type="int8")
     else:
+        from rendition.model.export.ct2 import RENDITION_CONFIG, SP_MODEL, CT2Engine, CT2Translator, export_ct2
         from rendition.model.tokenizer import Tokenizer
-        from rendition.model.translation.ct2 import RENDITION_CONFIG, SP_MODEL, CT2Engine, CT2Translator, export_ct2
         from rendition.model.translation.transformer import TransformerConfig
         from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 

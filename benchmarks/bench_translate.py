@@ -47,9 +47,9 @@ sys.path.insert(0, str(ROOT))
 
 from engine_process import EngineProcess, tempdir  # noqa: E402
 
+from rendition.model.export.ct2 import CT2Engine, export_ct2  # noqa: E402
 from rendition.model.tokenizer import Tokenizer  # noqa: E402
 from rendition.model.translation.backends import TorchBackend, select_backend  # noqa: E402
-from rendition.model.translation.ct2 import CT2Engine, export_ct2  # noqa: E402
 from rendition.model.translation.options import TranslationOptions  # noqa: E402
 from rendition.model.translation.search import generate_ids  # noqa: E402
 from rendition.model.translation.transformer import Transformer, TransformerConfig  # noqa: E402

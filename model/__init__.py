@@ -1,8 +1,9 @@
 """Rendition models: relative-position Transformer translator and DiSAN sentence encoder.
 
 PyTorch models (``translation/``, ``embedding/``) with native CPU kernels for inference
-(``kernels/``, built at install time; torch paths where they are missing), and their training
-code (``training/``)."""
+(``kernels/``, built at install time; torch paths where they are missing), their training
+code (``training/``), and what is built from a trained translator (``export/``); serving imports
+neither of the last two."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("rendition.model.training.evaluate:main", "BLEU/chrF of a translator on the test split"),
     "train-encoder": ("rendition.model.training.distill:main", "train the DiSAN sentence encoder by distillation"),
     "evaluate-encoder": ("rendition.model.training.distill:evaluate_main", "retrieval accuracy and fidelity of the sentence encoder"),
-    "export-ct2": ("rendition.model.translation.ct2:main", "export a translator to a CTranslate2 model directory"),
-    "build-shortlist": ("rendition.model.translation.shortlist:main", "build a translator's vocabulary shortlist from a parallel corpus"),
+    "export-ct2": ("rendition.model.export.ct2:main", "export a translator to a CTranslate2 model directory"),
+    "build-shortlist": ("rendition.model.export.shortlist:main", "build a translator's vocabulary shortlist from a parallel corpus"),
 }
 
 

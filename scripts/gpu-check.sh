@@ -31,7 +31,7 @@ if (( DRY )); then
     step "dry run: every step's pieces"
     bash -n "$0"
     "$PY" -m pytest --collect-only -q -m gpu tests/gpu | tail -1
-    "$PY" -c "import rendition.service.main, rendition.model.translation.ct2, rendition.model.embedding.encoder; from pathlib import Path; print('rendition.model from', Path(rendition.model.__file__).resolve().parent)"
+    "$PY" -c "import rendition.service.main, rendition.model.export.ct2, rendition.model.embedding.encoder; from pathlib import Path; print('rendition.model from', Path(rendition.model.__file__).resolve().parent)"
     "$PY" benchmarks/bench_gpu.py --dry-run --n "$N"
     step "dry run passed"
     exit 0

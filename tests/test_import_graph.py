@@ -107,3 +107,37 @@ def test_a_router_imports_no_other_router(module: str) -> None:
     ``rendition.service.embedding``, ``rendition.service.deps``), never in another router."""
     others = {d for d in GRAPH[module] if d.startswith("rendition.service.routers") and d != module}
     assert not others, f"{module} imports {sorted(others)}"
+
+
+def imported_by(module: str) -> set[str]:
+    """Every project module ``module`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for d in GRAPH[todo.pop()] - seen:
+            seen.add(d)
+            todo.append(d)
+    return seen
+
+
+BUILD_TIME = ("rendition.model.training", "rendition.model.export")  # training, and what is built from a trained model
+
+
+def test_the_build_time_packages_are_read() -> None:
+    assert "rendition.model.training.corpus.rows" in GRAPH["rendition.model.export.shortlist"]
+    assert "rendition.model.training.checkpoints" in GRAPH["rendition.model.training.distill"]
+
+
+@pytest.mark.parametrize("module", ["rendition.service.main", "rendition.service.app", "rendition.service.cli"])
+def test_serving_imports_neither_training_nor_the_export_tools(module: str) -> None:
+    """``rendition serve`` (``rendition.service.main``, the app it builds, the command that starts it)
+    never imports training code or the export tools, not even inside a function."""
+    assert not {m for m in imported_by(module) if m.startswith(BUILD_TIME)}
+
+
+def test_serve_loads_neither_training_nor_the_export_tools() -> None:
+    """The same, at run time: what importing the service's entry point and app loads."""
+    code = ("import sys, rendition.service.cli, rendition.service.main, rendition.service.app;"
+            f"print(sorted(m for m in sys.modules if m.startswith({BUILD_TIME!r})))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import lzma
+import os
 import random
 import re
 import shutil
@@ -28,11 +29,21 @@ from pathlib import Path
 LANGS = ("fr", "de")
 REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 SPLITS_DIR = REPO_DATA / "splits"
-DEFAULT_SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "ddtp-bookworm"
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"«(\[]?[A-Z0-9À-ÖØ-Þ])")
 _BULLET = re.compile(r"^\s*[*\-+o•]\s+")
 _WS = re.compile(r"\s+")
+
+
+def default_ddtp_dir() -> Path:
+    """Where Debian bookworm's DDTP files (``Translation-{en,fr,de}.xz``) are read from unless a
+    command names a folder: ``$RENDITION_DDTP_DIR``, else ``ddtp-bookworm`` in the user's data
+    directory (``$XDG_DATA_HOME/rendition``, by default ``~/.local/share/rendition``), where
+    ``rendition data --fetch`` puts them."""
+    if os.environ.get("RENDITION_DDTP_DIR"):
+        return Path(os.environ["RENDITION_DDTP_DIR"]).expanduser()
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data_home / "rendition" / "ddtp-bookworm"
 
 
 @dataclass(frozen=True)
@@ -255,8 +266,10 @@ def fetch_with_apt(dest: Path, langs: Iterable[str] = ("en",) + LANGS) -> None:
         (dest / f"Translation-{lang}.xz").write_bytes(raw)
 
 
-def build(src_dir: Path = DEFAULT_SHARED, out_dir: Path = SPLITS_DIR, langs: Iterable[str] = LANGS) -> dict[str, dict[str, int]]:
-    """Rebuild train/valid/test for each en-<lang> pair. Returns counts."""
+def build(src_dir: Path | None = None, out_dir: Path = SPLITS_DIR, langs: Iterable[str] = LANGS) -> dict[str, dict[str, int]]:
+    """Rebuild train/valid/test for each en-<lang> pair from the DDTP files in ``src_dir``
+    (default: ``default_ddtp_dir()``). Returns counts."""
+    src_dir = default_ddtp_dir() if src_dir is None else src_dir
     counts: dict[str, dict[str, int]] = {}
     for lang in langs:
         pairs = build_pairs(src_dir, lang)
@@ -272,11 +285,12 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
 
     ap = argparse.ArgumentParser(prog="rendition data", description="Rebuild the DDTP parallel splits (--corpus: the broad corpus).")
-    ap.add_argument("--source", type=Path, default=DEFAULT_SHARED, help="folder with Translation-{en,fr,de}.xz")
+    ap.add_argument("--source", type=Path, default=None, help="folder with Translation-{en,fr,de}.xz (default: $RENDITION_DDTP_DIR, else ~/.local/share/rendition/ddtp-bookworm)")
     ap.add_argument("--out", type=Path, default=SPLITS_DIR)
     ap.add_argument("--langs", nargs="+", default=list(LANGS))
     ap.add_argument("--fetch", action="store_true", help="first fetch the files from Debian bookworm with apt into --source")
     a = ap.parse_args(argv)
+    a.source = a.source or default_ddtp_dir()
     if a.fetch:
         fetch_with_apt(a.source, ["en", *a.langs])
     for lp, counts in build(a.source, a.out, a.langs).items():

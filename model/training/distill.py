@@ -22,8 +22,10 @@ import math
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -33,6 +35,8 @@ from tqdm import tqdm
 from rendition.model.embedding.disan import DiSAN, DiSANConfig
 from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
 from rendition.model.tokenizer import UNK_ID, Tokenizer
+from rendition.model.training.checkpoints import Checkpoint, load_checkpoint, save_checkpoint
+from rendition.model.training.curves import Line, Panel, plot_curves
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.training.english_text import general_english, normalise
 from rendition.model.training.teacher import load_teacher, teacher_embed
@@ -198,7 +202,7 @@ def teacher_clusters(teacher: np.ndarray, size: int = 64, top: int = 128, seed: 
 
 
 def neighbour_batches(
-    groups: Sequence[int], lengths: Sequence[int], batch_size: int, rng: random.Random, run: int = 32, pool: int = 50
+    groups: Sequence[int] | np.ndarray, lengths: Sequence[int], batch_size: int, rng: random.Random, run: int = 32, pool: int = 50
 ) -> list[list[int]]:
     """Batches of runs of ``run`` examples from one group (``teacher_clusters`` of each example's
     target), ``batch_size // run`` runs per batch: the in-batch similarity term then sees close
@@ -273,8 +277,14 @@ def pair_cosines(emb: np.ndarray, pairs: Sequence[tuple[int, int]]) -> np.ndarra
     return (e[i] * e[j]).sum(1)
 
 
+class Encoder(Protocol):
+    """What ``evaluate`` needs of a model: ``SentenceEncoder.encode``'s sentences and truncation."""
+
+    def encode(self, sentences: Sequence[str], *, truncate: bool = False) -> np.ndarray: ...
+
+
 def evaluate(
-    encoder: SentenceEncoder,
+    encoder: Encoder,
     teacher=None,
     split: str = "test",
     n_pairs: int = 5000,
@@ -367,8 +377,7 @@ def token_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def token_batch(batch_texts: Sequence[str], tokens: dict[str, np.ndarray], n: int, dim: int) -> torch.Tensor | None:
     """(B, n, dim) token-level targets for a batch padded to n pieces (zeros where a sentence has
     none, or past its pieces); None when no sentence of the batch has any."""
-    rows = [(b, tokens.get(t)) for b, t in enumerate(batch_texts)]
-    rows = [(b, r) for b, r in rows if r is not None]
+    rows = [(b, r) for b, t in enumerate(batch_texts) if (r := tokens.get(t)) is not None]
     if not rows:
         return None
     out = np.zeros((len(batch_texts), n, dim), np.float32)
@@ -377,33 +386,23 @@ def token_batch(batch_texts: Sequence[str], tokens: dict[str, np.ndarray], n: in
     return torch.from_numpy(out)
 
 
-def plot_curves(log: list[dict], path: Path) -> None:
-    import matplotlib
+RETRIEVAL_KEYS = ("retrieval_en_fr", "retrieval_fr_en", "retrieval_en_de", "retrieval_de_en")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def curves(log: list[dict]) -> list[Panel]:
+    """The distillation loss, and the validation retrieval and fidelity, over the training examples."""
     train = [r for r in log if "loss" in r]
     evals = [r for r in log if "retrieval_en_fr" in r]
     fid = [r for r in evals if "fidelity_spearman" in r]
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    ax[0].plot([r["examples"] for r in train], [r["loss"] for r in train], lw=0.8)
-    ax[0].set_xlabel("training examples")
-    ax[0].set_ylabel("MSE x dim (+ similarity term)")
-    ax[0].set_yscale("log")
-    ax[0].set_title("distillation loss")
-    for key in ("retrieval_en_fr", "retrieval_fr_en", "retrieval_en_de", "retrieval_de_en"):
-        if evals and key in evals[0]:
-            ax[1].plot([r["examples"] for r in evals], [r[key] for r in evals], marker="o", label=key)
+    x = [r["examples"] for r in evals]
+    loss = Line([r["examples"] for r in train], [r["loss"] for r in train], style={"lw": 0.8})
+    scores = [Line(x, [r[k] for r in evals], k, style={"marker": "o"}) for k in RETRIEVAL_KEYS if evals and k in evals[0]]
     if fid:
-        ax[1].plot([r["examples"] for r in fid], [r["fidelity_spearman"] for r in fid], marker="s", label="fidelity (Spearman)")
-    ax[1].set_xlabel("training examples")
-    ax[1].set_ylabel("valid split")
-    ax[1].set_title("retrieval top-1 and fidelity (valid split)")
-    ax[1].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+        scores.append(Line([r["examples"] for r in fid], [r["fidelity_spearman"] for r in fid], "fidelity (Spearman)", style={"marker": "s"}))
+    return [
+        Panel([loss], "training examples", "MSE x dim (+ similarity term)", "distillation loss", log_y=True, legend=False),
+        Panel(scores, "training examples", "valid split", "retrieval top-1 and fidelity (valid split)"),
+    ]
 
 
 def broad_examples(runs: Path, pairs: Sequence[tuple[str, str]]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -451,42 +450,33 @@ class Averaged:
         return live
 
 
-def save_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, average: dict[str, torch.Tensor], meta: dict) -> None:
-    """Weights, optimiser moments and averaged weights as safetensors; the rest (config, clock,
-    counters, random state, optimiser hyper-parameters) as JSON metadata.  No pickle."""
-    from safetensors.torch import save_file
-
-    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
-    tensors |= {f"average.{k}": v.contiguous() for k, v in average.items()}
-    osd = opt.state_dict()
-    for i, st in osd["state"].items():
-        tensors |= {f"opt.{i}.{k}": (v if torch.is_tensor(v) else torch.tensor(v)).contiguous() for k, v in st.items()}
-    meta = {**meta, "param_groups": osd["param_groups"]}
-    tmp = path.with_suffix(".tmp")
-    save_file(tensors, str(tmp), metadata={"meta": json.dumps(meta)})
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: Path) -> tuple[dict, dict[str, torch.Tensor], dict, dict[str, torch.Tensor]]:
-    """(meta, model state, optimiser state dict, averaged weights) written by ``save_checkpoint``."""
-    from safetensors import safe_open
-    from safetensors.torch import load_file
-
-    with safe_open(str(path), "pt") as f:
-        meta = json.loads(f.metadata()["meta"])
-    tensors = load_file(str(path))
-    model = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    average = {k[8:]: v for k, v in tensors.items() if k.startswith("average.")}
-    state: dict[int, dict] = {}
-    for k, v in tensors.items():
-        if k.startswith("opt."):
-            _, i, name = k.split(".", 2)
-            state.setdefault(int(i), {})[name] = v
-    return meta, model, {"state": state, "param_groups": meta.pop("param_groups")}, average
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="rendition train-encoder", description=(__doc__ or "").split("\n\n")[0])
+    _data_arguments(ap)
+    _model_arguments(ap)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--max-tokens", type=int, default=64, help="truncate training sentences to this many tokens")
+    ap.add_argument("--eval-every", type=float, default=6.0, help="minutes between validation runs")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--bf16", action="store_true",
+        help="forward under bfloat16 autocast (weights and optimiser stay float32): 1.6x the steps per second on a CPU with AMX",
+    )  # fmt: skip
+    ap.add_argument(
+        "--token-weight",
+        type=float,
+        default=0.0,
+        help="--broad: weight of the token-level loss (token_loss) on the English sentences that have token-level "
+        "targets in <runs>/tokens (python -m rendition.model.training.distill_data teacher-tokens)",
+    )
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args(list(argv) if argv is not None else None)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="rendition train-encoder", description=__doc__.split("\n\n")[0])
+def _data_arguments(ap: argparse.ArgumentParser) -> None:
+    """The run (budget, directory, checkpoints) and what it trains on."""
     ap.add_argument("--out", default=str(DEFAULT_ENCODER), help="where the trained encoder is written")
     ap.add_argument("--minutes", type=float, default=60.0, help="wall-clock training budget (over all resumed runs)")
     ap.add_argument("--teacher-sentences", type=int, default=80000, help="English sentences embedded by the teacher")
@@ -503,12 +493,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--resume", action="store_true", help="continue from <runs>/checkpoint.safetensors (model, optimiser, average, clock)")
     ap.add_argument("--checkpoint-every", type=float, default=5.0, help="minutes between checkpoints")
     ap.add_argument("--ema", type=float, default=0.999, help="decay of the averaged weights that are exported")
-    ap.add_argument("--init", default=None, help="start from this encoder directory (fine-tuning) instead of random weights")
-    ap.add_argument(
-        "--byte-fallback",
-        action="store_true",
-        help="with --init: extend its tokenizer with the 256 byte pieces (rendition.model.tokenizer.with_byte_fallback)",
-    )
     ap.add_argument(
         "--sim-weight",
         type=float,
@@ -532,6 +516,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=0.0,
         help="share of each epoch's examples batched with their teacher-space neighbours (teacher_clusters; "
         "the clusters are cached in --runs)",
+    )
+
+
+def _model_arguments(ap: argparse.ArgumentParser) -> None:
+    """The student: new, resumed, or grown from ``--init``."""
+    ap.add_argument("--init", default=None, help="start from this encoder directory (fine-tuning) instead of random weights")
+    ap.add_argument(
+        "--byte-fallback",
+        action="store_true",
+        help="with --init: extend its tokenizer with the 256 byte pieces (rendition.model.tokenizer.with_byte_fallback)",
     )
     ap.add_argument(
         "--dropout",
@@ -557,236 +551,310 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--d-model", type=int, default=192)
     ap.add_argument("--d-embed", type=int, default=192)
     ap.add_argument("--d-out", type=int, default=384)
-    ap.add_argument("--batch-size", type=int, default=128)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=200)
-    ap.add_argument("--max-tokens", type=int, default=64, help="truncate training sentences to this many tokens")
-    ap.add_argument("--eval-every", type=float, default=6.0, help="minutes between validation runs")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument(
-        "--bf16", action="store_true",
-        help="forward under bfloat16 autocast (weights and optimiser stay float32): 1.6x the steps per second on a CPU with AMX",
-    )  # fmt: skip
-    ap.add_argument(
-        "--token-weight",
-        type=float,
-        default=0.0,
-        help="--broad: weight of the token-level loss (token_loss) on the English sentences that have token-level "
-        "targets in <runs>/tokens (python -m rendition.model.training.distill_data teacher-tokens)",
-    )
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(list(argv) if argv is not None else None)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
-    runs = Path(args.runs) if args.runs else RUNS
-    runs.mkdir(parents=True, exist_ok=True)
-    ckpt_path = runs / "checkpoint.safetensors"
 
-    if args.broad:
-        from rendition.model.training.data import parse_upsample
-        from rendition.model.training.distill_data import CORPUS, corpus_repeats, parallel_pairs
 
-        corpus = Path(args.corpus) if args.corpus else CORPUS
-        pairs = parallel_pairs(corpus, extra=[runs / "catalog.en-de.tsv", runs / "ding.en-de.tsv"])
-        repeats = corpus_repeats(parse_upsample(args.upsample), corpus, runs / "extra.tsv") if args.upsample else {}
+Examples = tuple[list[str], np.ndarray, np.ndarray]  # (texts, teacher row per text, teacher matrix)
 
-        def load_examples():
-            texts, targets, teacher = broad_examples(runs, pairs)
-            n_en = len(teacher)  # the English sentences come first, one per teacher row
-            keep = list(range(n_en, len(texts)))
-            if args.foreign_fraction < 1:  # a fresh random share of the translations each epoch
-                keep = [i for i in keep if rng.random() < args.foreign_fraction]
-            again = [i for i in range(n_en) for _ in range(repeats.get(texts[i], 1) - 1)]  # --upsample
-            rows = np.asarray(keep + again, dtype=np.int64)
-            return texts[:n_en] + [texts[i] for i in rows], np.concatenate([targets[:n_en], targets[rows]]), teacher
-    else:
+
+def example_source(args: argparse.Namespace, runs: Path, rng: random.Random) -> Callable[[], Examples]:
+    """What an epoch trains on, read again at each epoch with ``--broad`` (shards embedded meanwhile
+    join; a fresh share of the translations, the upsampled sources repeated), else the teacher
+    cache (embedded first unless ``--skip-teacher``)."""
+    if not args.broad:
         if not args.skip_teacher:
             cache_teacher(args.teacher_sentences, args.general_sentences)
+        return _cached_examples
+    from rendition.model.training.data import parse_upsample
+    from rendition.model.training.distill_data import CORPUS, corpus_repeats, parallel_pairs
 
-        def load_examples():
-            cache = load_teacher_cache()
-            if not cache:
-                raise SystemExit(f"no teacher embeddings under {TEACHER_DIR}; run without --skip-teacher")
-            return training_examples(cache)
+    corpus = Path(args.corpus) if args.corpus else CORPUS
+    pairs = parallel_pairs(corpus, extra=[runs / "catalog.en-de.tsv", runs / "ding.en-de.tsv"])
+    repeats = corpus_repeats(parse_upsample(args.upsample), corpus, runs / "extra.tsv") if args.upsample else {}
 
-    texts, targets, teacher = load_examples()
-    tokens: dict[str, np.ndarray] = {}
-    if args.token_weight > 0:
-        from rendition.model.training.distill_data import load_token_shards
+    def load() -> Examples:
+        texts, targets, teacher = broad_examples(runs, pairs)
+        n_en = len(teacher)  # the English sentences come first, one per teacher row
+        keep = list(range(n_en, len(texts)))
+        if args.foreign_fraction < 1:  # a fresh random share of the translations each epoch
+            keep = [i for i in keep if rng.random() < args.foreign_fraction]
+        again = [i for i in range(n_en) for _ in range(repeats.get(texts[i], 1) - 1)]  # --upsample
+        rows = np.asarray(keep + again, dtype=np.int64)
+        return texts[:n_en] + [texts[i] for i in rows], np.concatenate([targets[:n_en], targets[rows]]), teacher
 
-        if not args.broad:
-            raise SystemExit("--token-weight needs --broad")
-        tokens = load_token_shards(runs)
-        if not tokens:
-            raise SystemExit(f"--token-weight: no token-level targets under {runs / 'tokens'}; run distill_data teacher-tokens")
-        print(f"token-level targets for {len(tokens)} English sentences")
-    if not len(teacher):
-        raise SystemExit(f"no teacher embeddings under {runs}; run `python -m rendition.model.training.distill_data teacher` first")
-    dim = teacher.shape[1]
-    print(f"{len(teacher)} English sentences with teacher vectors, {len(texts)} training examples, dim {dim}")
+    return load
 
-    if args.resume and ckpt_path.is_file():
-        state, weights, opt_state, average = load_checkpoint(ckpt_path)
-        cfg = DiSANConfig(**json.loads(state["config"]))
-        tok = Tokenizer(runs / "sentencepiece.model")
-        model = DiSAN(cfg)
-        model.load_state_dict(weights)
-    elif args.init:
-        init = SentenceEncoder.from_pretrained(args.init, device="cpu")
-        tok, model = init.tokenizer, init.model.float()
-        if args.byte_fallback:
-            from rendition.model.tokenizer import with_byte_fallback
 
-            tok = with_byte_fallback(tok.path, runs / "sentencepiece.model")
-            model = _grow_vocab(model, tok.vocab_size)
-        if args.tokenizer:
-            new_tok = Tokenizer(args.tokenizer)
-            model, tok = transfer_vocab(model, tok, new_tok), new_tok
-        if args.widen:
-            model = widen(model, args.widen, args.seed)
-        if args.widen_embed:
-            model = widen_embed(model, args.widen_embed, args.seed)
-        if args.blocks:
-            model = deepen(model, args.blocks, args.gate_bias, args.seed)
-        cfg = model.cfg
-        state = None
-    else:
-        tok = Tokenizer(args.tokenizer or TRANSLATOR_SPM)
-        cfg = DiSANConfig(
-            vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None, blocks=args.blocks or 1
-        )
-        model = DiSAN(cfg)
-        state = None
+def _cached_examples() -> Examples:
+    cache = load_teacher_cache()
+    if not cache:
+        raise SystemExit(f"no teacher embeddings under {TEACHER_DIR}; run without --skip-teacher")
+    return training_examples(cache)
+
+
+def token_targets(args: argparse.Namespace, runs: Path) -> dict[str, np.ndarray]:
+    """English sentence -> its token-level teacher targets (``--token-weight``), else nothing."""
+    if args.token_weight <= 0:
+        return {}
+    from rendition.model.training.distill_data import load_token_shards
+
+    if not args.broad:
+        raise SystemExit("--token-weight needs --broad")
+    tokens = load_token_shards(runs)
+    if not tokens:
+        raise SystemExit(f"--token-weight: no token-level targets under {runs / 'tokens'}; run distill_data teacher-tokens")
+    print(f"token-level targets for {len(tokens)} English sentences")
+    return tokens
+
+
+def student(args: argparse.Namespace, runs: Path, resumed: Checkpoint | None) -> tuple[DiSAN, Tokenizer]:
+    """The model to train and its tokenizer: the checkpoint's, grown from ``--init``, or new."""
+    if resumed is not None:
+        model = DiSAN(DiSANConfig(**json.loads(resumed.meta["config"])))
+        model.load_state_dict(resumed.model)
+        return model, Tokenizer(runs / "sentencepiece.model")
+    if args.init:
+        return _grown(args, runs)
+    tok = Tokenizer(args.tokenizer or TRANSLATOR_SPM)
+    cfg = DiSANConfig(vocab_size=tok.vocab_size, d_embed=args.d_embed, d_model=args.d_model, d_out=args.d_out or None, blocks=args.blocks or 1)
+    return DiSAN(cfg), tok
+
+
+def _grown(args: argparse.Namespace, runs: Path) -> tuple[DiSAN, Tokenizer]:
+    """``--init``'s encoder, with byte pieces, another vocabulary, wider or deeper as asked."""
+    init = SentenceEncoder.from_pretrained(args.init, device="cpu")
+    tok, model = init.tokenizer, init.model.float()
+    if args.byte_fallback:
+        from rendition.model.tokenizer import with_byte_fallback
+
+        tok = with_byte_fallback(tok.path, runs / "sentencepiece.model")
+        model = _grow_vocab(model, tok.vocab_size)
+    if args.tokenizer:
+        new_tok = Tokenizer(args.tokenizer)
+        model, tok = transfer_vocab(model, tok, new_tok), new_tok
+    if args.widen:
+        model = widen(model, args.widen, args.seed)
+    if args.widen_embed:
+        model = widen_embed(model, args.widen_embed, args.seed)
+    if args.blocks:
+        model = deepen(model, args.blocks, args.gate_bias, args.seed)
+    return model, tok
+
+
+def prepare(model: DiSAN, tok: Tokenizer, args: argparse.Namespace, runs: Path, dim: int, tokens: dict[str, np.ndarray]) -> None:
+    """The run directory gets the tokenizer; ``--dropout`` and ``--freeze`` apply to the model."""
     if tok.path.resolve() != (runs / "sentencepiece.model").resolve():
         (runs / "sentencepiece.model").write_bytes(tok.path.read_bytes())
-    assert cfg.dim == dim, f"student dim {cfg.dim} != teacher dim {dim}"
+    assert model.cfg.dim == dim, f"student dim {model.cfg.dim} != teacher dim {dim}"
     if tokens and model.head is None:
         raise SystemExit("--token-weight needs a model with a head (d_out)")
     if args.dropout is not None:
-        cfg = model.cfg = dataclasses.replace(cfg, dropout=args.dropout)
+        model.cfg = dataclasses.replace(model.cfg, dropout=args.dropout)
         model.drop.p = args.dropout
     frozen = [name for name, p in model.named_parameters() if name.startswith(tuple(args.freeze))]
     if args.freeze and not frozen:
         raise SystemExit(f"--freeze {' '.join(args.freeze)}: no weight has such a name")
     for name in frozen:
         model.get_parameter(name).requires_grad_(False)  # no gradient: AdamW skips it, decay included
-    print(f"DiSAN {cfg.to_json()}\n{model.num_parameters():,} parameters" + (f", {len(frozen)} tensors frozen" if frozen else ""))
-    encoder = SentenceEncoder(model, tok)
+    print(f"DiSAN {model.cfg.to_json()}\n{model.num_parameters():,} parameters" + (f", {len(frozen)} tensors frozen" if frozen else ""))
 
-    def tokenize(texts: list[str]) -> tuple[list[list[int]], list[int]]:
-        ids = [x[: args.max_tokens] for x in tok.encode(texts)]
-        return ids, [len(x) for x in ids]
 
-    ids, lengths = tokenize(texts)
-    teacher_t = torch.from_numpy(teacher)
+@dataclass
+class Distillation:
+    """A distillation run in progress: the student, its optimiser and averaged weights, the
+    epoch's examples, and the counters a checkpoint keeps."""
 
-    def clusters() -> np.ndarray:
-        path = runs / f"clusters_{len(teacher)}.npy"  # one clustering per teacher matrix
+    args: argparse.Namespace
+    runs: Path
+    rng: random.Random
+    model: DiSAN
+    tok: Tokenizer
+    load_examples: Callable[[], Examples]
+    tokens: dict[str, np.ndarray]
+    step: int = 0
+    examples: int = 0
+    epoch: int = 0
+    best: float = -1.0
+    elapsed: float = 0.0  # seconds trained before this process (a resumed run's)
+    log: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.opt = optimiser(self.model, self.args.lr)
+        self.avg = Averaged(self.model, self.args.ema)
+        self.encoder = SentenceEncoder(self.model, self.tok)
+        self.teacher_model = load_teacher()  # for the validation fidelity (its embeddings are cached on disk)
+        self.t0 = time.time()
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.runs / "checkpoint.safetensors"
+
+    @property
+    def log_path(self) -> Path:
+        return self.runs / "train_log.jsonl"
+
+    def use(self, examples: Examples) -> None:
+        """Train on these (texts, teacher rows, teacher matrix), tokenized and truncated."""
+        self.texts, self.targets, self.teacher = examples
+        self.ids = [x[: self.args.max_tokens] for x in self.tok.encode(self.texts)]
+        self.lengths = [len(x) for x in self.ids]
+        self.teacher_t = torch.from_numpy(self.teacher)
+
+    def resume(self, ck: Checkpoint | None) -> None:
+        """The optimiser, averaged weights, counters, random state and log of a checkpoint (None: a fresh log)."""
+        if ck is None:
+            self.log_path.write_text("")
+        else:
+            self.opt.load_state_dict(ck.optimizer)
+            self.avg.shadow = ck.average
+            m = ck.meta
+            self.step, self.examples, self.epoch, self.best, self.elapsed = m["step"], m["examples"], m["epoch"], m["best"], m["elapsed"]
+            version, internal, gauss = m["rng"]
+            self.rng.setstate((version, tuple(internal), gauss))
+            print(f"resumed from {self.checkpoint_path}: step {self.step}, {self.examples} examples, {self.elapsed / 60:.1f} min trained")
+        self.log = [json.loads(x) for x in self.log_path.read_text().splitlines() if x.strip()]
+
+    def clusters(self) -> np.ndarray:
+        path = self.runs / f"clusters_{len(self.teacher)}.npy"  # one clustering per teacher matrix
         if not path.is_file():
-            print(f"clustering {len(teacher)} teacher vectors")
-            np.save(path, teacher_clusters(teacher))
+            print(f"clustering {len(self.teacher)} teacher vectors")
+            np.save(path, teacher_clusters(self.teacher))
         return np.load(path)
 
-    def epoch_batches() -> list[list[int]]:
-        if args.neighbour_batches <= 0:
-            return length_batches(lengths, args.batch_size, rng)
-        near = [rng.random() < args.neighbour_batches for _ in lengths]
+    def epoch_batches(self) -> list[list[int]]:
+        """By length, and a ``--neighbour-batches`` share of the examples with their teacher-space neighbours."""
+        if self.args.neighbour_batches <= 0:
+            return length_batches(self.lengths, self.args.batch_size, self.rng)
+        near = [self.rng.random() < self.args.neighbour_batches for _ in self.lengths]
         rest = [i for i, n in enumerate(near) if not n]
         chosen = [i for i, n in enumerate(near) if n]
-        group = clusters()[targets[chosen]]
-        batches = [[rest[k] for k in b] for b in length_batches([lengths[i] for i in rest], args.batch_size, rng)]
-        batches += [[chosen[k] for k in b] for b in neighbour_batches(group, [lengths[i] for i in chosen], args.batch_size, rng)]
-        rng.shuffle(batches)
+        group = self.clusters()[self.targets[chosen]]
+        batches = [[rest[k] for k in b] for b in length_batches([self.lengths[i] for i in rest], self.args.batch_size, self.rng)]
+        batches += [[chosen[k] for k in b] for b in neighbour_batches(group, [self.lengths[i] for i in chosen], self.args.batch_size, self.rng)]
+        self.rng.shuffle(batches)
         return batches
 
-    opt = optimiser(model, args.lr)
-    avg = Averaged(model, args.ema)
-    step, examples, epoch, elapsed, best = 0, 0, 0, 0.0, -1.0
-    log_path = runs / "train_log.jsonl"
-    if state is not None:
-        opt.load_state_dict(opt_state)
-        avg.shadow = average
-        step, examples, epoch, elapsed, best = state["step"], state["examples"], state["epoch"], state["elapsed"], state["best"]
-        version, internal, gauss = state["rng"]
-        rng.setstate((version, tuple(internal), gauss))
-        print(f"resumed from {ckpt_path}: step {step}, {examples} examples, {elapsed / 60:.1f} min trained")
-    else:
-        log_path.write_text("")
-    log: list[dict] = [json.loads(x) for x in log_path.read_text().splitlines() if x.strip()]
-    teacher_model = load_teacher()  # for the validation fidelity (its embeddings are cached on disk)
-    budget = args.minutes * 60
-    t0 = time.time() - elapsed
-    last_eval = last_ckpt = time.time()
+    def train_step(self, batch: list[int], lr: float) -> dict[str, float]:
+        """One optimiser step on these examples at learning rate ``lr``; its losses."""
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        self.model.train()
+        x = SentenceEncoder.pad([self.ids[i] for i in batch])
+        y = self.teacher_t[self.targets[batch]]
+        tt = token_batch([self.texts[i] for i in batch], self.tokens, x.shape[1], self.teacher.shape[1]) if self.tokens else None
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.args.bf16):
+            mask = x != self.model.cfg.pad_id
+            u = self.model.features(x, mask)
+            pred = self.model.pool(u, mask)
+            tok_pred = self.model.head(u) if tt is not None and self.model.head is not None else None
+        loss = distill_loss(pred.float(), y, self.args.sim_weight)
+        losses = {}
+        if tt is not None and tok_pred is not None:
+            tl = token_loss(tok_pred.float(), tt)
+            loss = loss + self.args.token_weight * tl
+            losses["token_loss"] = tl.item()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.avg.update(self.model)
+        self.step += 1
+        self.examples += len(batch)
+        return {"loss": loss.item(), **losses}
 
-    def checkpoint() -> None:
-        meta = {"config": cfg.to_json(), "step": step, "examples": examples, "epoch": epoch, "elapsed": time.time() - t0, "best": best, "rng": rng.getstate()}
-        save_checkpoint(ckpt_path, model, opt, avg.shadow, meta)
+    def record(self, rec: dict[str, Any]) -> None:
+        self.log.append(rec)
+        with self.log_path.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
 
-    def validate() -> float:
-        live = avg.copy_to(model)  # validate and export the averaged weights
+    def checkpoint(self) -> None:
+        meta = {"config": self.model.cfg.to_json(), "step": self.step, "examples": self.examples, "epoch": self.epoch,
+                "elapsed": time.time() - self.t0, "best": self.best, "rng": self.rng.getstate()}  # fmt: skip
+        save_checkpoint(self.checkpoint_path, self.model, self.opt, meta, self.avg.shadow)
+
+    def validate(self) -> None:
+        """Valid-split retrieval and fidelity of the averaged weights (valid English only); the
+        last and the best by their sum are exported."""
+        live = self.avg.copy_to(self.model)
         try:
-            return _validate(encoder, teacher_model, log, step, examples, epoch, t0, log_path, best, args.out, runs)
+            self.model.eval()
+            res = evaluate(self.encoder, self.teacher_model, split="valid", fidelity_splits=("valid",), cache_dir=self.runs)
+            self.record({"step": self.step, "examples": self.examples, "epoch": self.epoch, "t": time.time() - self.t0, **res})
+            fid = res.get("fidelity_general", res.get("fidelity_spearman", 0.0))
+            score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")])) + fid
+            tqdm.write(f"[valid] step {self.step} examples {self.examples}: "
+                       + ", ".join(f"{k} {v:.4f}" for k, v in res.items() if k.startswith(("retr", "fidel")) and isinstance(v, float)))  # fmt: skip
+            self.encoder.save_pretrained(self.runs / "last")
+            if score > self.best:
+                self.best = score
+                self.encoder.save_pretrained(self.args.out)
+            try:
+                plot_curves(self.runs / "curves.png", curves(self.log))  # (in the run directory: a run never writes into the repository)
+            except Exception as e:  # plotting is a convenience, never a reason to lose a run
+                tqdm.write(f"could not plot curves: {e}")
         finally:
-            model.load_state_dict(live)
+            self.model.load_state_dict(live)
 
-    done = False
-    bar = tqdm(total=int(budget), desc="train (s)", unit="s", initial=int(elapsed))
-    while not done:
-        epoch += 1
-        if epoch > 1 and args.broad:  # teacher shards embedded since the last epoch join
-            texts, targets, teacher = load_examples()
-            ids, lengths = tokenize(texts)
-            teacher_t = torch.from_numpy(teacher)
-            tqdm.write(f"epoch {epoch}: {len(teacher)} English sentences, {len(texts)} examples")
-        for batch in epoch_batches():
-            frac = (time.time() - t0) / budget
-            if frac >= 1:
-                done = True
-                break
-            lr = args.lr * min(1.0, (step + 1) / args.warmup) * max(0.05, 0.5 * (1 + math.cos(math.pi * frac)))
-            for g in opt.param_groups:
-                g["lr"] = lr
-            model.train()
-            x = SentenceEncoder.pad([ids[i] for i in batch])
-            y = teacher_t[targets[batch]]
-            tt = token_batch([texts[i] for i in batch], tokens, x.shape[1], dim) if tokens else None
-            with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=args.bf16):
-                mask = x != cfg.pad_id
-                u = model.features(x, mask)
-                pred = model.pool(u, mask)
-                tok_pred = model.head(u) if tt is not None else None
-            loss = distill_loss(pred.float(), y, args.sim_weight)
-            if tt is not None:
-                tl = token_loss(tok_pred.float(), tt)
-                loss = loss + args.token_weight * tl
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            avg.update(model)
-            step += 1
-            examples += len(batch)
-            if step % 20 == 0:
-                rec = {"step": step, "examples": examples, "epoch": epoch, "loss": loss.item(), "lr": lr, "t": time.time() - t0}
-                if tt is not None:
-                    rec["token_loss"] = tl.item()
-                log.append(rec)
-                with log_path.open("a") as f:
-                    f.write(json.dumps(rec) + "\n")
-                bar.set_postfix(loss=f"{loss.item():.4f}", ep=epoch, ex=examples)
-                bar.n = min(int(time.time() - t0), int(budget))
-                bar.refresh()
-            if time.time() - last_eval > args.eval_every * 60:
-                last_eval = time.time()
-                best = validate()
-            if time.time() - last_ckpt > args.checkpoint_every * 60:
-                last_ckpt = time.time()
-                checkpoint()
-    bar.close()
-    best = validate()
-    checkpoint()
-    print(f"done: {step} steps, {examples} examples, {epoch} epochs, best valid score (mean retrieval + fidelity) {best:.4f}; model in {args.out}")
+    def run(self) -> None:
+        """Epochs until the budget (``--minutes``, over resumed runs) is spent, with a cosine
+        learning-rate decay after the warm-up; validation and checkpoints on their clocks, and at the end."""
+        args, budget = self.args, self.args.minutes * 60
+        self.t0 = time.time() - self.elapsed
+        last_eval = last_ckpt = time.time()
+        bar = tqdm(total=int(budget), desc="train (s)", unit="s", initial=int(self.elapsed))
+        done = False
+        while not done:
+            self.epoch += 1
+            if self.epoch > 1 and args.broad:  # teacher shards embedded since the last epoch join
+                self.use(self.load_examples())
+                tqdm.write(f"epoch {self.epoch}: {len(self.teacher)} English sentences, {len(self.texts)} examples")
+            for batch in self.epoch_batches():
+                frac = (time.time() - self.t0) / budget
+                if frac >= 1:
+                    done = True
+                    break
+                lr = args.lr * min(1.0, (self.step + 1) / args.warmup) * max(0.05, 0.5 * (1 + math.cos(math.pi * frac)))
+                losses = self.train_step(batch, lr)
+                if self.step % 20 == 0:
+                    self.record({"step": self.step, "examples": self.examples, "epoch": self.epoch, "loss": losses["loss"], "lr": lr,
+                                 "t": time.time() - self.t0, **{k: v for k, v in losses.items() if k != "loss"}})  # fmt: skip
+                    bar.set_postfix(loss=f"{losses['loss']:.4f}", ep=self.epoch, ex=self.examples)
+                    bar.n = min(int(time.time() - self.t0), int(budget))
+                    bar.refresh()
+                if time.time() - last_eval > args.eval_every * 60:
+                    last_eval = time.time()
+                    self.validate()
+                if time.time() - last_ckpt > args.checkpoint_every * 60:
+                    last_ckpt = time.time()
+                    self.checkpoint()
+        bar.close()
+        self.validate()
+        self.checkpoint()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    runs = Path(args.runs) if args.runs else RUNS
+    runs.mkdir(parents=True, exist_ok=True)
+    load_examples = example_source(args, runs, rng)
+    examples = load_examples()
+    tokens = token_targets(args, runs)
+    texts, _, teacher = examples
+    if not len(teacher):
+        raise SystemExit(f"no teacher embeddings under {runs}; run `python -m rendition.model.training.distill_data teacher` first")
+    print(f"{len(teacher)} English sentences with teacher vectors, {len(texts)} training examples, dim {teacher.shape[1]}")
+    ckpt_path = runs / "checkpoint.safetensors"
+    resumed = load_checkpoint(ckpt_path) if args.resume and ckpt_path.is_file() else None
+    model, tok = student(args, runs, resumed)
+    prepare(model, tok, args, runs, teacher.shape[1], tokens)
+    run = Distillation(args, runs, rng, model, tok, load_examples, tokens)
+    run.use(examples)
+    run.resume(resumed)
+    run.run()
+    print(f"done: {run.step} steps, {run.examples} examples, {run.epoch} epochs, "
+          f"best valid score (mean retrieval + fidelity) {run.best:.4f}; model in {args.out}")  # fmt: skip
 
 
 def _grow_vocab(model: DiSAN, vocab_size: int) -> DiSAN:
@@ -931,31 +999,6 @@ def deepen(model: DiSAN, blocks: int, gate_bias: float = 5.0, seed: int = 0) -> 
     return deep
 
 
-def _validate(encoder, teacher, log, step, examples, epoch, t0, log_path, best, out, runs) -> float:
-    """Valid-split retrieval and fidelity (valid English only); keeps the best by their sum."""
-    encoder.model.eval()
-    res = evaluate(encoder, teacher, split="valid", fidelity_splits=("valid",), cache_dir=runs)
-    rec = {"step": step, "examples": examples, "epoch": epoch, "t": time.time() - t0, **res}
-    log.append(rec)
-    with log_path.open("a") as f:
-        f.write(json.dumps(rec) + "\n")
-    fid = res.get("fidelity_general", res.get("fidelity_spearman", 0.0))
-    score = float(np.mean([v for k, v in res.items() if k.startswith("retrieval")])) + fid
-    tqdm.write(
-        f"[valid] step {step} examples {examples}: "
-        + ", ".join(f"{k} {v:.4f}" for k, v in res.items() if k.startswith(("retr", "fidel")) and isinstance(v, float))
-    )
-    encoder.save_pretrained(runs / "last")
-    if score > best:
-        best = score
-        encoder.save_pretrained(out)
-    try:
-        plot_curves(log, runs / "curves.png")  # (in the run directory: a run never writes into the repository)
-    except Exception as e:  # plotting is a convenience, never a reason to lose a run
-        tqdm.write(f"could not plot curves: {e}")
-    return best
-
-
 class _TeacherAsEncoder:
     """all-MiniLM-L6-v2 behind SentenceEncoder.encode's signature, to evaluate it the same way
     (its embeddings of the evaluation sets cached in ``cache_dir``)."""
@@ -963,7 +1006,7 @@ class _TeacherAsEncoder:
     def __init__(self, teacher, cache_dir: Path | None = None):
         self.teacher, self.cache_dir = teacher, cache_dir
 
-    def encode(self, sentences: Sequence[str], truncate: bool = False) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], *, truncate: bool = False) -> np.ndarray:
         return cached_teacher_embed(self.teacher, sentences, self.cache_dir)
 
 

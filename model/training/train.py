@@ -14,9 +14,9 @@ import random
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +24,9 @@ from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from rendition.model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
+from rendition.model.training.checkpoints import average_checkpoints, load_checkpoint, save_checkpoint
+from rendition.model.training.corpus.rows import read_rows
+from rendition.model.training.curves import Line, Panel, plot_curves
 from rendition.model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv, split_source
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 
@@ -114,11 +117,9 @@ def read_corpus_pairs(path: Path, upsample: str) -> dict[str, list[Pair]]:
     source repeated as ``upsample`` says."""
     times = parse_upsample(upsample)
     out: dict[str, list[Pair]] = {"both": [], "en-fr": [], "fr-en": []}
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            src, en, fr = line.rstrip("\n").split("\t", 2)
-            source, direction = split_source(src)
-            out[direction] += [Pair(en, fr)] * times.get(source, 1)
+    for src, en, fr in read_rows(path):
+        source, direction = split_source(src)
+        out[direction] += [Pair(en, fr)] * times.get(source, 1)
     return out
 
 
@@ -130,49 +131,6 @@ def autocast(device: torch.device, amp: str):
 def lr_at(step: int, cfg: TrainConfig) -> float:
     step = max(step, 1)
     return cfg.lr * min(step / cfg.warmup, math.sqrt(cfg.warmup / step))
-
-
-# -- checkpoints without pickle ---------------------------------------------------------------
-def save_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam, state: dict) -> None:
-    tensors = {f"model.{k}": v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    names = {id(p): n for n, p in model.named_parameters()}
-    for group in opt.param_groups:
-        for p in group["params"]:
-            st = opt.state.get(p)
-            if st:
-                tensors[f"opt.{names[id(p)]}.exp_avg"] = st["exp_avg"].cpu().contiguous()
-                tensors[f"opt.{names[id(p)]}.exp_avg_sq"] = st["exp_avg_sq"].cpu().contiguous()
-                state["adam_step"] = float(st["step"])
-    tmp = path.with_suffix(".tmp")
-    save_file(tensors, str(tmp), metadata={"state": json.dumps(state)})
-    tmp.replace(path)
-
-
-def load_checkpoint(path: Path, model: Transformer, opt: torch.optim.Adam | None) -> dict:
-    from safetensors import safe_open
-
-    with safe_open(str(path), "pt") as f:
-        state = json.loads(f.metadata()["state"])
-    tensors = load_file(str(path))
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-    if opt is not None:
-        for n, p in model.named_parameters():
-            if f"opt.{n}.exp_avg" in tensors:
-                opt.state[p] = {
-                    "step": torch.tensor(state["adam_step"]),  # on the CPU, as (non-fused) Adam keeps it
-                    "exp_avg": tensors[f"opt.{n}.exp_avg"].to(p.device),
-                    "exp_avg_sq": tensors[f"opt.{n}.exp_avg_sq"].to(p.device),
-                }
-    return state
-
-
-def average_checkpoints(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
-    avg: dict[str, torch.Tensor] = {}
-    for p in paths:
-        for k, v in load_file(str(p)).items():
-            if k.startswith("model."):
-                avg[k[6:]] = avg.get(k[6:], 0) + v.float() / len(paths)
-    return avg
 
 
 # -- validation ------------------------------------------------------------------------------
@@ -204,146 +162,196 @@ def valid_bleu(model: Transformer, tok: Tokenizer, pairs: Sequence[Pair], src_la
     return sacrebleu.corpus_bleu([h.text for h in hyps], [refs]).score
 
 
-def plot_curves(log_path: Path, png: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def curves(log_path: Path) -> list[Panel]:
+    """The training and validation losses, and the validation BLEU of each direction, from the run's log."""
     rows = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
     tr = [r for r in rows if r["kind"] == "train"]
     ev = [r for r in rows if r["kind"] == "valid"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    a.plot([r["step"] for r in tr], [r["loss"] for r in tr], label="train (smoothed CE)", alpha=0.7)
-    a.plot([r["step"] for r in ev], [r["valid_loss"] for r in ev], "o-", label="valid CE")
-    a.set_xlabel("step")
-    a.set_ylabel("loss (nats/token)")
-    a.legend()
-    for key in sorted({k for r in ev for k in r if k.startswith("bleu_")}):
-        b.plot([r["step"] for r in ev], [r[key] for r in ev], "o-", label=key.replace("bleu_", "BLEU "))
-    b.set_xlabel("step")
-    b.set_ylabel("BLEU (greedy, valid subset)")
-    b.legend()
-    fig.suptitle(title)
-    fig.tight_layout()
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    steps = [r["step"] for r in ev]
+    losses = [Line([r["step"] for r in tr], [r["loss"] for r in tr], "train (smoothed CE)", style={"alpha": 0.7}),
+              Line(steps, [r["valid_loss"] for r in ev], "valid CE", "o-")]  # fmt: skip
+    bleu = [Line(steps, [r[k] for r in ev], k.replace("bleu_", "BLEU "), "o-") for k in sorted({k for r in ev for k in r if k.startswith("bleu_")})]
+    return [Panel(losses, "step", "loss (nats/token)"), Panel(bleu, "step", "BLEU (greedy, valid subset)")]
 
 
 # -- main loop -------------------------------------------------------------------------------
-def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPLITS_DIR) -> Path:
-    torch.set_num_threads(cfg.threads)
-    run = Path(cfg.run_dir)
-    run.mkdir(parents=True, exist_ok=True)
-    (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+@dataclass
+class Data:
+    train: list[Example]
+    valid: list[Example]
+    bleu: list[tuple[str, str, list[Pair]]]  # (source language, target language, pairs) for validation BLEU
+
+
+def run_tokenizer(cfg: TrainConfig, run: Path, corpus: dict[str, list[Pair]] | None, splits_dir: Path) -> Tokenizer:
+    """The run's SentencePiece model, trained on the training text the first time."""
     sp_prefix = run / "sentencepiece"
-    corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample) if cfg.corpus else None
     if not Path(f"{sp_prefix}.model").exists():
         texts: list[str] = []
         for lp in sorted({f"en-{x}" for x in cfg.tokenizer_langs if x != "en"}):
             ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != "en-fr" else [p for ps in corpus.values() for p in ps]
             texts += [p.src for p in ps] + [p.tgt for p in ps]
         train_tokenizer(texts, sp_prefix, cfg.vocab_size, cfg.tokenizer_langs, cfg.byte_fallback, 2_000_000)
-    tok = Tokenizer(f"{sp_prefix}.model")
+    return Tokenizer(f"{sp_prefix}.model")
+
+
+def run_model_config(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig, tok: Tokenizer) -> TransformerConfig:
+    """The model's shape: a resumed run keeps the one it was started with, whatever the command line says now."""
     langs = tuple(sorted({x for p in cfg.pairs for x in p.split("-")}))
     model_cfg = replace(model_cfg, vocab_size=tok.vocab_size, languages=langs)
-    last = run / "checkpoint_last.safetensors"
-    if last.exists() and (run / "config.json").exists():
-        # a resumed run keeps the shape it was started with, whatever the command line says now
+    if (run / "checkpoint_last.safetensors").exists() and (run / "config.json").exists():
         model_cfg = TransformerConfig.load(run / "config.json")
     model_cfg.save(run / "config.json")
+    return model_cfg
 
-    train_ex: list[Example] = []
-    valid_ex: list[Example] = []
-    bleu_sets: list[tuple[str, str, list[Pair]]] = []
+
+def load_data(cfg: TrainConfig, tok: Tokenizer, corpus: dict[str, list[Pair]] | None, splits_dir: Path) -> Data:
+    """Both directions of each pair: the corpus (for en-fr, when given) or the DDTP train split,
+    the validation sets' first 500 pairs, and the validation pairs for BLEU."""
+    data = Data([], [], [])
     for lp in cfg.pairs:
         from_corpus = corpus is not None and lp == "en-fr"
         tr_pairs = corpus["both"] if corpus is not None and from_corpus else read_tsv(splits_dir / f"train.{lp}.tsv")
         va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
         for s, t in directions([lp]):
             one_way = corpus[f"{s}-{t}"] if corpus is not None and from_corpus else []  # (rows learnt in this direction only)
-            train_ex += load_examples(tok, tr_pairs + one_way, s, t, cfg.max_len)
+            data.train += load_examples(tok, tr_pairs + one_way, s, t, cfg.max_len)
             for name in cfg.valid_sets.split(","):
                 if name.endswith(lp):
-                    valid_ex += load_examples(tok, read_tsv(splits_dir / f"valid.{name}.tsv")[:500], s, t, 10_000)
+                    data.valid += load_examples(tok, read_tsv(splits_dir / f"valid.{name}.tsv")[:500], s, t, 10_000)
             if cfg.bleu_sentences:
-                bleu_sets.append((s, t, va_pairs[: cfg.bleu_sentences]))
-    print(f"{len(train_ex)} training examples, {len(valid_ex)} validation examples", flush=True)
+                data.bleu.append((s, t, va_pairs[: cfg.bleu_sentences]))
+    return data
 
+
+def start(cfg: TrainConfig, model_cfg: TransformerConfig, run: Path) -> tuple[Transformer, torch.optim.Adam, dict[str, Any]]:
+    """The model, its optimiser and the run's counters: resumed from the last checkpoint, else
+    initialised from ``cfg.init_from``'s weights or at random."""
     torch.manual_seed(cfg.seed)
-    device = torch.device(cfg.device)
-    model = Transformer(model_cfg).to(device)
+    model = Transformer(model_cfg).to(torch.device(cfg.device))
     # not fused=True: the fused kernel does not bump the parameters' version counters, which the inference
     # copies of model.transformer (output projection, fused Q/K/V) use to notice a change (validation went stale)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
     print(f"model: {model.num_parameters() / 1e6:.2f}M parameters", flush=True)
     state: dict[str, Any] = {"step": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0, "checkpoints": []}
+    last = run / "checkpoint_last.safetensors"
     if last.exists():
-        state = load_checkpoint(last, model, opt)
+        ck = load_checkpoint(last)
+        model.load_state_dict(ck.model)
+        opt.load_state_dict(ck.optimizer)
+        state = ck.meta
         print(f"resumed from step {state['step']}", flush=True)
     elif cfg.init_from:
         weights = load_file(str(Path(cfg.init_from) / "model.safetensors"))
         model.load_state_dict({k: v.float() for k, v in weights.items()})
         print(f"initialised from {cfg.init_from}", flush=True)
-    log = (run / "log.jsonl").open("a")
-    model.train()
+    return model, opt, state
+
+
+@dataclass
+class Session:
+    """A training run in progress: what each step, validation and checkpoint reads and updates."""
+
+    cfg: TrainConfig
+    run: Path
+    model: Transformer
+    opt: torch.optim.Adam
+    state: dict[str, Any]
+    data: Data
+    tok: Tokenizer
+    log: IO[str]
+    tokens_seen: int = 0
+    tick: float = field(default_factory=time.time)
+
+    def step(self, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """One optimiser step on a batch; its loss."""
+        device = next(self.model.parameters()).device
+        self.tokens_seen += int((batch[2] != PAD_ID).sum()) + int((batch[0] != PAD_ID).sum())
+        src, tin, tout = (t.to(device, non_blocking=True) for t in batch)
+        for g in self.opt.param_groups:
+            g["lr"] = lr_at(self.state["step"] + 1, self.cfg)
+        with autocast(device, self.cfg.amp):
+            logits = self.model(src, tin)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, label_smoothing=self.cfg.label_smoothing)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        self.opt.step()
+        return loss
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.log.write(json.dumps(row) + "\n")
+        self.log.flush()
+
+    def log_training(self, loss: float, bar: tqdm) -> None:
+        step = self.state["step"]
+        tps = self.tokens_seen / (time.time() - self.tick)
+        self.tokens_seen, self.tick = 0, time.time()
+        bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{tps:.0f}", lr=f"{lr_at(step, self.cfg):.2e}")
+        self.write({"kind": "train", "step": step, "loss": loss, "tok_s": tps, "t": self.state["elapsed"]})
+
+    def validate(self) -> None:
+        """Validation loss and each direction's greedy BLEU, logged."""
+        device = next(self.model.parameters()).device
+        with autocast(device, self.cfg.amp):
+            vl = valid_loss(self.model, self.data.valid, self.cfg.max_tokens)
+        row = {"kind": "valid", "step": self.state["step"], "t": self.state["elapsed"], "valid_loss": vl}
+        for s, t, ps in self.data.bleu:
+            row[f"bleu_{s}-{t}"] = valid_bleu(self.model, self.tok, ps, s, t)
+        tqdm.write(json.dumps(row))
+        self.write(row)
+
+    def save(self) -> None:
+        """A numbered checkpoint (the last ``keep_checkpoints`` are kept, for averaging) and the last one, to resume from."""
+        ck = self.run / f"checkpoint_{self.state['step']}.safetensors"
+        save_checkpoint(ck, self.model, self.opt, dict(self.state))
+        self.state["checkpoints"] = [*self.state["checkpoints"], ck.name][-self.cfg.keep_checkpoints :]
+        for old in self.run.glob("checkpoint_[0-9]*.safetensors"):
+            if old.name not in self.state["checkpoints"]:
+                old.unlink()
+        save_checkpoint(self.run / "checkpoint_last.safetensors", self.model, self.opt, dict(self.state))
+
+
+def run_steps(session: Session) -> None:
+    """Train until ``max_steps`` or ``max_minutes`` (counted over resumed runs), validating every
+    ``eval_every`` and saving every ``save_every`` steps and at the end; epochs resume mid-way."""
+    cfg, state = session.cfg, session.state
+    session.model.train()
     t0 = time.time() - state["elapsed"]
     bar = tqdm(total=cfg.max_steps, initial=state["step"], desc="train", unit="step", mininterval=5)
-    tokens_seen, tick = 0, time.time()
-    stop = False
-    while not stop:
-        batches = make_batches(train_ex, cfg.max_tokens, random.Random(cfg.seed + state["epoch"]))
+    while True:
+        batches = make_batches(session.data.train, cfg.max_tokens, random.Random(cfg.seed + state["epoch"]))
         for bi in range(state["batch_in_epoch"], len(batches)):
-            batch = collate(train_ex, batches[bi])
-            tokens_seen += int((batch[2] != PAD_ID).sum()) + int((batch[0] != PAD_ID).sum())
-            src, tin, tout = (t.to(device, non_blocking=True) for t in batch)
+            loss = session.step(collate(session.data.train, batches[bi]))
             step = state["step"] + 1
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, cfg)
-            with autocast(device, cfg.amp):
-                logits = model(src, tin)
-            loss = F.cross_entropy(
-                logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, label_smoothing=cfg.label_smoothing
-            )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-            opt.step()
             state.update(step=step, batch_in_epoch=bi + 1, elapsed=time.time() - t0)
             bar.update(1)
             if step % 50 == 0:
-                tps = tokens_seen / (time.time() - tick)
-                tokens_seen, tick = 0, time.time()
-                bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{tps:.0f}", lr=f"{lr_at(step, cfg):.2e}")
-                log.write(json.dumps({"kind": "train", "step": step, "loss": loss.item(), "tok_s": tps, "t": state["elapsed"]}) + "\n")
-                log.flush()
+                session.log_training(loss.item(), bar)
             out_of_time = state["elapsed"] > cfg.max_minutes * 60 or step >= cfg.max_steps
             if step % cfg.eval_every == 0 or out_of_time:
-                with autocast(device, cfg.amp):
-                    vl = valid_loss(model, valid_ex, cfg.max_tokens)
-                row = {"kind": "valid", "step": step, "t": state["elapsed"], "valid_loss": vl}
-                for s, t, ps in bleu_sets:
-                    row[f"bleu_{s}-{t}"] = valid_bleu(model, tok, ps, s, t)
-                tqdm.write(json.dumps(row))
-                log.write(json.dumps(row) + "\n")
-                log.flush()
+                session.validate()
             if step % cfg.save_every == 0 or out_of_time:
-                ck = run / f"checkpoint_{step}.safetensors"
-                save_checkpoint(ck, model, opt, dict(state))
-                state["checkpoints"] = [*state["checkpoints"], ck.name][-cfg.keep_checkpoints :]
-                for old in run.glob("checkpoint_[0-9]*.safetensors"):
-                    if old.name not in state["checkpoints"]:
-                        old.unlink()
-                save_checkpoint(last, model, opt, dict(state))
+                session.save()
             if out_of_time:
-                stop = True
-                break
-        else:
-            state.update(epoch=state["epoch"] + 1, batch_in_epoch=0)
-    bar.close()
-    log.close()
-    plot_curves(run / "log.jsonl", run / "curves.png", f"translator {'+'.join(cfg.pairs)}")
+                bar.close()
+                return
+        state.update(epoch=state["epoch"] + 1, batch_in_epoch=0)
+
+
+def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPLITS_DIR) -> Path:
+    torch.set_num_threads(cfg.threads)
+    run = Path(cfg.run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
+    corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample) if cfg.corpus else None
+    tok = run_tokenizer(cfg, run, corpus, splits_dir)
+    model_cfg = run_model_config(cfg, run, model_cfg, tok)
+    data = load_data(cfg, tok, corpus, splits_dir)
+    print(f"{len(data.train)} training examples, {len(data.valid)} validation examples", flush=True)
+    model, opt, state = start(cfg, model_cfg, run)
+    with (run / "log.jsonl").open("a") as log:
+        run_steps(Session(cfg, run, model, opt, state, data, tok, log))
+    plot_curves(run / "curves.png", curves(run / "log.jsonl"), f"translator {'+'.join(cfg.pairs)}")
     return run
 
 

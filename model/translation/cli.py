@@ -41,7 +41,7 @@ def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
             args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type,
             shortlist=getattr(args, "shortlist", None),
         )  # fmt: skip
-    from rendition.model.translation.ct2 import CT2Translator, export_ct2, is_ct2_dir
+    from rendition.model.export.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
     ct2_dir = args.model_dir
     if not is_ct2_dir(ct2_dir):

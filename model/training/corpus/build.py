@@ -40,12 +40,13 @@ from rendition.model.training.corpus import (
     verbatim,
 )
 from rendition.model.training.corpus.clean import language_ok
+from rendition.model.training.corpus.rows import Row, write_rows
 from rendition.model.training.data import (
-    DEFAULT_SHARED,
     REPO_DATA,
     SPLITS_DIR,
     _bucket,
     build_pairs,
+    default_ddtp_dir,
     normalise,
     read_tsv,
 )
@@ -62,7 +63,6 @@ EVERYDAY = 1000
 _DIALOGUE = re.compile(r"^(wesnoth-(?!lib$|editor$|help$|multiplayer$|units$|wc$).+|freedroidrpg-dialogs|cataclysm-dda|scenario_.+|tribes_encyclopedia|ufoai|warzone2100)$")
 _SENTENCE_END = re.compile(r"[.!?]$")
 
-Row = tuple[str, str, str]  # source, English, French
 
 
 def _catalog_rows(pkg_dir: Path) -> list[Row]:
@@ -183,13 +183,6 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
     return splits, counts
 
 
-def write_rows(path: Path, rows: Iterable[Row], with_source: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for s, e, x in rows:
-            f.write(f"{s}\t{e}\t{x}\n" if with_source else f"{e}\t{x}\n")
-
-
 def write_splits(splits: dict[str, list[Row]], splits_dir: Path, rewrite: bool = False) -> list[Path]:
     """Write each held-out split where no file is committed (``rewrite``: over it too); the paths
     written."""
@@ -202,13 +195,8 @@ def write_splits(splits: dict[str, list[Row]], splits_dir: Path, rewrite: bool =
     return written
 
 
-def read_corpus(path: Path = CORPUS_DIR / "train.en-fr.tsv") -> list[Row]:
-    with path.open(encoding="utf-8") as f:
-        return [tuple(line.rstrip("\n").split("\t", 2)) for line in f]  # type: ignore[misc]
-
-
 def build(
-    cache: Path, ddtp_dir: Path = DEFAULT_SHARED, splits_dir: Path = SPLITS_DIR, corpus_dir: Path = CORPUS_DIR, rewrite_splits: bool = False
+    cache: Path, ddtp_dir: Path | None = None, splits_dir: Path = SPLITS_DIR, corpus_dir: Path = CORPUS_DIR, rewrite_splits: bool = False
 ) -> Counter:
     """Write the training corpus and its counts; the held-out splits only where no file is
     committed (``rewrite_splits``: write them all).  Training never holds a pair of a committed
@@ -217,7 +205,7 @@ def build(
     lex = daily.sentence_lexicon(cache / "extract")
     # (the conversational splits first, so that training leaves out their sentences as it does any committed split's)
     conversation.write_splits(conversation.nouns(lex), splits_dir, rewrite_splits)
-    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir, lexicon=lex))
+    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir or default_ddtp_dir(), lexicon=lex))
     splits, c2 = split(rows, splits_dir)
     counts.update(c2)
     train = list(phrases.mark(splits.pop("train")))  # (catalog pairs of set phrases: their own source)
@@ -245,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(prog="rendition data --corpus", description="build the broad EN-FR corpus from Debian packages")
     ap.add_argument("--cache", type=Path, default=REPO_DATA / "build" / "debian", help="downloaded .deb files and their extracted members")
-    ap.add_argument("--ddtp", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--ddtp", type=Path, default=None, help="folder with Translation-{en,fr}.xz (default: as `rendition data`)")
     ap.add_argument("--rewrite-splits", action="store_true", help="write the held-out splits of this build over the committed ones")
     a = ap.parse_args(argv)
     counts = build(a.cache, a.ddtp, rewrite_splits=a.rewrite_splits)

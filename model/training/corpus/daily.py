@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyrealb as R
 
@@ -111,7 +111,7 @@ class Realiser:
     def __init__(self) -> None:
         self.lang = ""
 
-    def __call__(self, lang: str, build: Callable[[], object]) -> str | None:
+    def __call__(self, lang: str, build: Callable[[], Any]) -> str | None:
         if lang != self.lang:
             (_load_english if lang == "en" else R.loadFr)()
             self.lang = lang
@@ -188,9 +188,9 @@ def clause(lang: str, parts: list, tense: str, when: When | None, typ: dict, pro
     (negation, question), and in the English progressive where ``prog``."""
     i = 0 if lang == "en" else 1
     if when and when.front and "int" not in typ:
-        sent = R.S(R.Q(when[i] + ","), *parts).t(TENSES[tense][i])
+        sent = R.S(R.Q((when.en, when.fr)[i] + ","), *parts).t(TENSES[tense][i])
     else:
-        sent = R.S(*parts, *([R.Q(when[i])] if when else [])).t(TENSES[tense][i])
+        sent = R.S(*parts, *([R.Q((when.en, when.fr)[i])] if when else [])).t(TENSES[tense][i])
     t = {**typ, **({"prog": True} if prog and lang == "en" else {})}
     return sent.typ(t) if t else sent
 
@@ -269,9 +269,9 @@ class Generator:
         if kind == "part":
             return r.choice(DAY_PARTS)
         h = r.randint(2, 11)
-        en = self.realise("en", lambda: R.NO(h).dOpt({"nat": True}))
-        fr = self.realise("fr", lambda: R.NO(h).dOpt({"nat": True}))
-        return (f"at {en} o'clock", f"à {fr} heures") if en and fr else None
+        h_en = self.realise("en", lambda: R.NO(h).dOpt({"nat": True}))
+        h_fr = self.realise("fr", lambda: R.NO(h).dOpt({"nat": True}))
+        return (f"at {h_en} o'clock", f"à {h_fr} heures") if h_en and h_fr else None
 
     def pair(self, build: Callable[[str], object]) -> tuple[str, str] | None:
         en = self.realise("en", lambda: build("en"))
@@ -478,7 +478,7 @@ class Generator:
         place = self.noun("place", "outdoors") if r.random() < 0.4 else None
         tense = r.choice(list(TENSES))
         when = self.when(tense)
-        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        typ: dict[str, Any] = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
         prog = tense == "present" and when is None and r.random() < 0.6
 
         def build(lang: str):
@@ -495,7 +495,7 @@ class Generator:
         s = self.subj()
         tense = r.choice(list(TENSES))
         when = self.when(tense)
-        typ = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
+        typ: dict[str, Any] = r.choice([{}, {}, {}, {"neg": True}, {"int": "yon"}])
         prog = tense == "present" and when is None and r.random() < 0.4
 
         def build(lang: str):
@@ -676,9 +676,9 @@ def lexicon_rows(nouns: Sequence[Noun], days: Sequence[tuple[str, str]], months:
     real = Realiser()
     for n in nouns:
         for det, num in (("the", "s"), ("a", "s"), ("the", "p")):
-            p = (real("en", partial(np, "en", n, det, num)), real("fr", partial(np, "fr", n, det, num)))
-            if p[0] and p[1]:
-                yield (*p, n.direction) if directions else p
+            en, fr = real("en", partial(np, "en", n, det, num)), real("fr", partial(np, "fr", n, det, num))
+            if en and fr:
+                yield (en, fr, n.direction) if directions else (en, fr)
     for en, fr in (*days, *months):
         yield (en, fr, "both") if directions else (en, fr)
 

@@ -242,108 +242,164 @@ def _is_cognate_first(n: Noun, fr_en: dict[str, list[str]], near: int = 4) -> bo
     return bool(senses) and senses[0] == n.fr.casefold() and n.en.casefold() not in senses[:near]
 
 
-def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = None) -> list[Noun]:
-    """Daily-life nouns: English nouns of a CATEGORIES category whose French translation pyrealb
-    knows with a gender, the best candidate of each (confirmed, then given by the most sources,
-    then common), most common first.  ``pivots`` (``apertium.triangulate``'s result) is looked up
-    under ``root`` when not given."""
+@dataclass
+class _Sources:
+    """What the lexicon is built from: WordNet, FreeDict's two dictionaries, pyrealb's lexicons
+    (and its French nouns' genders), the CLDR emoji names' pairs and the Apertium pivots."""
+
+    wn: WordNet
+    en_fr: dict[str, list[str]]
+    fr_en: dict[str, list[str]]
+    lex_en: dict
+    lex_fr: dict
+    french: dict[str, str]  # French noun -> gender ("m", "f")
+    emoji_pairs: set[tuple[str, str]]
+    pivots: dict[str, dict[str, set[str]]]
+
+
+def _english_nouns(wn: WordNet, en_fr: dict[str, list[str]], lex_en: dict) -> list[str]:
+    """English nouns of a category: FreeDict's and the common ones pyrealb knows, and two-word
+    nouns whose head the realiser knows and whose two words are common; none offensive."""
+    from wordfreq import zipf_frequency
+
+    english = [en for en in set(en_fr) | {w for w in lex_en if zipf_frequency(w, "en") >= MIN_ZIPF}
+               if _WORD.match(en) and "N" in lex_en.get(en, {}) and wn.category(en) is not None
+               and not wn.offensive(en) and not is_offensive(en, "en")]  # fmt: skip
+    english += [en for en in wn.compounds()
+                if "N" in lex_en.get(en.split()[1], {}) and all(zipf_frequency(w, "en") >= COMPOUND_MIN_ZIPF for w in en.split())
+                and zipf_frequency(en, "en") >= MIN_ZIPF + 1 and wn.category(en) is not None and not is_offensive(en, "en")]  # fmt: skip
+    return english
+
+
+def _sources(root: Path, pivots: dict[str, dict[str, set[str]]] | None) -> tuple[_Sources, list[str]]:
+    """The sources under ``root`` and the English nouns to translate (``pivots`` triangulated when not given)."""
     wn = WordNet(next(root.glob("**/usr/share/wordnet")))
     en_fr, fr_en = _dictionary(root, "eng-fra"), _dictionary(root, "fra-eng")
     lex_en, lex_fr = lexicons()
     emoji_en, emoji_fr = cldr_emoji(root, "en"), cldr_emoji(root, "fr")
     emoji_pairs = {(e, f) for cp in emoji_en for e in emoji_en[cp] for f in emoji_fr.get(cp, ())}
-    from wordfreq import zipf_frequency
-
-    english = [en for en in set(en_fr) | {w for w in lex_en if zipf_frequency(w, "en") >= MIN_ZIPF}
-               if _WORD.match(en) and "N" in lex_en.get(en, {}) and wn.category(en) is not None
-               and not wn.offensive(en) and not is_offensive(en, "en")]
-    # two-word nouns whose head the realiser knows and whose two words are common
-    english += [en for en in wn.compounds()
-                if "N" in lex_en.get(en.split()[1], {}) and all(zipf_frequency(w, "en") >= COMPOUND_MIN_ZIPF for w in en.split())
-                and zipf_frequency(en, "en") >= MIN_ZIPF + 1 and wn.category(en) is not None and not is_offensive(en, "en")]
+    english = _english_nouns(wn, en_fr, lex_en)
     french = {f: ("f" if e["N"].get("g") == "f" else "m") for f, e in lex_fr.items()
-              if _WORD.match(f) and "N" in e and e["N"].get("g") in ("m", "f", "x")}
+              if _WORD.match(f) and "N" in e and e["N"].get("g") in ("m", "f", "x")}  # fmt: skip
     if pivots is None:
         pivots = triangulate(root, english, french, known=lambda f: french_gender(f, french) is not None)
+    return _Sources(wn, en_fr, fr_en, lex_en, lex_fr, french, emoji_pairs, pivots), english
 
-    nouns: list[Noun] = []
-    alternatives: list[Noun] = []
-    # French words whose first sense in FreeDict's fra-eng is an English noun ("grange" -> barn,
-    # where eng-fra gives "kiosque"): second words for that noun (below)
-    first_sense_of: dict[str, list[str]] = defaultdict(list)
-    for f, es in fr_en.items():
-        if es:
-            first_sense_of[es[0].casefold()].append(f)
-    for en in sorted(english):
-        cands = [f.replace("\u2010", "-") for f in en_fr.get(en, [])]
-        cands += [f for f in pivots.get(en, {}) if f not in cands]
-        ranked = []
-        for k, fr in enumerate(cands):
-            g = french_gender(fr, french)
-            if g is None or is_offensive(fr, "fr"):
-                continue
-            n_piv = len(pivots.get(en, {}).get(fr, ()))
-            # FreeDict's two dictionaries count as two sources when both give the pair
-            n_fd = (fr in en_fr.get(en, ())) + (en in fr_en.get(fr, ()))
-            confirmed = n_fd == 2 or (en, fr) in emoji_pairs or n_piv >= 2 or (n_piv == 1 and n_fd > 0)
-            # an English noun no FreeDict entry holds ("kitten", "lunch"): one pivot is enough
-            confirmed = confirmed or (n_piv == 1 and en not in en_fr and not any(en in fr_en.get(f, ()) for f in pivots.get(en, {})))
-            # confirmed first, then the most independent sources (FreeDict's two dictionaries, the
-            # Esperanto pivot, and Spanish or Catalan counted once: the two share their false
-            # friends, "coat" -> "abrigo"/"abric" -> "abri"), then the most common French word,
-            # then the order
-            vias = pivots.get(en, {}).get(fr, set())
-            n_src = n_fd + ("eo" in vias) + bool(vias & {"es", "ca"})
-            ranked.append(((not confirmed, -n_src, " " in fr, -zipf_frequency(fr, "fr"), k), fr, g, confirmed, n_src))
-        if not ranked:
+
+Candidate = tuple[tuple, str, str, bool, int]  # (sort key, French, gender, confirmed, independent sources)
+
+
+def _ranked(en: str, cands: list[str], src: _Sources) -> list[Candidate]:
+    """The French candidates of ``en`` that have a gender and are not offensive, best first."""
+    from wordfreq import zipf_frequency
+
+    ranked = []
+    for k, fr in enumerate(cands):
+        g = french_gender(fr, src.french)
+        if g is None or is_offensive(fr, "fr"):
             continue
-        ranked.sort()
-        _, fr, g, confirmed, n_src = ranked[0]
-        rank = round(10 * (7 - zipf_frequency(en, "en"))) + (COMPOUND_RANK if " " in en else 0)
-        countable = lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
-        category = wn.category(en)
-        nouns.append(Noun(en, fr, g, category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
-        # French -> English must know the other common word for the same thing (bicyclette beside
-        # vélo, casquette beside bonnet): a second candidate that two sources confirm, less
-        # often, and learnt French -> English only (English -> French keeps to the first word)
-        for _, alt, alt_g, alt_confirmed, alt_src in ranked[1:2]:
-            # ... and whose own first sense, French -> English, is this noun (casquette -> cap, orage ->
-            # storm; not étape -> stadium or gosse -> girl)
-            first_sense = fr_en.get(alt, [""])[0].casefold() == en.casefold()
-            if alt_confirmed and first_sense and alt_src >= ALTERNATIVE_SOURCES and zipf_frequency(alt, "fr") >= ALTERNATIVE_MIN_ZIPF:
-                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, alt_src, True, "fr-en"))
-        # ... and a common French word whose first sense, French -> English, is this noun though no
-        # source gives it English -> French ("grange" -> barn, "carnet" -> notebook)
-        # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
-        # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
-        back_words = sorted((-zipf_frequency(f, "fr"), f, f_g) for f in first_sense_of.get(en.casefold(), ())
-                            if category in BACK_WORD_CATEGORIES and f not in cands and not is_offensive(f, "fr") and set(lex_fr.get(pyrealb_form(f), {})) == {"N"}
-                            and not set(lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and (f_g := french_gender(f, french)) is not None)
-        for z, alt, alt_g in back_words[:1]:
-            if -z >= ALTERNATIVE_MIN_ZIPF and alt not in {a.fr for a in alternatives if a.en == en}:
-                alternatives.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, 1, True, "fr-en"))
-        # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
-        if category in ("family", "person") and lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
-            nouns.append(Noun(en, fr, "f", category, confirmed, rank, countable, n_src, en in fr_en.get(fr, ())))
-    # French -> English: a noun's French word whose first sense in FreeDict's fra-eng is another,
-    # more common noun of the lexicon, of the same category, that eng-fra translates by it too
-    # ("médecin", physician's word, first "doctor", whose own word is "docteur"; "poule": fowl,
-    # first "chicken"; "orage": thunderstorm, first "storm"), when the French word is a noun and
-    # nothing else (not "reporter" -> transport, "boucher" -> block), is learnt into that noun
-    # too, French -> English only; per_french_word puts the more common first
+        n_piv = len(src.pivots.get(en, {}).get(fr, ()))
+        # FreeDict's two dictionaries count as two sources when both give the pair
+        n_fd = (fr in src.en_fr.get(en, ())) + (en in src.fr_en.get(fr, ()))
+        confirmed = n_fd == 2 or (en, fr) in src.emoji_pairs or n_piv >= 2 or (n_piv == 1 and n_fd > 0)
+        # an English noun no FreeDict entry holds ("kitten", "lunch"): one pivot is enough
+        confirmed = confirmed or (n_piv == 1 and en not in src.en_fr and not any(en in src.fr_en.get(f, ()) for f in src.pivots.get(en, {})))
+        # confirmed first, then the most independent sources (FreeDict's two dictionaries, the
+        # Esperanto pivot, and Spanish or Catalan counted once: the two share their false
+        # friends, "coat" -> "abrigo"/"abric" -> "abri"), then the most common French word,
+        # then the order
+        vias = src.pivots.get(en, {}).get(fr, set())
+        n_src = n_fd + ("eo" in vias) + bool(vias & {"es", "ca"})
+        ranked.append(((not confirmed, -n_src, " " in fr, -zipf_frequency(fr, "fr"), k), fr, g, confirmed, n_src))
+    ranked.sort()
+    return ranked
+
+
+def _alternatives(noun: Noun, ranked: list[Candidate], cands: list[str], first_sense_of: dict[str, list[str]], src: _Sources) -> list[Noun]:
+    """Other French words for ``noun``, learnt French -> English only."""
+    from wordfreq import zipf_frequency
+
+    en, category, rank, countable = noun.en, noun.category, noun.rank, noun.countable
+    out: list[Noun] = []
+    # French -> English must know the other common word for the same thing (bicyclette beside
+    # vélo, casquette beside bonnet): a second candidate that two sources confirm, less
+    # often, and learnt French -> English only (English -> French keeps to the first word)
+    for _, alt, alt_g, alt_confirmed, alt_src in ranked[1:2]:
+        # ... and whose own first sense, French -> English, is this noun (casquette -> cap, orage ->
+        # storm; not étape -> stadium or gosse -> girl)
+        first_sense = src.fr_en.get(alt, [""])[0].casefold() == en.casefold()
+        if alt_confirmed and first_sense and alt_src >= ALTERNATIVE_SOURCES and zipf_frequency(alt, "fr") >= ALTERNATIVE_MIN_ZIPF:
+            out.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, alt_src, True, "fr-en"))
+    # ... and a common French word whose first sense, French -> English, is this noun though no
+    # source gives it English -> French ("grange" -> barn, "carnet" -> notebook)
+    # (nouns only, both sides: not vrai -> right, boire -> drink, bref -> short)
+    # and things only (not persons, time or the fallback categories: serviteur -> boy, plate-forme -> bed)
+    back_words = sorted((-zipf_frequency(f, "fr"), f, f_g) for f in first_sense_of.get(en.casefold(), ())
+                        if category in BACK_WORD_CATEGORIES and f not in cands and not is_offensive(f, "fr") and set(src.lex_fr.get(pyrealb_form(f), {})) == {"N"}
+                        and not set(src.lex_en.get(en.split()[-1], {})) & {"A", "Adv", "P"} and (f_g := french_gender(f, src.french)) is not None)  # fmt: skip
+    for z, alt, alt_g in back_words[:1]:
+        if -z >= ALTERNATIVE_MIN_ZIPF and alt not in {a.fr for a in out}:
+            out.append(Noun(en, alt, alt_g, category, True, rank + ALTERNATIVE_RANK, countable, 1, True, "fr-en"))
+    return out
+
+
+def _first_senses(nouns: list[Noun], src: _Sources) -> dict[tuple[str, str], Noun]:
+    """French -> English: a noun's French word whose first sense in FreeDict's fra-eng is another,
+    more common noun of the lexicon, of the same category, that eng-fra translates by it too
+    ("médecin", physician's word, first "doctor", whose own word is "docteur"; "poule": fowl,
+    first "chicken"; "orage": thunderstorm, first "storm"), when the French word is a noun and
+    nothing else (not "reporter" -> transport, "boucher" -> block), is learnt into that noun
+    too, French -> English only; per_french_word puts the more common first."""
     by_en = {n.en: n for n in nouns}
     first_senses = {}
     for n in nouns:
-        first = by_en.get(next(iter(fr_en.get(n.fr, ())), "").casefold())
-        if (first and first.en != n.en and first.fr != n.fr and first.rank < n.rank and n.fr in en_fr.get(first.en, ())
-                and first.category == n.category and set(lex_fr.get(pyrealb_form(n.fr), {})) == {"N"}):
+        first = by_en.get(next(iter(src.fr_en.get(n.fr, ())), "").casefold())
+        if (first and first.en != n.en and first.fr != n.fr and first.rank < n.rank and n.fr in src.en_fr.get(first.en, ())
+                and first.category == n.category and set(src.lex_fr.get(pyrealb_form(n.fr), {})) == {"N"}):  # fmt: skip
             first_senses[first.en, n.fr] = Noun(first.en, n.fr, n.gender, first.category, True, first.rank + ALTERNATIVE_RANK,
-                                                first.countable, 1, True, "fr-en")
+                                                first.countable, 1, True, "fr-en")  # fmt: skip
+    return first_senses
+
+
+def build_lexicon(root: Path, pivots: dict[str, dict[str, set[str]]] | None = None) -> list[Noun]:
+    """Daily-life nouns: English nouns of a CATEGORIES category whose French translation pyrealb
+    knows with a gender, the best candidate of each (confirmed, then given by the most sources,
+    then common), most common first.  ``pivots`` (``apertium.triangulate``'s result) is looked up
+    under ``root`` when not given."""
+    from wordfreq import zipf_frequency
+
+    src, english = _sources(root, pivots)
+    nouns: list[Noun] = []
+    alternatives: list[Noun] = []
+    # French words whose first sense in FreeDict's fra-eng is an English noun ("grange" -> barn,
+    # where eng-fra gives "kiosque"): second words for that noun (_alternatives)
+    first_sense_of: dict[str, list[str]] = defaultdict(list)
+    for f, es in src.fr_en.items():
+        if es:
+            first_sense_of[es[0].casefold()].append(f)
+    for en in sorted(english):
+        cands = [f.replace("\u2010", "-") for f in src.en_fr.get(en, [])]
+        cands += [f for f in src.pivots.get(en, {}) if f not in cands]
+        ranked = _ranked(en, cands, src)
+        if not ranked:
+            continue
+        _, fr, g, confirmed, n_src = ranked[0]
+        rank = round(10 * (7 - zipf_frequency(en, "en"))) + (COMPOUND_RANK if " " in en else 0)
+        countable = src.lex_en[en.split()[-1]]["N"].get("cnt", "yes") != "no"
+        category = src.wn.category(en)
+        assert category is not None  # (the English nouns all have one)
+        noun = Noun(en, fr, g, category, confirmed, rank, countable, n_src, en in src.fr_en.get(fr, ()))
+        nouns.append(noun)
+        alternatives += _alternatives(noun, ranked, cands, first_sense_of, src)
+        # people: the feminine too where French has one (cousin -> la cousine, voisin -> la voisine)
+        if noun.category in ("family", "person") and src.lex_fr.get(pyrealb_form(split_french(fr)[1]), {}).get("N", {}).get("g") == "x":
+            nouns.append(replace(noun, gender="f"))
+    first_senses = _first_senses(nouns, src)
     # French -> English keeps a French word that fra-eng gives first as the same English word
     # ("centre" -> centre, a noun of no category here) rather than learn it as a lexicon noun that
     # fra-eng gives far down or not at all ("pit" -> "centre", "bride" -> "fiancé"): that pair is
     # learnt English -> French only
-    nouns = [replace(n, direction="en-fr") if n.direction == "both" and _is_cognate_first(n, fr_en) else n for n in nouns]
+    nouns = [replace(n, direction="en-fr") if n.direction == "both" and _is_cognate_first(n, src.fr_en) else n for n in nouns]
     # not another noun's own word (grandmother -> grand-père, table -> liste, tool -> produit)
     primary = {pyrealb_form(n.fr.lower()) for n in nouns}
     nouns += [n for n in alternatives if pyrealb_form(n.fr.lower()) not in primary and (n.en, n.fr) not in first_senses]

@@ -16,6 +16,7 @@ from scipy.stats import spearmanr
 from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
 from rendition.model.tokenizer import UNK_ID, Tokenizer, train_tokenizer, with_byte_fallback
 from rendition.model.training import distill, distill_data
+from rendition.model.training.checkpoints import load_checkpoint
 from rendition.model.training.data import SPLITS_DIR, Pair, read_tsv, write_tsv
 from rendition.model.training.english_text import normalise
 
@@ -107,12 +108,12 @@ def test_teacher_shards_resume_and_broad_training_resumes(tiny: Path, monkeypatc
     distill.main([*common, "--minutes", "0.05"])
     state = json.loads((runs / "train_log.jsonl").read_text().splitlines()[-1])
     assert 0 < state["fidelity_general"] <= 1 and 0 <= state["retrieval_en_fr"] <= 1
-    ck0, _, opt0, _ = distill.load_checkpoint(runs / "checkpoint.safetensors")  # safetensors + JSON, no pickle
-    assert opt0["state"] and ck0["step"] > 0
-    minutes = ck0["elapsed"] / 60 + 0.05  # the clock goes on from the checkpoint: a little more budget
+    ck0 = load_checkpoint(runs / "checkpoint.safetensors")  # safetensors + JSON, no pickle
+    assert ck0.optimizer["state"] and ck0.average and ck0.meta["step"] > 0
+    minutes = ck0.meta["elapsed"] / 60 + 0.05  # the clock goes on from the checkpoint: a little more budget
     distill.main([*common, "--minutes", f"{minutes:.4f}", "--resume"])
-    ck, _, _, _ = distill.load_checkpoint(runs / "checkpoint.safetensors")
-    assert ck["step"] > ck0["step"] and ck["elapsed"] >= minutes * 60
+    ck = load_checkpoint(runs / "checkpoint.safetensors").meta
+    assert ck["step"] > ck0.meta["step"] and ck["elapsed"] >= minutes * 60
     enc = SentenceEncoder.from_pretrained(out, device="cpu")
     assert all(UNK_ID not in ids for ids in enc.tokenizer.encode(SCRIPTS))  # byte pieces for every script
     v = enc.encode(SCRIPTS)

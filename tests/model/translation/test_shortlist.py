@@ -1,5 +1,4 @@
-"""The vocabulary shortlist (``rendition.model.translation.shortlist``): the builder's scores against
-hand-computed ones, the file format, and searches restricted to it on every back end -- with every
+"""The vocabulary shortlist (``rendition.model.translation.shortlist``): the file format, and searches restricted to it on every back end -- with every
 token in the list the same results as without it, with a real list each hypothesis' score the sum
 of log-probabilities normalised over the sentence's candidates (computed here from full logits),
 and a sentence's result the same alone or joined to a running search or a scheduler's worker."""
@@ -9,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 
 import numpy as np
 import pytest
@@ -22,20 +20,16 @@ from test_continuous import (  # (this directory is on sys.path)
     scheduled_in_tickets,
 )
 
+from rendition.model.export.shortlist import build_from_pairs
 from rendition.model.kernels import fused_cpu, native
-from rendition.model.tokenizer import BOS_ID, EOS_ID, UNK_ID, Tokenizer
+from rendition.model.tokenizer import BOS_ID, EOS_ID, UNK_ID
 from rendition.model.translation import shortlist as sl_mod
 from rendition.model.translation.backends import AttentionKernelBackend, FusedCPUBackend, TorchBackend, select_backend
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.search import BeamSearch, generate_ids
-from rendition.model.translation.shortlist import (
-    FILENAME,
-    Shortlist,
-    ShortlistError,
-    build_from_pairs,
-    cooccurrence_scores,
-)
+from rendition.model.translation.shortlist import FILENAME, Shortlist, ShortlistError
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from tests.model.shortlist_pairs import HAND_SRC, HAND_TGT
 
 VOCAB = 512  # (more than 16 x 2 x beam tokens: the chunked top-k and the native log-sum-exp run)
 KINDS = ["torch", "cpu-attention", "fused-cpu", "int8"]
@@ -81,38 +75,6 @@ def with_shortlist(backend, shortlist):
     return backend
 
 
-# -- the builder ------------------------------------------------------------------------------------
-# Three sentence pairs over a vocabulary of 12 (ids 4.. are words; 4 twice in the first source):
-#   sources [4 4 5] [4 6] [5]   targets [7 8] [7] [8 9]
-# c(4) = 2, c(5) = 2, c(6) = 1; c(4,7) = 2, c(4,8) = 1, c(5,7) = 1, c(5,8) = 2, c(5,9) = 1, c(6,7) = 1
-HAND_SRC, HAND_TGT = [[4, 4, 5], [4, 6], [5]], [[7, 8], [7], [8, 9]]
-# c(7) = 2, c(8) = 2, c(9) = 1 on the target side
-HAND = {
-    "p": {(4, 7): 1.0, (4, 8): 0.5, (5, 7): 0.5, (5, 8): 1.0, (5, 9): 0.5, (6, 7): 1.0},  # c(s, t) / c(s)
-    "dice": {(4, 7): 1.0, (4, 8): 0.5, (5, 7): 0.5, (5, 8): 1.0, (5, 9): 2 / 3, (6, 7): 2 / 3},  # 2 c(s, t) / (c(s) + c(t))
-}
-
-
-@pytest.mark.parametrize("score", ["p", "dice"])
-def test_cooccurrence_scores_equal_the_hand_computed_ones(score: str) -> None:
-    P = cooccurrence_scores(HAND_SRC, HAND_TGT, 12, score).tocoo()
-    got = {(int(s), int(t)): float(v) for s, t, v in zip(P.row, P.col, P.data)}
-    assert got == pytest.approx(HAND[score])
-
-
-def test_the_lists_leave_out_the_frequent_tokens_and_keep_the_best_first() -> None:
-    # target counts: 7 twice, 8 twice, 9 once -> ranking 7, 8, 9 (ties by id); frequent=1: 7 always on
-    sl = build_from_pairs(HAND_SRC, HAND_TGT, 12, top_k=2, frequent=1)
-    assert sl.ranking.tolist() == [7, 8, 9]
-    assert sl.list_of(4).tolist() == [8]
-    assert sl.list_of(5).tolist() == [8, 9]  # p = 1, then 0.5
-    assert sl.list_of(6).tolist() == [] and sl.list_of(7).tolist() == []
-    assert sl.candidates([5]).tolist() == sorted({UNK_ID, EOS_ID, 7, 5, 8, 9})
-    assert sl.candidates([6, 11]).tolist() == sorted({UNK_ID, EOS_ID, 7, 6, 11})
-    one = build_from_pairs(HAND_SRC, HAND_TGT, 12, top_k=1, frequent=1)
-    assert one.list_of(5).tolist() == [8]
-
-
 def test_save_load_round_trip_and_loading_with_fewer_or_more(tmp_path) -> None:
     sl = build_from_pairs(HAND_SRC, HAND_TGT, 12, top_k=2, frequent=1)
     sl.save(tmp_path / FILENAME)
@@ -150,28 +112,6 @@ def test_source_tokens_are_always_candidates_and_the_union_aligns() -> None:
     assert np.all(np.diff(u) > 0)
     with pytest.raises(ShortlistError):
         sl.candidates([VOCAB])
-
-
-def test_build_shortlist_command_on_a_small_corpus(tmp_path) -> None:
-    """Both directions: an English source word lists its French translation and the reverse."""
-    model_dir = tmp_path / "model"
-    model_dir.mkdir()
-    for name in ("sentencepiece.model", "config.json"):
-        shutil.copy(DEFAULT_TRANSLATOR / name, model_dir / name)
-    rows = ["test\tThe cat sleeps.\tLe chat dort.", "test\tA black cat.\tUn chat noir.", "test\tThe dog.\tLe chien."] * 3
-    corpus = tmp_path / "corpus.tsv"
-    corpus.write_text("\n".join(rows) + "\n")
-    sl_mod.main(["--corpus", str(corpus), "--model-dir", str(model_dir), "--top-k", "5", "--frequent", "2"])
-    tok = Tokenizer(model_dir / "sentencepiece.model")
-    vocab = json.loads((model_dir / "config.json").read_text())["vocab_size"]
-    sl = Shortlist.load(model_dir, vocab_size=vocab)
-    assert sl.top_k == 5 and sl.frequent == 2
-    cat, chat = tok.encode(["cat"])[0][0], tok.encode(["chat"])[0][0]
-    assert chat in sl.candidates([cat]).tolist() and cat in sl.candidates([chat]).tolist()
-    assert (model_dir / FILENAME).stat().st_size < 2_000_000
-    (tmp_path / "bad.tsv").write_text("only one column\n")
-    with pytest.raises(ValueError, match="expected origin"):
-        sl_mod.main(["--corpus", str(tmp_path / "bad.tsv"), "--model-dir", str(model_dir)])
 
 
 # -- searches restricted to a shortlist ---------------------------------------------------------------
@@ -299,21 +239,3 @@ def test_the_translator_loads_the_model_directorys_shortlist(tmp_path) -> None:
     assert [t.tokens for t in tr.translate(texts, "en", "fr")] == [t.tokens for t in base.translate(texts, "en", "fr")]
     with pytest.raises(ShortlistError, match="vocabulary of 12"):
         Translator.from_pretrained(tmp_path, shortlist=build_from_pairs(HAND_SRC, HAND_TGT, 12))
-
-
-def test_the_ctranslate2_vocabulary_map_lists_the_same_candidates(tmp_path) -> None:
-    """``write_vmap``: the always-on tokens on the line with an empty source, then per source token
-    itself and its list -- the union CTranslate2 forms for one sentence is its candidates here."""
-    sl = build_from_pairs(HAND_SRC, HAND_TGT, 12, top_k=2, frequent=1)
-    pieces = [f"p{i}" for i in range(12)]
-    lines = sl_mod.write_vmap(sl, pieces, tmp_path / "vmap.txt").read_text().splitlines()
-    rules = {}
-    for line in lines:
-        key, _, targets = line.partition("\t")
-        rules[key] = [pieces.index(p) for p in targets.split()]
-    assert set(rules) == {""} | set(pieces)
-    for src in ([5], [4, 6], [11]):
-        union = set(rules[""]).union(*(rules[pieces[s]] for s in src))
-        assert union == set(sl.candidates(src).tolist())
-    with pytest.raises(ShortlistError):
-        sl_mod.write_vmap(sl, pieces[:5], tmp_path / "bad.txt")

@@ -20,9 +20,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
+from rendition.model.export.ct2 import CT2Engine, CT2Translator
+from rendition.model.export.ct2 import main as export_main
 from rendition.model.tokenizer import train_tokenizer
-from rendition.model.translation.ct2 import CT2Engine, CT2Translator
-from rendition.model.translation.ct2 import main as export_main
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 from rendition.model.translation.translator import Translator

@@ -195,7 +195,7 @@ def export_ct2(
     out_dir.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
         if shortlist is not None:
-            from rendition.model.translation.shortlist import write_vmap
+            from rendition.model.export.shortlist import write_vmap
 
             spec.register_vocabulary_mapping(str(write_vmap(shortlist, tokenizer.pieces(), Path(tmp) / "vmap.txt")))
         spec.save(str(out_dir))
