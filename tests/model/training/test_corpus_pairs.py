@@ -171,3 +171,10 @@ def test_an_unknown_pair_is_refused() -> None:
     assert build.pair_language("en-de") == "de" and build.pair_language("en-fr") == "fr"
     with pytest.raises(ValueError, match="en-es"):
         build.pair_language("en-es")
+
+
+def test_the_committed_german_manifest_pins_every_package() -> None:
+    pkgs = debian.read_manifest(debian.manifest_path("de"))
+    assert len(pkgs) > 1000 and len({p.name for p in pkgs}) == len(pkgs)
+    assert all(len(p.sha256) == 64 and p.filename.endswith(".deb") for p in pkgs)
+    assert {"dict-freedict-eng-deu", "dict-freedict-deu-eng", "unicode-cldr-core", "gnome-user-docs"} <= {p.name for p in pkgs}
