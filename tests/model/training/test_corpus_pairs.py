@@ -10,10 +10,10 @@ from pathlib import Path
 
 import polib
 import pytest
-from test_corpus import PAGE
+from test_corpus import PAGE, _b64
 from test_daily import _dictd  # (this directory is on sys.path)
 
-from rendition.model.training.corpus import build, cldr, debian, mallard, verbatim
+from rendition.model.training.corpus import build, cldr, debian, freedict, mallard, verbatim
 from rendition.model.training.data import normalise
 
 CATALOG = {
@@ -178,3 +178,18 @@ def test_the_committed_german_manifest_pins_every_package() -> None:
     assert len(pkgs) > 1000 and len({p.name for p in pkgs}) == len(pkgs)
     assert all(len(p.sha256) == 64 and p.filename.endswith(".deb") for p in pkgs)
     assert {"dict-freedict-eng-deu", "dict-freedict-deu-eng", "unicode-cldr-core", "gnome-user-docs"} <= {p.name for p in pkgs}
+
+
+def test_ding_cross_references_notes_and_examples_are_not_senses(tmp_path: Path) -> None:
+    """The German dictionaries (Ding's) add lines that are not translations to an entry."""
+    text = (
+        "check-in hall /tʃˈɛk ɪn hˈɔːl/\nAbfertigungshalle <fem>, Abfertigungsbereich <masc> [aviat.]\n"
+        "         Note: im Flughafengebäude\n"
+        '      "check-in halls"  - Abfertigungshallen, Abfertigungsbereiche\n'
+        "   Synonym: {check-in area}\n\n see: {check-in counter}\n"
+    ).encode()
+    d = tmp_path / "usr/share/dictd"
+    d.mkdir(parents=True)
+    (d / "freedict-eng-deu.index").write_text(f"check-in hall\tA\t{_b64(len(text))}\n", encoding="utf-8")
+    (d / "freedict-eng-deu.dict.dz").write_bytes(gzip.compress(text))
+    assert list(freedict.read_dictionaries(tmp_path, "de")) == [("check-in hall", "Abfertigungshalle"), ("check-in hall", "Abfertigungsbereich")]
