@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polib
 import pytest
-from test_corpus import PAGE, _b64
+from test_corpus import _b64, write_help
 from test_daily import _dictd  # (this directory is on sys.path)
 
 from rendition.model.training.corpus import build, cldr, debian, freedict, mallard, verbatim
@@ -47,13 +47,9 @@ def test_catalogs_are_read_in_the_pairs_language(tmp_path: Path, lang: str) -> N
 
 
 def test_german_help_pages_align_like_french_ones(tmp_path: Path) -> None:
-    en = dict(lang="C", desc="Connect to the Internet.", title="Wireless networks", p1="You can connect to a network. It is easy.", p2="Open", a="Settings", b="Network")
     de = dict(lang="de", desc="Mit dem Internet verbinden.", title="Drahtlose Netzwerke", p1="Sie können sich mit einem Netzwerk verbinden. Es ist einfach.",
               p2="Öffnen Sie", a="Einstellungen", b="Netzwerk")  # fmt: skip
-    for lang, fields in (("C", en), ("de", de)):
-        page = tmp_path / f"usr/share/help/{lang}/doc/net.page"
-        page.parent.mkdir(parents=True)
-        page.write_text(PAGE.format(**fields), encoding="utf-8")
+    write_help(tmp_path, de)
     rows = list(mallard.read_help(tmp_path, "de"))
     assert ("doc", "Wireless networks", "Drahtlose Netzwerke") in rows
     assert ("doc", "It is easy.", "Es ist einfach.") in rows
