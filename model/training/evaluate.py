@@ -2,7 +2,8 @@
 
 A set is a split file's name without ``<split>.`` and ``.tsv``: ``en-fr`` (DDTP package
 descriptions), ``everyday.en-fr`` (the mixed everyday set), ``ui.en-fr``, ``dialogue.en-fr``,
-``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``rendition.model.training.corpus``), and
+``help.en-fr``, ``dict.en-fr`` (the broad corpus's sources, ``rendition.model.training.corpus``; the same
+names with ``en-de`` for English-German: ``en-de``, ``everyday.en-de``, ``ui.en-de`` ...), and
 ``daily.en-fr``: sentences of daily life written by hand, each with the words a correct
 translation must hold (``<split>.daily.words.tsv``); for it the word hit rate is reported too,
 overall and per category (family, food, animals, ...), with BLEU and chrF per category.
@@ -122,7 +123,8 @@ def evaluate(
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="rendition evaluate", description=__doc__)
     ap.add_argument("--model-dir", type=Path, default=None, help="default: the shipped translator")
-    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr, daily.en-fr, conv.en-fr")
+    ap.add_argument("--pairs", "--sets", nargs="+", default=["en-fr"], help="en-fr (DDTP), everyday.en-fr, ui.en-fr, dialogue.en-fr, help.en-fr, dict.en-fr, daily.en-fr, conv.en-fr; "
+                    "en-de (DDTP), everyday.en-de, ui.en-de, dialogue.en-de, help.en-de, dict.en-de")
     ap.add_argument("--split", default="test", choices=["valid", "test"])
     ap.add_argument("--beam-size", type=int, default=4)
     ap.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length-penalty alpha")
@@ -136,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     ap.add_argument("--show-misses", action="store_true", help="daily life, conversation: print each sentence whose translation misses some of its words")
     a = ap.parse_args(argv)
+    missing = [lp for lp in a.pairs if not (SPLITS_DIR / f"{a.split}.{lp}.tsv").exists()]
+    if missing:
+        ap.error(f"no {a.split} split for {', '.join(missing)} in {SPLITS_DIR}")
     if a.threads:
         import torch
 
@@ -143,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype, compute_type=a.compute_type, shortlist=a.shortlist)
     print(f"compute type {tr.compute_type}, back end {tr.backend.name}, shortlist {'on' if tr.shortlist else 'off'}")
     res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty)
+    for lp in a.pairs:
+        if not set(lp.rpartition(".")[2].split("-")) <= set(tr.languages):
+            print(f"{lp}: skipped, the translator's languages are {', '.join(tr.languages)}")
     for direction, r in res.items():
         print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")
         print(f"  {r['bleu_signature']}\n  {r['chrf_signature']}")

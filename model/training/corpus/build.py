@@ -1,4 +1,4 @@
-"""Build the broad EN-FR corpus: every source extracted, cleaned, filtered, deduplicated, held out.
+"""Build the broad EN-FR or EN-DE corpus: every source extracted, cleaned, filtered, deduplicated, held out.
 
 Sources (``SOURCES``): ``ui`` (message catalogs of applications), ``dialogue`` (the catalogs of
 games with campaigns, dialogue and narrative: Wesnoth, FreedroidRPG, Cataclysm, Widelands
@@ -9,12 +9,17 @@ scenarios, UFO:AI, Warzone 2100), ``help`` (GNOME help pages), ``dict`` (FreeDic
 ``ui``, ``dialogue`` and ``dict`` whose English is a set phrase of conversation ("How are you?",
 "Thank you!") are relabelled ``phrases`` (``phrases.py``), to be weighted in training.
 
+``--pair en-de`` builds the same sources where they have a German side (``ui``, ``dialogue``,
+``help``, ``dict``, ``ddtp``) from the packages of its own manifest, by the same rules, plus
+``cldr`` (CLDR's names of languages, territories, days, months and emoji, ``cldr.py``); the daily-life,
+conversation and verbatim sources are written for French and stay in en-fr.
+
 Held out: a pair goes to valid/test by the hash of its normalised English (per-source fractions),
 and no training pair may share its normalised English or French with any held-out pair of any
-source, nor with the DDTP valid/test splits.  Committed: ``data/splits/{valid,test}.<source>.en-fr.tsv``
-and the mixed everyday set ``{valid,test}.everyday.en-fr.tsv`` (dialogue lines, and short UI
-sentences: 3-15 words ending in . ! or ?).  Not committed: ``data/build/corpus/train.en-fr.tsv``
-(``source<TAB>English<TAB>French``).
+source, nor with the DDTP valid/test splits.  Committed: ``data/splits/{valid,test}.<source>.<pair>.tsv``
+and the mixed everyday set ``{valid,test}.everyday.<pair>.tsv`` (dialogue lines, and short UI
+sentences: 3-15 words ending in . ! or ?).  Not committed: ``data/build/corpus/train.<pair>.tsv``
+(``source<TAB>English<TAB>other language``).
 """
 
 from __future__ import annotations
@@ -26,10 +31,12 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from rendition.model.training import data
 from rendition.model.training.corpus import (
+    cldr,
     conversation,
     daily,
     debian,
@@ -52,10 +59,12 @@ from rendition.model.training.data import (
 )
 
 CORPUS_DIR = REPO_DATA / "build" / "corpus"
+PAIRS = ("en-fr", "en-de")
 SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised", "conversation", "verbatim")
+PAIR_SOURCES = {"en-fr": SOURCES, "en-de": ("ui", "dialogue", "help", "dict", "ddtp", "cldr")}
 # never held out by hash here: DDTP has its own splits, the daily-life and verbatim rows are synthetic,
 # and the conversation frames hold out their own instances (``conversation.split_of``)
-TRAIN_ONLY = ("ddtp", "lexicon", "realised", "conversation", "verbatim")
+TRAIN_ONLY = ("ddtp", "lexicon", "realised", "conversation", "verbatim", "cldr")
 # fraction of each source's distinct English held out for valid and for test (each)
 HELD_OUT = {"ui": 0.004, "dialogue": 0.03, "help": 0.03, "dict": 0.01}
 MAX_SPLIT = 1500  # committed pairs per source and split
@@ -65,34 +74,47 @@ _SENTENCE_END = re.compile(r"[.!?]$")
 
 
 
-def _catalog_rows(pkg_dir: Path) -> list[Row]:
+def pair_language(pair: str) -> str:
+    """"en-de" -> "de": the language a pair translates English to and from."""
+    if pair not in PAIRS:
+        raise ValueError(f"corpus pair {pair!r}: expected one of {', '.join(PAIRS)}")
+    return pair.split("-")[1]
+
+
+def _catalog_rows(pkg_dir: Path, lang: str = "fr") -> list[Row]:
     rows = []
-    for mo in gettext_source.catalogs(pkg_dir, "fr"):
+    for mo in gettext_source.catalogs(pkg_dir, lang):
         src = "dialogue" if _DIALOGUE.match(mo.stem) else "ui"
-        rows += [(src, e, x) for e, x in gettext_source.read_catalog(mo, "fr")]
+        rows += [(src, e, x) for e, x in gettext_source.read_catalog(mo, lang)]
     return rows
 
 
-def extract_all(cache: Path, workers: int = 2) -> list[Path]:
-    pkgs = debian.fetch(cache)
+def extract_all(cache: Path, workers: int = 2, lang: str = "fr") -> list[Path]:
+    pkgs = debian.fetch(cache, debian.manifest_path(lang), lang)
     dest = cache / "extract"
     with ProcessPoolExecutor(workers) as ex:
         return list(ex.map(debian.extract, [deb for _, deb in pkgs], [dest] * len(pkgs), chunksize=8))
 
 
-def dictionary_rows(pkg_dir: Path) -> Iterator[Row]:
-    """FreeDict's pairs, without those that translate a first name ("Peter" / "Pierre")."""
-    return (("dict", e, x) for e, x in freedict.read_dictionaries(pkg_dir, "fr") if not verbatim.maps_name(e, x))
+def dictionary_rows(pkg_dir: Path, lang: str = "fr") -> Iterator[Row]:
+    """FreeDict's pairs, without those that translate a first name ("Peter" / "Pierre", "John" / "Johann")."""
+    return (("dict", e, x) for e, x in freedict.read_dictionaries(pkg_dir, lang) if not verbatim.maps_name(e, x, lang))
 
 
-def raw_rows(pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2, lexicon: daily.SentenceLexicon | None = None) -> Iterator[Row]:
+def raw_rows(
+    pkg_dirs: list[Path], ddtp_dir: Path, workers: int = 2, lexicon: daily.SentenceLexicon | None = None, lang: str = "fr"
+) -> Iterator[Row]:
     with ProcessPoolExecutor(workers) as ex:
-        for rows in ex.map(_catalog_rows, pkg_dirs, chunksize=16):
+        for rows in ex.map(partial(_catalog_rows, lang=lang), pkg_dirs, chunksize=16):
             yield from rows
     for d in pkg_dirs:
-        yield from (("help", e, x) for _, e, x in mallard.read_help(d, "fr"))
-        yield from dictionary_rows(d)
-    yield from (("ddtp", p.src, p.tgt) for p in build_pairs(ddtp_dir, "fr"))
+        yield from (("help", e, x) for _, e, x in mallard.read_help(d, lang))
+        yield from dictionary_rows(d, lang)
+    yield from (("ddtp", p.src, p.tgt) for p in build_pairs(ddtp_dir, lang))
+    if lang != "fr":  # the daily-life, conversation and verbatim sources are written for French
+        if pkg_dirs:
+            yield from (("cldr", e, x) for e, x in cldr.name_pairs(pkg_dirs[0].parent, lang))
+        return
     if pkg_dirs:
         lex = lexicon or daily.sentence_lexicon(pkg_dirs[0].parent)
         yield from daily.corpus_rows(pkg_dirs[0].parent, lexicon=lex)
@@ -105,11 +127,11 @@ def _train_only(src: str) -> bool:
     return data.split_source(src)[0] in TRAIN_ONLY
 
 
-def _lang_filter(rows: list[Row]) -> list[bool]:
-    return [language_ok(e, "en") and language_ok(x, "fr") for _, e, x in rows]
+def _lang_filter(rows: list[Row], lang: str = "fr") -> list[bool]:
+    return [language_ok(e, "en") and language_ok(x, lang) for _, e, x in rows]
 
 
-def dedup_and_filter(rows: Iterable[Row], workers: int = 2) -> tuple[list[Row], Counter]:
+def dedup_and_filter(rows: Iterable[Row], workers: int = 2, lang: str = "fr") -> tuple[list[Row], Counter]:
     counts: Counter = Counter()
     seen: set[tuple[str, str]] = set()
     kept: list[Row] = []
@@ -123,14 +145,14 @@ def dedup_and_filter(rows: Iterable[Row], workers: int = 2) -> tuple[list[Row], 
         kept.append((src, e, x))
     chunks = [kept[i : i + 20_000] for i in range(0, len(kept), 20_000)]
     with ProcessPoolExecutor(workers) as ex:
-        oks = [ok for part in ex.map(_lang_filter, chunks) for ok in part]
+        oks = [ok for part in ex.map(partial(_lang_filter, lang=lang), chunks) for ok in part]
     out = [r for r, ok in zip(kept, oks) if ok or _train_only(r[0])]
     for r in out:
         counts[r[0], "language-checked"] += 1
     return out, counts
 
 
-def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Counter]:
+def split(rows: list[Row], splits_dir: Path, pair: str = "en-fr") -> tuple[dict[str, list[Row]], Counter]:
     held: dict[str, list[Row]] = {}
     train: list[Row] = []
     for r in rows:
@@ -150,7 +172,7 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
         blocked_en |= {normalise(e) for _, e, _ in rs}
         blocked_xx |= {normalise(x) for _, _, x in rs}
     # every committed split (DDTP's, daily life's, and an earlier build's of each source) stays out too
-    for path in sorted(splits_dir.glob("*.en-fr.tsv")) if splits_dir.is_dir() else []:
+    for path in sorted(splits_dir.glob(f"*.{pair}.tsv")) if splits_dir.is_dir() else []:
         if not path.name.startswith(("valid.", "test.")):
             continue
         for p in read_tsv(path):
@@ -183,12 +205,12 @@ def split(rows: list[Row], splits_dir: Path) -> tuple[dict[str, list[Row]], Coun
     return splits, counts
 
 
-def write_splits(splits: dict[str, list[Row]], splits_dir: Path, rewrite: bool = False) -> list[Path]:
+def write_splits(splits: dict[str, list[Row]], splits_dir: Path, rewrite: bool = False, pair: str = "en-fr") -> list[Path]:
     """Write each held-out split where no file is committed (``rewrite``: over it too); the paths
     written."""
     written = []
     for name, rs in splits.items():
-        path = splits_dir / f"{name}.en-fr.tsv"
+        path = splits_dir / f"{name}.{pair}.tsv"
         if rewrite or not path.exists():
             write_rows(path, rs, with_source=False)
             written.append(path)
@@ -196,25 +218,33 @@ def write_splits(splits: dict[str, list[Row]], splits_dir: Path, rewrite: bool =
 
 
 def build(
-    cache: Path, ddtp_dir: Path | None = None, splits_dir: Path = SPLITS_DIR, corpus_dir: Path = CORPUS_DIR, rewrite_splits: bool = False
+    cache: Path,
+    ddtp_dir: Path | None = None,
+    splits_dir: Path = SPLITS_DIR,
+    corpus_dir: Path = CORPUS_DIR,
+    rewrite_splits: bool = False,
+    pair: str = "en-fr",
 ) -> Counter:
     """Write the training corpus and its counts; the held-out splits only where no file is
     committed (``rewrite_splits``: write them all).  Training never holds a pair of a committed
     split, whichever build chose it."""
-    pkg_dirs = extract_all(cache)
-    lex = daily.sentence_lexicon(cache / "extract")
-    # (the conversational splits first, so that training leaves out their sentences as it does any committed split's)
-    conversation.write_splits(conversation.nouns(lex), splits_dir, rewrite_splits)
-    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir or default_ddtp_dir(), lexicon=lex))
-    splits, c2 = split(rows, splits_dir)
+    lang = pair_language(pair)
+    pkg_dirs = extract_all(cache, lang=lang)
+    lex = None
+    if lang == "fr":
+        lex = daily.sentence_lexicon(cache / "extract")
+        # (the conversational splits first, so that training leaves out their sentences as it does any committed split's)
+        conversation.write_splits(conversation.nouns(lex), splits_dir, rewrite_splits)
+    rows, counts = dedup_and_filter(raw_rows(pkg_dirs, ddtp_dir or default_ddtp_dir(), lexicon=lex, lang=lang), lang=lang)
+    splits, c2 = split(rows, splits_dir, pair)
     counts.update(c2)
     train = list(phrases.mark(splits.pop("train")))  # (catalog pairs of set phrases: their own source)
     counts["phrases", "train"] = sum(r[0] == phrases.SOURCE for r in train)
     random.Random(0).shuffle(train)
-    write_rows(corpus_dir / "train.en-fr.tsv", train, with_source=True)
-    write_splits(splits, splits_dir, rewrite_splits)
+    write_rows(corpus_dir / f"train.{pair}.tsv", train, with_source=True)
+    write_splits(splits, splits_dir, rewrite_splits, pair)
     table = {f"{s}/{k}": v for (s, k), v in sorted(counts.items())}
-    (corpus_dir / "counts.json").write_text(json.dumps(table, indent=1))
+    (corpus_dir / ("counts.json" if pair == "en-fr" else f"counts.{pair}.json")).write_text(json.dumps(table, indent=1))
     return counts
 
 
@@ -231,11 +261,13 @@ def data_main(argv: list[str] | None = None) -> None:
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="rendition data --corpus", description="build the broad EN-FR corpus from Debian packages")
-    ap.add_argument("--cache", type=Path, default=REPO_DATA / "build" / "debian", help="downloaded .deb files and their extracted members")
-    ap.add_argument("--ddtp", type=Path, default=None, help="folder with Translation-{en,fr}.xz (default: as `rendition data`)")
+    ap = argparse.ArgumentParser(prog="rendition data --corpus", description="build the broad EN-FR or EN-DE corpus from Debian packages")
+    ap.add_argument("--pair", default="en-fr", choices=PAIRS, help="en-de: the sources with a German side, from the packages of data/corpus/manifest.en-de.tsv")
+    ap.add_argument("--cache", type=Path, default=None, help="downloaded .deb files and their extracted members (default: data/build/debian, en-de: data/build/debian.en-de)")
+    ap.add_argument("--ddtp", type=Path, default=None, help="folder with Translation-{en,fr,de}.xz (default: as `rendition data`)")
     ap.add_argument("--rewrite-splits", action="store_true", help="write the held-out splits of this build over the committed ones")
     a = ap.parse_args(argv)
-    counts = build(a.cache, a.ddtp, rewrite_splits=a.rewrite_splits)
-    for src in SOURCES + ("phrases", "everyday"):
+    cache = a.cache or REPO_DATA / "build" / ("debian" if a.pair == "en-fr" else f"debian.{a.pair}")
+    counts = build(cache, a.ddtp, rewrite_splits=a.rewrite_splits, pair=a.pair)
+    for src in PAIR_SOURCES[a.pair] + ("phrases", "everyday"):
         print(src, " ".join(f"{k}={v}" for (s, k), v in sorted(counts.items()) if s == src))

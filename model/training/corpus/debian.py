@@ -1,9 +1,10 @@
 """Debian packages as data: a committed manifest (package, version, sha256), download with
 ``apt-get download`` into a cache, and extraction of the members a source reads with ``dpkg-deb``.
 
-The first build selects packages from the archive's ``Contents`` index (every package shipping a
-French message catalog or French GNOME help) and records the exact versions and digests; every
-later build fetches exactly those files (``package=version``) and refuses a digest that differs.
+The first build of a pair selects packages from the archive's ``Contents`` index (every package
+shipping a message catalog or GNOME help in the pair's other language) and records the exact
+versions and digests in the pair's manifest; every later build fetches exactly those files
+(``package=version``) and refuses a digest that differs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from rendition.model.training.data import REPO_DATA
 
-MANIFEST = REPO_DATA / "corpus" / "manifest.tsv"
+MANIFEST = REPO_DATA / "corpus" / "manifest.tsv"  # en-fr's; other pairs: ``manifest_path``
 MIRROR = "http://deb.debian.org/debian/dists/bookworm/main"
 # members read by the sources: message catalogs (fr, de), GNOME help (C = English, fr, de), dictd files
 MEMBER_PATTERNS = (
@@ -29,13 +30,16 @@ MEMBER_PATTERNS = (
     re.compile(r"^\./usr/share/help/(C|fr|de)/.+\.page$"),
     re.compile(r"^\./usr/share/dictd/.+\.(index|dict\.dz)$"),
     re.compile(r"^\./usr/share/wordnet/(index|data)\.noun$"),
-    re.compile(r"^\./usr/share/unicode/cldr/common/(annotations|main)/(en|fr)\.xml$"),
+    re.compile(r"^\./usr/share/unicode/cldr/common/(annotations|main)/(en|fr|de)\.xml$"),
     re.compile(r"^\./usr/share/apertium/apertium-[a-z-]+/(eng-spa|es-fr|eng-cat|cat-fra|en-eo|fr-eo)\.autobil\.bin$"),
 )
-# extra packages named by hand: the dictionaries, and WordNet, CLDR and Apertium's bilingual
-# dictionaries for the daily-life lexicon
-EXTRA_PACKAGES = ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core",
-                  "apertium-eng-spa", "apertium-fr-es", "apertium-eng-cat", "apertium-fra-cat", "apertium-eo-en", "apertium-eo-fr")
+# extra packages named by hand, per language: the dictionaries; for French also WordNet, CLDR and
+# Apertium's bilingual dictionaries for the daily-life lexicon; for German CLDR's names
+EXTRA_PACKAGES = {
+    "fr": ("dict-freedict-eng-fra", "dict-freedict-fra-eng", "wordnet-base", "unicode-cldr-core",
+           "apertium-eng-spa", "apertium-fr-es", "apertium-eng-cat", "apertium-fra-cat", "apertium-eo-en", "apertium-eo-fr"),
+    "de": ("dict-freedict-eng-deu", "dict-freedict-deu-eng", "unicode-cldr-core"),
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,11 @@ class Package:
     version: str
     sha256: str
     filename: str
+
+
+def manifest_path(lang: str = "fr") -> Path:
+    """The committed manifest of the English-<lang> corpus: en-fr's is ``manifest.tsv``."""
+    return MANIFEST if lang == "fr" else MANIFEST.with_name(f"manifest.en-{lang}.tsv")
 
 
 def read_manifest(path: Path = MANIFEST) -> list[Package]:
@@ -58,10 +67,10 @@ def write_manifest(pkgs: Iterable[Package], path: Path = MANIFEST, made_by: str 
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def select_from_contents(cache: Path) -> list[str]:
-    """Names of the packages shipping a French .mo catalog or French GNOME help, from Contents-*.gz."""
-    wanted: set[str] = set(EXTRA_PACKAGES)
-    catalog = re.compile(r"/fr(_FR)?/LC_MESSAGES/[^ ]+\.mo\s|^usr/share/help/fr/")
+def select_from_contents(cache: Path, lang: str = "fr") -> list[str]:
+    """Names of the packages shipping a .mo catalog or GNOME help in ``lang``, from Contents-*.gz."""
+    wanted: set[str] = set(EXTRA_PACKAGES[lang])
+    catalog = re.compile(rf"/{lang}(_{lang.upper()})?/LC_MESSAGES/[^ ]+\.mo\s|^usr/share/help/{lang}/")
     for name in ("Contents-all.gz", "Contents-amd64.gz"):
         path = cache / name
         if not path.exists():
@@ -94,11 +103,11 @@ def _apt_download(specs: list[str], dest: Path) -> None:
         subprocess.run(["apt-get", "download", "-q", *specs[i : i + 50]], cwd=dest, check=True, capture_output=True)
 
 
-def fetch(cache: Path, manifest: Path = MANIFEST) -> list[tuple[Package, Path]]:
+def fetch(cache: Path, manifest: Path = MANIFEST, lang: str = "fr") -> list[tuple[Package, Path]]:
     """Download (or find in ``cache/debs``) every package of the manifest, verified by sha256.
 
-    Without a manifest, the packages are selected from the archive's Contents index and the
-    manifest is written from what was downloaded."""
+    Without a manifest, the packages shipping ``lang`` are selected from the archive's Contents
+    index and the manifest is written from what was downloaded."""
     debs = cache / "debs"
     debs.mkdir(parents=True, exist_ok=True)
     if manifest.exists():
@@ -115,7 +124,7 @@ def fetch(cache: Path, manifest: Path = MANIFEST) -> list[tuple[Package, Path]]:
                 raise RuntimeError(f"{p.filename}: sha256 {got} differs from the manifest's {p.sha256}")
             out.append((p, debs / p.filename))
         return out
-    names = select_from_contents(cache)
+    names = select_from_contents(cache, lang)
     have = {f.name.split("_", 1)[0] for f in debs.glob("*.deb")}
     todo = [n for n in names if n not in have]
     with ThreadPoolExecutor(4) as ex:
@@ -125,7 +134,8 @@ def fetch(cache: Path, manifest: Path = MANIFEST) -> list[tuple[Package, Path]]:
         name, version = _deb_fields(deb)
         if name in names:
             out.append((Package(name, version, sha256(deb), deb.name), deb))
-    write_manifest([p for p, _ in out], manifest)
+    made_by = "rendition data --corpus" + ("" if lang == "fr" else f" --pair en-{lang}")
+    write_manifest([p for p, _ in out], manifest, made_by)
     return out
 
 

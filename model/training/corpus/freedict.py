@@ -19,6 +19,9 @@ _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqr
 _HEAD = re.compile(r"^(?P<word>[^/<]+?)\s*(/[^/]*/)?\s*(<[^>]*>)?\s*$")
 _SENSE = re.compile(r"^\s*\d+\.\s*")
 _NOTE = re.compile(r"\([^)]*\)|\[[^\]]*\]|<[^>]*>")
+# lines of the Ding-based dictionaries (eng-deu, deu-eng) that are not senses: cross-references
+# ("see: {A major}", "Synonyms: {A}, {As}"), notes, and inflected examples ('"check-in halls"  - Abfertigungshallen')
+_NOT_SENSE = re.compile(r'^\s*(?:see|Synonyms?|Note)\s*:|^\s*"[^"]*"\s+-\s')
 
 
 def _b64(s: str) -> int:
@@ -44,6 +47,8 @@ def entries(index: Path, data: Path) -> Iterator[tuple[str, list[str]]]:
             continue
         trans: list[str] = []
         for sense in lines[1:]:
+            if _NOT_SENSE.match(sense):
+                continue
             sense = _NOTE.sub("", _SENSE.sub("", sense))
             trans += [t.strip() for t in re.split(r"[,;]", sense) if t.strip()]
         yield m.group("word").strip(), trans

@@ -27,6 +27,13 @@ Jacques James Jean Jeanne Jane Jérôme Jerome Joan John Joseph Julie Julien Jul
 Margaret Marie Mark Martin Mary Matthew Matthieu Michael Michel Nicolas Nicholas Olivier Oliver Paul Paule Peter Philip Philippe Pierre Pauline Raymond
 Richard Robert Sarah Simon Sophie Stephen Susan Suzanne Thomas Vincent William Yves
 """.split())
+# German given names, for the English-German dictionary rows
+GERMAN_FIRST_NAMES = frozenset("""
+Albrecht Alois Andreas Anton Barbara Bernhard Christian Christoph Dietrich Elisabeth Emil Erich Ernst Franz Friedrich Georg Gerhard
+Gottfried Gretchen Hans Hansi Heinrich Heinz Helene Helmut Hermann Ignaz Jakob Johann Johanna Johannes Josef Jörg Jürgen Karl Katharina
+Klaus Konrad Kurt Ludwig Lukas Margarete Margarethe Maria Markus Matthias Max Michael Nikolaus Otto Paul Peter Philipp Rainer Rudolf
+Sebastian Stefan Stephan Susanne Theodor Thomas Ulrich Walter Werner Wilhelm Wolfgang
+""".split())
 
 PEOPLE = ["Pierre", "Marie", "Guillaume", "Jean", "Étienne", "Jacques", "Hélène", "Sophie", "Julien", "François", "Louise", "Matthieu",
           "Peter", "William", "John", "James", "Stephen", "Mary", "Helen", "Emily", "Sarah", "Michael", "Oliver", "Laura",
@@ -120,8 +127,9 @@ def corpus_rows(n: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, s
         yield SOURCE, en, fr
 
 
-def maps_name(english: str, french: str) -> bool:
+def maps_name(english: str, other: str, lang: str = "fr") -> bool:
     """Whether a dictionary row translates a first name into another word ("Peter" / "Pierre",
-    "Guillaume" / "William"): one side a listed first name, the other side different."""
-    en, fr = english.strip(), french.strip()
-    return en != fr and (en in FIRST_NAMES or fr in FIRST_NAMES)
+    "Guillaume" / "William", "Johann" / "John"): one side a listed first name, the other side different."""
+    names = FIRST_NAMES | GERMAN_FIRST_NAMES if lang == "de" else FIRST_NAMES
+    en, xx = english.strip(), other.strip()
+    return en != xx and (en in names or xx in names)

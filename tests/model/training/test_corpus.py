@@ -91,13 +91,20 @@ PAGE = """<?xml version="1.0" encoding="utf-8"?>
 </page>"""
 
 
-def test_help_pages_align_by_structure(tmp_path: Path) -> None:
-    en = dict(lang="C", desc="Connect to the Internet.", title="Wireless networks", p1="You can connect to a network. It is easy.", p2="Open", a="Settings", b="Network")
-    fr = dict(lang="fr", desc="Se connecter à Internet.", title="Réseaux sans fil", p1="Vous pouvez vous connecter à un réseau. C’est facile.", p2="Ouvrez", a="Paramètres", b="Réseau")
-    for lang, fields in (("C", en), ("fr", fr)):
-        page = tmp_path / f"usr/share/help/{lang}/doc/net.page"
+HELP_EN = dict(lang="C", desc="Connect to the Internet.", title="Wireless networks", p1="You can connect to a network. It is easy.", p2="Open", a="Settings", b="Network")
+
+
+def write_help(root: Path, translated: dict[str, str]) -> None:
+    """The English page ``doc/net.page`` and its translation (``translated["lang"]``) under root."""
+    for lang, fields in (("C", HELP_EN), (translated["lang"], translated)):
+        page = root / f"usr/share/help/{lang}/doc/net.page"
         page.parent.mkdir(parents=True)
         page.write_text(PAGE.format(**fields), encoding="utf-8")
+
+
+def test_help_pages_align_by_structure(tmp_path: Path) -> None:
+    fr = dict(lang="fr", desc="Se connecter à Internet.", title="Réseaux sans fil", p1="Vous pouvez vous connecter à un réseau. C’est facile.", p2="Ouvrez", a="Paramètres", b="Réseau")
+    write_help(tmp_path, fr)
     rows = list(mallard.read_help(tmp_path, "fr"))
     assert ("doc", "Wireless networks", "Réseaux sans fil") in rows
     assert ("doc", "It is easy.", "C’est facile.") in rows  # split by sentence: same count on both sides

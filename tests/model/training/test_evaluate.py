@@ -73,13 +73,30 @@ def test_cli_on_the_shipped_model_writes_json(tmp_path, capsys) -> None:
     out = tmp_path / "eval.json"
     threads = torch.get_num_threads()
     try:
-        main(["--limit", "4", "--threads", "1", "--length-penalty", "0.8", "--output", str(out)])
+        main(["--sets", "en-fr", "en-de", "--limit", "4", "--threads", "1", "--length-penalty", "0.8", "--output", str(out)])
     finally:
         torch.set_num_threads(threads)  # --threads is process-wide; leave other tests as they were
     printed = capsys.readouterr().out
     res = json.loads(out.read_text())
     assert set(res) == {"en-fr", "fr-en"}
+    assert "en-de: skipped, the translator's languages are en, fr" in printed  # the shipped translator has no German
     for direction, r in res.items():
         assert r["sentences"] == 4 and r["length_penalty"] == 0.8 and r["beam_size"] == 4
         assert 5 < r["bleu"] <= 100 and 20 < r["chrf"] <= 100
         assert f"{direction}: BLEU {r['bleu']:.2f}" in printed
+
+
+def test_german_sets_are_read_by_pair(tmp_path) -> None:
+    rows = [("The package contains the documentation.", "Das Paket enthält die Dokumentation."), ("Development files.", "Entwicklungsdateien.")]
+    (tmp_path / "test.ui.en-de.tsv").write_text("".join(f"{en}\t{de}\n" for en, de in rows), encoding="utf-8")
+    german = LookupTranslator({en: de for en, de in rows} | {de: en for en, de in rows})
+    german.languages = ("en", "de")
+    res = evaluate(german, ["ui.en-de"], splits_dir=tmp_path)
+    assert set(res) == {"ui en-de", "ui de-en"} and all(r["bleu"] == 100 and r["sentences"] == 2 for r in res.values())
+    assert evaluate(LookupTranslator({}), ["ui.en-de"], splits_dir=tmp_path) == {}
+
+
+def test_a_set_without_a_split_file_is_a_usage_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--sets", "nosuch.en-de"])
+    assert exc.value.code == 2 and "no test split for nosuch.en-de" in capsys.readouterr().err
