@@ -138,6 +138,34 @@ def release_freed_memory() -> bool:
 
 _MALLOC_TRIM: Any = None  # glibc's malloc_trim once looked up; False: not there
 
+
+def release_rows(t: torch.Tensor, first: int, end: int) -> None:
+    """Hand back to the system the memory pages lying wholly inside rows ``first`` .. ``end - 1``
+    (the first dimension) of the contiguous CPU tensor ``t`` (``madvise(MADV_DONTNEED)``): the
+    storage stays reserved, its pages are no longer resident, and they read as zeros once touched
+    again.  For storage a finished sentence held inside a buffer kept for the next ones.  Nothing
+    where the pages cannot be released (another device or system)."""
+    global _MADVISE
+    if _MADVISE is None:
+        try:
+            _MADVISE = ctypes.CDLL(None).madvise
+            _MADVISE.argtypes, _MADVISE.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+        except (OSError, AttributeError):
+            _MADVISE = False
+    if not _MADVISE or t.device.type != "cpu" or end <= first or not t.is_contiguous():
+        return
+    row = t[0].numel() * t.element_size()
+    lo, hi = t.data_ptr() + first * row, t.data_ptr() + end * row
+    lo = -(-lo // _PAGE) * _PAGE  # (whole pages only: the rows around keep theirs)
+    hi = hi // _PAGE * _PAGE
+    if hi > lo:
+        _MADVISE(lo, hi - lo, _MADV_DONTNEED)
+
+
+_MADVISE: Any = None  # the C library's madvise once looked up; False: not there
+_MADV_DONTNEED = 4  # (Linux)
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
 # glibc's malloc settings for a long-running process (mallopt's parameters: value, and the environment
 # variable that sets it at start-up and then takes precedence): two arenas at most, instead of eight
 # per core, each keeping its own free space.  glibc keeps its own mmap threshold (a fixed one maps

@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from rendition.model.kernels import attention as attention_kernels
+from rendition.model.weights import release_rows
 
 
 class MultiHeadAttention(Protocol):
@@ -436,10 +437,26 @@ class ReferenceCache(DecoderCache):
 
     def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
         kept = set(sentences.tolist())
-        self.free.extend(int(g) for s, g in enumerate(self.sentence_groups().tolist()) if s not in kept)
+        freed = [int(g) for s, g in enumerate(self.sentence_groups().tolist()) if s not in kept]
+        self._release(freed)
+        self.free.extend(freed)
         self.slots = self.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
         self.src = self.src.index_select(0, rows)
         self.compacted = self.compacted.index_select(0, sentences)
+
+    def _release(self, groups: list[int]) -> None:
+        """The storage pages of these groups (their self-attention K/V rows and cross-attention
+        slots) go back to the system: storage is reserved for ``reserve``'s sentences and positions,
+        but what is resident follows the sentences running, not every group and position the search
+        has ever used (``rendition.model.weights.release_rows``)."""
+        for g in groups:
+            for layer in self.layers:
+                for buf in (layer.self_k, layer.self_v):
+                    if buf is not None:
+                        release_rows(buf, g * self.beams, (g + 1) * self.beams)
+            for pair in self.cross_store:
+                for buf in pair:
+                    release_rows(buf, g, g + 1)
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Only the index table moves."""

@@ -124,11 +124,43 @@ def test_by_reference_rows_move_without_copying_keys_or_values(need_kernel) -> N
     cache.reorder(torch.tensor([1, 1, 3, 2]))  # one reorder: no compaction yet)                   the rest is not initialised)
     cache.select(torch.tensor([2, 3]))
     for lc, (k, v) in zip(cache.layers, stores):
-        # only the index table moved: the storage is bit for bit the same (compared as integers: rows
-        # not yet written hold whatever memory had, NaN included)
-        assert torch.equal(lc.self_k[:, :, :3].view(torch.int32), k.view(torch.int32))
-        assert torch.equal(lc.self_v[:, :, :3].view(torch.int32), v.view(torch.int32))
+        # only the index table moved: the kept sentence's storage rows (group 1: rows 2 and 3) are bit
+        # for bit the same (compared as integers: rows not yet written hold whatever memory had, NaN
+        # included); the finished sentence's group may have handed its pages back
+        assert torch.equal(lc.self_k[2:, :, :3].view(torch.int32), k[2:].view(torch.int32))
+        assert torch.equal(lc.self_v[2:, :, :3].view(torch.int32), v[2:].view(torch.int32))
     assert cache.src[:, :3].tolist() == [[3, 3, 3], [2, 2, 2]]
+
+
+def test_a_finished_sentence_hands_its_storage_pages_back(need_kernel) -> None:
+    """Storage is reserved for many sentences and positions, but a finished sentence's rows (and its
+    cross-attention slot) go back to the system: they read as zeros (all but the pages they share
+    with the rows around them), the live sentence's rows are untouched.  What stays resident follows the sentences running, not all the search has seen."""
+    need_kernel("RENDITION_ATTENTION_KERNEL")
+    attn = attention()
+    cache = new_cache(ReferenceCache, beams=2)
+    cache.reserve(4, 512)  # (a group: 2 rows x 2 heads x 512 positions x 16 x 4 bytes = 128 KiB, whole pages)
+    join(cache, 2, src_len=1024)
+    for _ in range(3):
+        q = torch.randn(4, H, 1, DH)
+        for layer in cache.layers:
+            layer.self_attention(q, q, q, attn)
+        cache.advance()
+    kept = [(lc.self_k[2:4].clone(), lc.self_v[2:4].clone()) for lc in cache.layers]
+    cache.select(torch.tensor([2, 3]))  # (sentence 0, storage group 0, is done)
+    for lc, (k, v) in zip(cache.layers, kept):
+        # (the three positions written, in 4 blocks of 512 positions: a block's first page is shared
+        # with the rows before the group unless the storage starts on a page)
+        assert zeros(lc.self_k[0:2, :, :3]) >= 0.75 and zeros(lc.self_v[0:2, :, :3]) >= 0.75
+        assert torch.equal(lc.self_k[2:4].view(torch.int32), k.view(torch.int32))
+        assert torch.equal(lc.self_v[2:4].view(torch.int32), v.view(torch.int32))
+    for xk, xv in cache.cross_store:
+        assert zeros(xk[0]) > 0.9 and zeros(xv[0]) > 0.9 and zeros(xk[1]) == zeros(xv[1]) == 0
+
+
+def zeros(t: torch.Tensor) -> float:
+    """The share of the tensor's values that are exactly zero."""
+    return (t == 0).float().mean().item()
 
 
 def test_nbytes_counts_self_and_cross_storage() -> None:
