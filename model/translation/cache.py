@@ -57,6 +57,7 @@ class MultiHeadAttention(Protocol):
 
 
 COMPACT_EVERY = 8  # by-reference beam search: steps between compactions of the shared past
+RELEASE_AFTER = 64  # by-reference storage: steps a group stays free before its pages go back to the system (looked at every as many steps)
 
 
 def _pad_cat(old: Tensor | None, new: Tensor, dim: int, fill: float | bool = 0) -> Tensor:
@@ -334,6 +335,8 @@ class ReferenceCache(DecoderCache):
         self.free: list[int] = []  # free storage groups (storage rows g*beams .. g*beams + beams - 1)
         self.groups = 0  # storage groups allocated
         self._reorders = 0
+        self._clock = 0  # steps taken
+        self._idle: dict[int, int] = {}  # free groups whose pages are still resident -> the step they were freed
         self._reserved = 16
         self._reserved_len = 0
         self.cross_store: list[tuple[Tensor, Tensor]] = []  # per layer: the cross K/V slots (groups, H, S, Dh)
@@ -367,6 +370,8 @@ class ReferenceCache(DecoderCache):
             self.groups += more
         self.free.sort(reverse=True)  # (lowest groups first: storage stays dense)
         groups = torch.tensor([self.free.pop() for _ in range(need)], dtype=torch.long)
+        for g in groups.tolist():
+            self._idle.pop(g, None)
         slots = (groups.unsqueeze(1) * self.beams + torch.arange(self.beams)).view(-1)
         self.slots = torch.cat([self.slots, slots])
         self.src = torch.cat([self.src, torch.zeros(n, self.max_len, dtype=torch.long)])
@@ -438,18 +443,27 @@ class ReferenceCache(DecoderCache):
     def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
         kept = set(sentences.tolist())
         freed = [int(g) for s, g in enumerate(self.sentence_groups().tolist()) if s not in kept]
-        self._release(freed)
+        self._idle.update((g, self._clock) for g in freed)
         self.free.extend(freed)
         self.slots = self.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
         self.src = self.src.index_select(0, rows)
         self.compacted = self.compacted.index_select(0, sentences)
 
+    def advance(self) -> None:
+        super().advance()
+        self._clock += 1
+        if self._clock % RELEASE_AFTER == 0 and self._idle:
+            self._release([g for g, freed in self._idle.items() if self._clock - freed >= RELEASE_AFTER])
+
     def _release(self, groups: list[int]) -> None:
-        """The storage pages of these groups (their self-attention K/V rows and cross-attention
-        slots) go back to the system: storage is reserved for ``reserve``'s sentences and positions,
-        but what is resident follows the sentences running, not every group and position the search
-        has ever used (``rendition.model.weights.release_rows``)."""
+        """The storage pages of these free groups (their self-attention K/V rows and cross-attention
+        slots) go back to the system (``rendition.model.weights.release_rows``).  Storage is reserved
+        for ``reserve``'s sentences and positions; a group left free for ``RELEASE_AFTER`` steps
+        (the lowest free groups are taken first, so these are the ones a burst used) hands its pages
+        back: what stays resident follows the sentences running lately, not every group and
+        position the search has used, and the groups in steady use are not faulted in again."""
         for g in groups:
+            del self._idle[g]
             for layer in self.layers:
                 for buf in (layer.self_k, layer.self_v):
                     if buf is not None:

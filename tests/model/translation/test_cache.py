@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rendition.model.translation.cache import DecoderCache, DenseCache, ReferenceCache
+from rendition.model.translation.cache import RELEASE_AFTER, DecoderCache, DenseCache, ReferenceCache
 from rendition.model.translation.transformer import MultiHeadAttention, TransformerConfig
 
 H, DH, K_REL = 2, 16, 3
@@ -134,7 +134,7 @@ def test_by_reference_rows_move_without_copying_keys_or_values(need_kernel) -> N
 
 def test_a_finished_sentence_hands_its_storage_pages_back(need_kernel) -> None:
     """Storage is reserved for many sentences and positions, but a finished sentence's rows (and its
-    cross-attention slot) go back to the system: they read as zeros (all but the pages they share
+    cross-attention slot), once left free for ``RELEASE_AFTER`` steps, go back to the system: they read as zeros (all but the pages they share
     with the rows around them), the live sentence's rows are untouched.  What stays resident follows the sentences running, not all the search has seen."""
     need_kernel("RENDITION_ATTENTION_KERNEL")
     attn = attention()
@@ -148,6 +148,11 @@ def test_a_finished_sentence_hands_its_storage_pages_back(need_kernel) -> None:
         cache.advance()
     kept = [(lc.self_k[2:4].clone(), lc.self_v[2:4].clone()) for lc in cache.layers]
     cache.select(torch.tensor([2, 3]))  # (sentence 0, storage group 0, is done)
+    for _ in range(RELEASE_AFTER - 1):
+        cache.advance()
+    assert zeros(cache.cross_store[0][0][0]) == 0  # (a group reused soon keeps its pages)
+    for _ in range(RELEASE_AFTER + 1):  # (free groups are looked at every RELEASE_AFTER steps)
+        cache.advance()
     for lc, (k, v) in zip(cache.layers, kept):
         # (the three positions written, in 4 blocks of 512 positions: a block's first page is shared
         # with the rows before the group unless the storage starts on a page)
