@@ -189,9 +189,11 @@ class DecoderCache(ABC):
     def _select_cross(self, sentences: Tensor) -> None:
         """Keep only these sentences' cross-attention K/V."""
 
-    def reserve(self, sentences: int, positions: int = 0) -> None:  # noqa: B027 (a hint; most storage ignores it)
+    def reserve(self, sentences: int, positions: int = 0, long_lived: bool = False) -> None:  # noqa: B027 (a hint; most storage ignores it)
         """A hint: this many sentences may run at once, and rows may reach this many positions
-        (storage that grows by copying reserves it)."""
+        (storage that grows by copying reserves it); ``long_lived``: the cache serves sentence
+        after sentence (a scheduler's search), not one batch (storage that keeps its groups
+        hands back the pages of the ones left free)."""
 
     @abstractmethod
     def reorder(self, beam_idx: Tensor) -> None:
@@ -337,6 +339,7 @@ class ReferenceCache(DecoderCache):
         self._reorders = 0
         self._clock = 0  # steps taken
         self._idle: dict[int, int] = {}  # free groups whose pages are still resident -> the step they were freed
+        self._long_lived = False  # (reserve)
         self._reserved = 16
         self._reserved_len = 0
         self.cross_store: list[tuple[Tensor, Tensor]] = []  # per layer: the cross K/V slots (groups, H, S, Dh)
@@ -344,12 +347,14 @@ class ReferenceCache(DecoderCache):
         self.cross_lens = torch.zeros(0, dtype=torch.long)  # (groups,)
         self._store_bias: Tensor | None = None
 
-    def reserve(self, sentences: int, positions: int = 0) -> None:
+    def reserve(self, sentences: int, positions: int = 0, long_lived: bool = False) -> None:
         """Storage for this many sentences at once and ``positions`` per row (allocated at the
         first join), so the cache does not grow by copying as a search fills up.  Uninitialised
-        storage: the pages a row never writes are never touched."""
+        storage: the pages a row never writes are never touched.  ``long_lived``: groups left
+        free hand their pages back (``advance``); a one-batch cache is freed whole at its end."""
         self._reserved = max(self._reserved, sentences)
         self._reserved_len = max(self._reserved_len, positions)
+        self._long_lived = self._long_lived or long_lived
 
     def join(self, cross: list[tuple[Tensor, Tensor]], mem_mask: Tensor, max_len: int) -> None:
         super().join(cross, mem_mask, max(max_len, self._reserved_len))
@@ -443,7 +448,8 @@ class ReferenceCache(DecoderCache):
     def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
         kept = set(sentences.tolist())
         freed = [int(g) for s, g in enumerate(self.sentence_groups().tolist()) if s not in kept]
-        self._idle.update((g, self._clock) for g in freed)
+        if self._long_lived:
+            self._idle.update((g, self._clock) for g in freed)
         self.free.extend(freed)
         self.slots = self.slots.view(-1, self.beams).index_select(0, sentences).view(-1)
         self.src = self.src.index_select(0, rows)

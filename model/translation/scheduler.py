@@ -253,7 +253,7 @@ class TranslationScheduler:
             search = w.searches.get(ticket.opts)
             if search is None:
                 search = w.searches[ticket.opts] = BeamSearch(
-                    self.model, ticket.opts, capacity=self.max_sentences, positions=ticket.opts.max_length
+                    self.model, ticket.opts, self.max_sentences, ticket.opts.max_length, long_lived=True
                 )
             search.add((ticket, i), ticket.sources[i])
             w.owned[(ticket, i)] = search

@@ -281,14 +281,17 @@ class BeamSearch:
     (one thread drives it; see ``rendition.model.translation.scheduler`` for the workers that do).
     ``beam_size`` 1 is greedy search (the argmax token, or a sampled one; done at EOS)."""
 
-    def __init__(self, model: Seq2Seq, opts: TranslationOptions, capacity: int = 16, positions: int = 0):
+    def __init__(
+        self, model: Seq2Seq, opts: TranslationOptions, capacity: int = 16, positions: int = 0, long_lived: bool = False
+    ):
         """``capacity``: how many sentences may run at once, ``positions``: the most steps one may
-        take (the cache reserves their storage; it grows by copying beyond them)."""
+        take (the cache reserves their storage; it grows by copying beyond them); ``long_lived``:
+        the search serves sentence after sentence (a scheduler worker's), not one batch."""
         self.model, self.opts = model, opts
         self.K = opts.beam_size
         self.draws = opts.draws
         self.cache = model.new_cache(self.K, opts.kv_cache_dtype)
-        self.cache.reserve(capacity, positions)
+        self.cache.reserve(capacity, positions, long_lived)
         self.device = dev = model.device
         self.sentences: list[_Sentence] = []  # live, in cache order
         self.scores = torch.zeros(0, self.K, device=dev)  # (B, K) running log-probabilities

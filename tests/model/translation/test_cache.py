@@ -139,7 +139,7 @@ def test_a_finished_sentence_hands_its_storage_pages_back(need_kernel) -> None:
     need_kernel("RENDITION_ATTENTION_KERNEL")
     attn = attention()
     cache = new_cache(ReferenceCache, beams=2)
-    cache.reserve(4, 512)  # (a group: 2 rows x 2 heads x 512 positions x 16 x 4 bytes = 128 KiB, whole pages)
+    cache.reserve(4, 512, long_lived=True)  # (a group: 2 rows x 2 heads x 512 positions x 16 x 4 bytes = 128 KiB, whole pages)
     join(cache, 2, src_len=1024)
     for _ in range(3):
         q = torch.randn(4, H, 1, DH)
