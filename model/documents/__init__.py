@@ -29,9 +29,9 @@ from rendition.model.documents.base import (
     UnsupportedFormat,
 )
 from rendition.model.documents.office import Docx, Odt, Pptx
-from rendition.model.documents.placeholders import Protected, protect, restore
 from rendition.model.documents.po import PoCatalog
 from rendition.model.documents.textfiles import Html, PlainText, Subtitles
+from rendition.model.text.placeholders import Protected, protect, restore
 
 __all__ = [
     "FORMATS",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rendition.model.segment import split
+from rendition.model.text.segment import split
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator

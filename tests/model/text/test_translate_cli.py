@@ -168,7 +168,7 @@ SHARED = {
 
 def test_both_commands_take_the_shared_options_with_the_same_defaults() -> None:
     from rendition.model.documents.cli import build_parser as file_parser
-    from rendition.model.translation.cli import build_parser as translate_parser
+    from rendition.model.text.cli import build_parser as translate_parser
 
     def flags(p) -> set[str]:
         return {s for a in p._actions for s in a.option_strings if s.startswith("--")} - {"--help"}
