@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from rendition.model.language_id import LanguageDetector
+from rendition.model.text.language_id import LanguageDetector
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 
 

@@ -174,7 +174,7 @@ def in_process_seconds(
     requests as (a)'s closed loop does, each a ticket of its own and ``in_flight`` at a time, without HTTP."""
     import torch
 
-    from rendition.model import segment
+    from rendition.model.text import segment
     from rendition.model.translation.translator import Translator
 
     global _TORCH_THREADS

@@ -25,7 +25,7 @@ import re
 import time
 from collections import Counter
 
-from rendition.model.glossary import STAND_INS, Glossary
+from rendition.model.text.glossary import STAND_INS, Glossary
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.translator import Translator
 

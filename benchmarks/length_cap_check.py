@@ -1,6 +1,6 @@
 """Is legitimate text ever refused for length?  Every sentence of the held-out test splits, alone
 and doubled (``sentence + " " + sentence``), through the service's rules: split into sentences
-(``rendition.model.segment``), beam search under the length caps (``TranslationOptions``: min(max_length,
+(``rendition.model.text.segment``), beam search under the length caps (``TranslationOptions``: min(max_length,
 a x source + b)), and for a translation that reaches its cap without ending the second decoding
 with no repeated n-gram (RENDITION_LENGTH_FALLBACK_NO_REPEAT_NGRAM); a text is *refused* when a
 sentence of it still reaches its cap.
@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from rendition.model import segment
+from rendition.model.text import segment
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.search import max_output_lengths

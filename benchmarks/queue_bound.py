@@ -185,7 +185,7 @@ def engine_open_loop(workers: int, loads: list[float], seconds: float, in_flight
     """The scheduler on Poisson arrivals of the mix's sentences (one request each) at ``loads`` of
     its capacity (a closed loop of ``in_flight``, 20 s); latencies in units of the median sentence
     alone (median of 10)."""
-    from rendition.model import segment
+    from rendition.model.text import segment
 
     tr, opts = _translator(workers)
     sched = tr.scheduler

@@ -5,6 +5,8 @@ translation unchanged?
     python benchmarks/token_faithfulness.py                                   # the shipped translator
     python benchmarks/token_faithfulness.py --model-dir OLD --model-dir NEW   # side by side
     python benchmarks/token_faithfulness.py --sets verbatim                   # names and code only
+    python benchmarks/token_faithfulness.py --pipeline                        # through the text pipeline,
+                                                                              # spans unprotected, then protected
 
 The sentences are every source side (both directions) of the committed test splits (DDTP, UI
 strings, GNOME help, everyday, dialogue; ``data/splits/``) that holds at least one such token, found
@@ -14,7 +16,9 @@ listed in ``test.verbatim.tokens.tsv`` (person and company names, commands with 
 Windows paths with spaces cannot be found by pattern).  A sentence counts as kept when every one
 of its tokens appears verbatim in the output.  The check is strict: a number that French writes
 otherwise ("1.5" -> "1,5", "10:00" -> "10 h") counts as lost, so the figure to read is the
-comparison between models on the same sentences, not the share alone.
+comparison between models on the same sentences, not the share alone.  ``--pipeline`` translates
+through the text pipeline every path runs (``rendition.model.text.pipeline``), once without and once
+with the protection of the spans that must not change (``rendition.model.text.spans``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from rendition.model.text.cli import translate_lines
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
@@ -75,7 +80,18 @@ def sentences(sets: tuple[str, ...] = (*SETS, VERBATIM), splits_dir: Path = SPLI
     return out
 
 
-def measure(tr: Translator, rows: list, beam_size: int = 4) -> dict:
+class Piped:
+    """A translator seen through the text pipeline (``translate`` as ``measure`` calls it)."""
+
+    def __init__(self, tr: Translator, protect_spans: bool):
+        self.tr, self.protect_spans = tr, protect_spans
+
+    def translate(self, texts: list[str], source: str, target: str, beam_size: int = 4) -> list:
+        done = translate_lines(self.tr, texts, source, target, progress=False, protect_spans=self.protect_spans, beam_size=beam_size)
+        return [type("T", (), {"text": t})() for t in done]
+
+
+def measure(tr: Translator | Piped, rows: list, beam_size: int = 4) -> dict:
     kept, per_kind, lost = 0, Counter(), Counter()
     for s, t in (("en", "fr"), ("fr", "en")):
         sel = [r for r in rows if r[1] == s]
@@ -93,14 +109,18 @@ def main() -> None:
     ap.add_argument("--compute-type", default="int8", help="int8 (default), float32 ...")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sets", nargs="+", default=[*SETS, VERBATIM], help=f"test splits (default: all; {VERBATIM!r}: the names-and-code set)")
+    ap.add_argument("--pipeline", action="store_true", help="through the text pipeline, spans unprotected then protected")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     rows = sentences(tuple(a.sets))
     print(f"{len(rows)} test sentences hold numbers, URLs, e-mail addresses, paths, options, identifiers, names or commands")
     for d in a.model_dir or [DEFAULT_TRANSLATOR]:
-        r = measure(Translator.from_pretrained(d, compute_type=a.compute_type), rows)
-        by_kind = ", ".join(f"{k} {r['tokens'][k] - r['lost'].get(k, 0)}/{r['tokens'][k]}" for k in (*KINDS, *LISTED) if k in r["tokens"])
-        print(f"{d}: {r['kept']}/{r['sentences']} sentences keep every token ({100 * r['kept'] / r['sentences']:.1f}%); tokens kept: {by_kind}")
+        tr = Translator.from_pretrained(d, compute_type=a.compute_type)
+        for name, t in [("pipeline, spans unprotected", Piped(tr, False)), ("pipeline, spans protected", Piped(tr, True))] if a.pipeline else [("", tr)]:
+            r = measure(t, rows)
+            by_kind = ", ".join(f"{k} {r['tokens'][k] - r['lost'].get(k, 0)}/{r['tokens'][k]}" for k in (*KINDS, *LISTED) if k in r["tokens"])
+            label = f"{d} ({name})" if name else str(d)
+            print(f"{label}: {r['kept']}/{r['sentences']} sentences keep every token ({100 * r['kept'] / r['sentences']:.1f}%); tokens kept: {by_kind}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "translate": ("rendition.model.translation.cli:main", "translate lines from stdin to stdout"),
+    "translate": ("rendition.model.text.cli:main", "translate lines from stdin to stdout"),
     "translate-file": ("rendition.model.documents.cli:main", "translate a document (.txt .html .docx .pptx .odt .po .srt)"),
     "embed": ("rendition.model.embedding.encoder:main", "embed lines from stdin (JSON lines, or .npy with --output)"),
     "data": ("rendition.model.training.corpus.build:data_main", "rebuild the DDTP splits (--fetch: with apt); --corpus: the broad corpus from Debian packages"),

@@ -3,7 +3,7 @@
 The lifespan starts a background load: models are read from their directories onto the
 configured device and dtype, checked and warmed up (``rendition.service.readiness``: finite weights, a
 tokenizer that matches the model, a real translation and a real embedding), and then each model's
-queue starts: the translator's step-level scheduler (``service.scheduler.TranslationQueue``), the
+queue starts: the translator's step-level scheduler (``service.translation_engine.TranslationQueue``), the
 encoder's dynamic batcher (``service.batcher.Batcher``).  The server answers ``/health/live`` at
 once and ``/health/ready`` turns 200 when everything is warm; a failed load turns both to 503 (and
 ``rendition serve`` exits with status 1).  On shutdown the queues finish their work.
@@ -46,8 +46,8 @@ from rendition.service.engines import (
 from rendition.service.metrics import Metrics
 from rendition.service.middleware import ServiceMiddleware
 from rendition.service.routers import embeddings, files, libretranslate, system, tei, translate, ui
-from rendition.service.scheduler import TranslationQueue
 from rendition.service.settings import Settings
+from rendition.service.translation_engine import TranslationQueue
 
 log = logging.getLogger("rendition.app")
 

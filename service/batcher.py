@@ -1,5 +1,5 @@
 """Dynamic batching for the encoder: the sentences of all waiting requests run together (TEI /
-infinity style).  (The translator's queue is the step-level scheduler, ``rendition.service.scheduler``; both
+infinity style).  (The translator's queue is the step-level scheduler, ``rendition.service.translation_engine``; both
 are a ``service.queues.Queue``.)
 
 ``submit`` queues a request's sentences (each with a token cost and a *key*: only sentences with

@@ -8,7 +8,7 @@
 * ``post(job, ids, raw)`` turns one request's outputs into its typed result;
 * ``core(key, batch)`` (the encoder only) runs in the batcher's worker thread on one batch that
   mixes several requests' sentences.  The translator's core is the step-level scheduler
-  (``rendition.service.scheduler``), not a call per batch.
+  (``rendition.service.translation_engine``), not a call per batch.
 
 A job is the request as the engine sees it (``TranslationJob``, ``EmbeddingJob``); results are
 ``TranslationOutput`` / ``EmbeddingOutput``.  ``rendition.service.inference`` runs a job through its
@@ -126,7 +126,7 @@ class TranslationTooLong(ValueError):
     ``output``: the job's translations all the same (``truncated`` marks every cut sentence), for a
     caller that decodes the cut ones again."""
 
-    def __init__(self, index: int, limit: int, source_tokens: int, output: TranslationOutput | None = None):
+    def __init__(self, index: int, limit: int, source_tokens: int, output: TranslationOutput):
         super().__init__(f"sentence {index}: the translation reached its length limit ({limit} tokens) without ending")
         self.index, self.limit, self.source_tokens, self.output = index, limit, source_tokens, output
 

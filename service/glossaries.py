@@ -2,7 +2,7 @@
 a server glossary chosen by name (``glossary_name``), merged (the request's terms win).
 
 Server glossaries are ``RENDITION_GLOSSARY_DIR/<source>-<target>/<name>.tsv`` files, one
-``source<TAB>target`` per line (``rendition.model.glossary``); they are read when first asked
+``source<TAB>target`` per line (``rendition.model.text.glossary``); they are read when first asked
 for and again whenever the file changes.  Errors: a malformed name or glossary is a 422 naming
 the field and the rule, an unknown name a 404 naming it (and the names there are), a glossary over
 ``RENDITION_GLOSSARY_MAX_TERMS`` terms, a term over ``RENDITION_GLOSSARY_MAX_TERM_CHARS``
@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from rendition.model.glossary import Glossary, GlossaryError, GlossaryLimits
+from rendition.model.text.glossary import Glossary, GlossaryError, GlossaryLimits
 from rendition.service.errors import APIError, invalid
 from rendition.service.settings import Settings
 

@@ -1,4 +1,4 @@
-"""The one interface a model's queue has: the translator's ``TranslationQueue`` (``rendition.service.scheduler``,
+"""The one interface a model's queue has: the translator's ``TranslationQueue`` (``rendition.service.translation_engine``,
 the step-level scheduler) and the encoder's ``Batcher`` (``rendition.service.batcher``, dynamic batching).
 
 ``rendition.service.inference`` submits a request's sentences through it; the pre-body gate

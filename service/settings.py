@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     torch_threads: int = Field(0, ge=0)  # 0: leave PyTorch's default
     warmup: bool = True
 
-    # -- the translator's engine: the step-level scheduler (rendition.service.scheduler) -----------------------
+    # -- the translator's engine: the step-level scheduler (rendition.service.translation_engine) -----------------------
     # sentences join running beam searches between decoding steps (rendition.model.translation.scheduler)
     translation_workers: int = Field(0, ge=0)  # workers, each its own searches (CTranslate2's inter_threads); 0: auto
     worker_threads: int = Field(0, ge=0)  # torch/kernel threads per worker (intra_threads); 0: cores / workers
@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     # a translation that reaches its length limit without ending (a repetition loop) is decoded once
     # more with no n-gram of this size repeated; its result is kept when it ends (0: no second try)
     length_fallback_no_repeat_ngram: int = Field(4, ge=0, le=64)
+    # URLs, e-mail addresses, paths, code and version numbers kept as they are (rendition.model.text.spans)
+    protect_spans: bool = True
 
     # -- glossaries (rendition.service.glossaries) -------------------------------------------------------------
     glossary_dir: Path | None = None  # <dir>/<source>-<target>/<name>.tsv, chosen by a request's glossary_name

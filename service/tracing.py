@@ -11,7 +11,7 @@ request's span the batcher adds, for every batch that carries some of its senten
 * ``rendition.encode`` (sentence encoder) or ``rendition.decode`` (translator: its encoder pass
   and the beam search, one model call): the batch's model time, with the batch's size and tokens.
 
-The translator's continuous engine (``rendition.service.scheduler``) has no batches: per request,
+The translator's continuous engine (``rendition.service.translation_engine``) has no batches: per request,
 ``rendition.queue_wait`` runs from submission until its first sentence joins a running search
 and ``rendition.decode`` from then until its last sentence is done (``record_request``).
 

@@ -14,18 +14,16 @@ routes answer 400) that names the request's field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from fastapi import Request
 
-from rendition.model import segment
-from rendition.model.glossary import Glossary, Marked
-from rendition.model.language_id import LanguageDetector
-from rendition.model.segment import InputTooLong, Segmented
+from rendition.model.text import pipeline, segment
+from rendition.model.text.glossary import Glossary
+from rendition.model.text.language_id import LanguageDetector
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.search import max_output_lengths
 from rendition.model.translation.translator import Translation
@@ -90,33 +88,13 @@ def detector(languages: tuple[str, ...]) -> LanguageDetector:
     return LanguageDetector(languages)
 
 
-def _merge(doc: Segmented, parts: list[Translation]) -> Translation:
-    """One text's sentence translations -> one Translation: the k-th hypothesis joins every
-    sentence's k-th (or its last) with the text's own gaps; scores add up."""
-    nbest = []
-    for k in range(max(len(p.hypotheses) for p in parts)):
-        picks = [p.hypotheses[min(k, len(p.hypotheses) - 1)] for p in parts]
-        nbest.append((doc.join([text for text, _ in picks]), sum(score for _, score in picks)))
-    return Translation(nbest[0][0], nbest[0][1], [tok for p in parts for tok in p.tokens], nbest)
-
-
-def fallback_options(settings: Settings, opts: TranslationOptions) -> TranslationOptions | None:
-    """The options of the second decoding of a sentence whose translation reached its length limit
-    (a repetition loop): no n-gram of RENDITION_LENGTH_FALLBACK_NO_REPEAT_NGRAM tokens twice; None
-    when that is off or the request's own constraint is already as strict."""
-    n = settings.length_fallback_no_repeat_ngram
-    if n <= 0 or 0 < opts.no_repeat_ngram_size <= n:
-        return None
-    return replace(opts, no_repeat_ngram_size=n)
-
-
 def _too_long(
-    e: TranslationTooLong, owner: list[tuple[int, int]], field: str, opts: TranslationOptions, settings: Settings, retried: bool
+    where: tuple[int, int], limit: int, source_tokens: int, field: str, opts: TranslationOptions, settings: Settings, retried: bool
 ) -> APIError:
-    i, j = owner[e.index]
+    i, j = where
     rel = TranslationOptions()
-    why = f"max_length {e.limit}" if e.limit == opts.max_length else (
-        f"{e.limit} tokens: {rel.max_length_a:g} x its {e.source_tokens} source tokens with the language tag and </s>, "
+    why = f"max_length {limit}" if limit == opts.max_length else (
+        f"{limit} tokens: {rel.max_length_a:g} x its {source_tokens} source tokens with the language tag and </s>, "
         f"+ {rel.max_length_b}"
     )
     return APIError(
@@ -130,13 +108,47 @@ def _too_long(
     )
 
 
-def _with_glossary(t: Translation, marked: Marked, glossary: Glossary, counts: list[int]) -> Translation:
-    """``t`` with the glossary's target terms in place of their stand-ins (every hypothesis)."""
-    best = glossary.restore(marked, t.text)
-    counts[0] += best.placed
-    counts[1] += best.missing
-    nbest = [(glossary.restore(marked, text).text, score) for text, score in t.hypotheses]
-    return Translation(best.text, t.score, t.tokens, nbest)
+def engine_decoder(
+    request: Request, state: AppState, settings: Settings, texts: list[str], source: str, target: str, field: str, allow_cut: bool
+) -> pipeline.Decode:
+    """The pipeline's ``decode`` on the service's engine (the inference facade): the first decoding
+    admitted as the request's job (a text with no usable tokens: 422; a job that cannot finish
+    alone within the request timeout: a 4xx, ``rendition.service.admission``), the second one as
+    more units of it.  A translation ended by its length limit comes back marked (without
+    ``allow_cut``, the cut hypotheses below an ended best one are dropped)."""
+
+    def admit_units(opts: TranslationOptions) -> Callable[[TranslationEngine, list[list[int]]], AbstractContextManager[inference.Progress | None]]:
+        def admit(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
+            lens = [len(x) for x in ids]
+            limits = max_output_lengths(lens, opts)
+            admission.check_alone(admission.translation_units(lens, opts.rows, limits), settings)
+            return state.ledger.admit(lens, opts.rows, limits, (source, target))
+
+        return admit
+
+    def admit_job(batch: pipeline.Batch) -> Callable[[TranslationEngine, list[list[int]]], AbstractContextManager[inference.Progress | None]]:
+        units = admit_units(batch.options)
+
+        def admit(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
+            per_text: list[list[int]] = [[] for _ in texts]
+            for i, x in zip(batch.owner, ids):
+                per_text[i] += x[1:-1]  # without the target tag and </s>
+            fields = [field if len(texts) == 1 else [field, n] for n in range(len(texts))]
+            admission.check_usable(engine.translator.tokenizer, per_text, fields, texts)
+            return units(engine, ids)
+
+        return admit
+
+    async def decode(batch: pipeline.Batch) -> pipeline.Decoded:
+        job = TranslationJob(batch.sentences, source, target, batch.options, truncate=batch.second or allow_cut)
+        admit = admit_units(batch.options) if batch.second else admit_job(batch)
+        try:
+            out = await inference.translate(request, state, settings, job, admit)
+        except TranslationTooLong as e:  # (its output: every translation, the cut ones marked)
+            out = e.output
+        return pipeline.Decoded(out.translations, out.truncated, out.source_tokens)
+
+    return decode
 
 
 async def translate_texts(
@@ -151,90 +163,38 @@ async def translate_texts(
     field: str = "text",
     glossary: Glossary | None = None,
 ) -> tuple[list[Translation], int, list[bool]]:
-    """Split every text into sentences, translate all of them as one job through the inference
-    facade and put each text back together with its own spacing and line breaks.
+    """Every text through the text pipeline (``rendition.model.text.pipeline``: sentences,
+    placeholders, ``glossary`` terms and the spans to keep (RENDITION_PROTECT_SPANS) as stand-ins,
+    all the sentences as one job through the inference facade, each text put back together with
+    its own spacing and line breaks).
 
     Nothing is cut silently: a sentence over the translator's input limit is a 413.  A sentence
     whose translation reaches its length limit without ending is decoded once more with a
-    repetition constraint (``fallback_options``, counted in rendition_length_fallbacks_total); if
-    that does not end either, it is a 422 unless ``truncate`` (default
-    RENDITION_TRUNCATE_TRANSLATIONS) allows the cut one.  ``glossary``: its source terms become
-    stand-ins the translator copies, and its target terms replace them after decoding (a sentence
-    with no term is translated exactly as without it).  Returns (translations, source token
-    count, per text whether a sentence of it was cut)."""
+    repetition constraint (RENDITION_LENGTH_FALLBACK_NO_REPEAT_NGRAM, counted in
+    rendition_length_fallbacks_total); if that does not end either, it is a 422 unless
+    ``truncate`` (default RENDITION_TRUNCATE_TRANSLATIONS) allows the cut one.  A sentence with no
+    glossary term or span to keep is translated exactly as without them.  Returns (translations,
+    source token count, per text whether a sentence of it was cut)."""
     inference.check_pair(state, source, target)
-    docs = [segment.split(t, source) for t in texts]
-    if opts.target_prefix and any(len(doc.sentences) > 1 for doc in docs):
-        i = next(i for i, doc in enumerate(docs) if len(doc.sentences) > 1)
-        raise invalid([field, i], "target_prefix needs texts of one sentence each (this one has several)", "target_prefix_text")
-    owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]  # sentence -> (text, index)
     allow_cut = settings.truncate_translations if truncate is None else truncate
-    sentences = [s for doc in docs for s in doc.sentences]
-    marked = [glossary.protect(s) for s in sentences] if glossary else None
-    job = TranslationJob([m.text for m in marked] if marked else sentences, source, target, opts, truncate=allow_cut)
-
-    def admit(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
-        """422 for a text with no usable tokens; a 4xx for a job that cannot finish alone within
-        the request timeout (rendition.service.admission); else the ledger entry held while it runs."""
-        per_text: list[list[int]] = [[] for _ in docs]
-        for (i, _), x in zip(owner, ids):
-            per_text[i] += x[1:-1]  # without the target tag and </s>
-        admission.check_usable(
-            engine.translator.tokenizer, per_text, [field if len(texts) == 1 else [field, n] for n in range(len(docs))], texts
-        )
-        return admit_units(engine, ids)
-
-    def admit_units(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
-        lens = [len(x) for x in ids]
-        limits = max_output_lengths(lens, opts)
-        admission.check_alone(admission.translation_units(lens, opts.rows, limits), settings)
-        return state.ledger.admit(lens, opts.rows, limits, (source, target))
-
-    first_error: TranslationTooLong | None = None
+    protection = pipeline.Protection(glossary=glossary, spans=settings.protect_spans)
+    decode = engine_decoder(request, state, settings, texts, source, target, field, allow_cut)
     try:
-        result = await inference.translate(request, state, settings, job, admit)
-    except InputTooLong as e:
-        i, j = owner[e.index]
+        result = await pipeline.translate(texts, source, decode, opts, protection, settings.length_fallback_no_repeat_ngram)
+    except pipeline.PrefixNeedsOneSentence as e:
+        raise invalid([field, e.text], str(e), "target_prefix_text") from None
+    except pipeline.SentenceTooLong as e:
         raise APIError(
             413,
-            f"{field}[{i}]: sentence {j + 1} is {e.length} tokens long; the translator reads at most {e.limit} "
-            "tokens per sentence (nothing is cut: split it into shorter sentences)",
+            f"{field}[{e.text}]: sentence {e.sentence + 1} is {e.length} tokens long; the translator reads at most "
+            f"{e.limit} tokens per sentence (nothing is cut: split it into shorter sentences)",
             kind="sentence_too_long",
             param=field,
         ) from None
-    except TranslationTooLong as e:
-        if e.output is None:
-            raise _too_long(e, owner, field, opts, settings, False) from None
-        first_error, result = e, e.output
-    sentences_out, cut = list(result.translations), list(result.truncated)
-    redo = [k for k, c in enumerate(cut) if c]
-    again = fallback_options(settings, opts) if redo else None
-    if again is not None:  # the second decoding of the sentences that reached their limit
-        second = TranslationJob([job.texts[k] for k in redo], source, target, again, truncate=True)
-        fixed = await inference.translate(request, state, settings, second, admit_units)
-        for k, t, c in zip(redo, fixed.translations, fixed.truncated):
-            state.metrics.length_fallbacks.labels("limit" if c else "ended").inc()
-            if not c:
-                sentences_out[k], cut[k] = t, False
-    if first_error is not None and any(cut):
-        k = cut.index(True)
-        n = len(engine_or_503(state, "translator")[0].pre(TranslationJob([job.texts[k]], source, target, opts))[0])
-        limit = max_output_lengths([n], opts)[0]
-        raise _too_long(TranslationTooLong(k, limit, n), owner, field, opts, settings, again is not None)
-    if marked is not None and glossary is not None:
-        counts = [0, 0]
-        sentences_out = [_with_glossary(t, m, glossary, counts) for t, m in zip(sentences_out, marked)]
-        if counts[0]:
-            state.metrics.glossary_terms.labels("placed").inc(counts[0])
-        if counts[1]:
-            state.metrics.glossary_terms.labels("missing").inc(counts[1])
-    out, truncated, start = [], [], 0
-    for doc in docs:
-        end = start + len(doc.sentences)
-        out.append(_merge(doc, sentences_out[start:end]))
-        truncated.append(any(cut[start:end]))
-        start = end
-    for i, t in enumerate(out):
+    _count(state, result)
+    if result.cut and not allow_cut:
+        raise _cut_error(state, texts, source, target, opts, settings, field, result)
+    for i, t in enumerate(result.translations):
         if len(t.hypotheses) < opts.num_hypotheses:
             raise invalid(
                 [field, i] if len(texts) > 1 else field,
@@ -242,4 +202,26 @@ async def translate_texts(
                 f"max_length {opts.max_length}; raise max_length or ask for fewer",
                 "too_few_hypotheses",
             )
-    return out, result.source_tokens, truncated
+    return result.translations, result.source_tokens, result.truncated
+
+
+def _count(state: AppState, result: pipeline.Result) -> None:
+    """The second decodings and the glossary terms, in the metrics."""
+    for still_cut in result.retried:
+        state.metrics.length_fallbacks.labels("limit" if still_cut else "ended").inc()
+    placed, missing = result.terms
+    if placed:
+        state.metrics.glossary_terms.labels("placed").inc(placed)
+    if missing:
+        state.metrics.glossary_terms.labels("missing").inc(missing)
+
+
+def _cut_error(
+    state: AppState, texts: list[str], source: str, target: str, opts: TranslationOptions, settings: Settings, field: str,
+    result: pipeline.Result,
+) -> APIError:  # fmt: skip
+    """The 422 for the first sentence still cut, naming its length limit."""
+    i, j = result.cut[0]
+    sentence = segment.split(texts[i], source).sentences[j]
+    n = len(engine_or_503(state, "translator")[0].pre(TranslationJob([sentence], source, target, opts))[0])
+    return _too_long((i, j), max_output_lengths([n], opts)[0], n, field, opts, settings, result.second_options is not None)

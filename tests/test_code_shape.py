@@ -8,8 +8,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 100
-# being split elsewhere; an entry must still exist and still be too long (the list only shrinks)
-PENDING = {"service/translation.py:translate_texts"}
 
 
 def function_lengths(root: Path = ROOT) -> dict[str, int]:
@@ -42,16 +40,10 @@ def test_the_functions_are_read() -> None:
 
 
 def test_no_function_is_over_100_lines() -> None:
-    long = {name: n for name, n in LENGTHS.items() if n > MAX_LINES and name not in PENDING}
+    long = {name: n for name, n in LENGTHS.items() if n > MAX_LINES}
     assert not long, "split by meaning (parsing, setup, the loop, evaluation, export):\n" + "\n".join(
         f"{name}: {n} lines" for name, n in sorted(long.items(), key=lambda kv: -kv[1])
     )
-
-
-def test_the_pending_functions_are_still_too_long() -> None:
-    """A function split since it was listed comes off ``PENDING``."""
-    done = {name for name in PENDING if LENGTHS.get(name, 0) <= MAX_LINES}
-    assert not done, f"take these off PENDING: {sorted(done)}"
 
 
 def test_a_long_function_is_caught(tmp_path: Path) -> None:

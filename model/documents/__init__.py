@@ -6,10 +6,11 @@
 ``open_document`` picks the format by extension (``FORMATS``) and refuses what does not parse as
 that format or is over a limit (``DocumentError``).  ``prepare`` turns a document's segments into
 the texts to send to the translator: each text once, without its outer whitespace, with its
-placeholders replaced by stand-ins (``placeholders``), and only those with a letter in them;
+placeholders replaced by stand-ins (``rendition.model.text.placeholders``), and only those with a letter in them;
 ``finish`` maps the translations back to one per segment (``None`` where a placeholder did not come
-back: that segment stays as it was).  The translator itself is not part of this package: the CLI
-and the service pass their own (``translate_segments`` runs the three steps with a synchronous one).
+back: that segment stays as it was).  The texts in between go through the text pipeline
+(``rendition.model.text.pipeline``), which the CLI and the service each run with their own decode
+(``translate_segments`` runs the three steps with a synchronous translate).
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from rendition.model.documents.base import (
     UnsupportedFormat,
 )
 from rendition.model.documents.office import Docx, Odt, Pptx
-from rendition.model.documents.placeholders import Protected, protect, restore
 from rendition.model.documents.po import PoCatalog
 from rendition.model.documents.textfiles import Html, PlainText, Subtitles
+from rendition.model.text.placeholders import Protected, protect, restore
 
 __all__ = [
     "FORMATS",

@@ -4,57 +4,50 @@
     rendition translate-file messages.pot fr.po --source en --target fr
 
 The formats are ``model.documents.FORMATS`` (by the input's extension); the output has the input's
-format.  Each text of the document is split into sentences (``rendition.model.segment``) and all of them are
-translated together (``rendition.model.translation.cli.translate_lines``); a text the translator cannot take
-(a sentence over its input limit) or whose placeholders do not come back stays as it was, and the
-count is reported on stderr.
+format.  The document's texts go through the text pipeline the service runs
+(``rendition.model.text.pipeline``: sentences, placeholders, glossary terms and the spans to keep,
+all translated together); a text the translator cannot take (a sentence over its input limit) or
+whose placeholders do not come back stays as it was, and the count is reported on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 
-from rendition.model import documents, segment
+from rendition.model import documents
 from rendition.model.documents import DocumentError, Limits
-from rendition.model.segment import InputTooLong
+from rendition.model.text import pipeline
+from rendition.model.translation.options import TranslationOptions
 
 
-def sentence_translator(
-    translate_lines: Callable[[list[str]], list[str]], source: str
+def text_translator(
+    decode: pipeline.Decode, source: str, opts: TranslationOptions, protection: pipeline.Protection, fallback_ngram: int
 ) -> Callable[[list[str]], list[str | None]]:
-    """texts -> translations, by sentence (one call of ``translate_lines`` for all of them); a text
-    with a sentence the translator refuses (``InputTooLong``) comes back ``None``."""
+    """texts -> translations through the text pipeline (one run for all of them); a text with a
+    sentence the translator refuses (over its input limit) comes back ``None``."""
 
     def translate(texts: list[str]) -> list[str | None]:
-        docs = [segment.split(t, source) for t in texts]
-        owner = [i for i, d in enumerate(docs) for _ in d.sentences]
         failed: set[int] = set()
         while True:
-            todo = [k for k, i in enumerate(owner) if i not in failed]
-            sentences = [s for d in docs for s in d.sentences]
+            todo = [i for i in range(len(texts)) if i not in failed]
             try:
-                done = translate_lines([sentences[k] for k in todo])
+                result = asyncio.run(pipeline.translate([texts[i] for i in todo], source, decode, opts, protection, fallback_ngram))
                 break
-            except InputTooLong as e:  # (1-based line of what was sent)
-                failed.add(owner[todo[e.index - 1]])
-        by_sentence = dict(zip(todo, done))
-        out: list[str | None] = []
-        k = 0
-        for i, d in enumerate(docs):
-            n = len(d.sentences)
-            out.append(None if i in failed else d.join([by_sentence[j] for j in range(k, k + n)]))
-            k += n
-        return out
+            except pipeline.SentenceTooLong as e:
+                failed.add(todo[e.text])
+        done = dict(zip(todo, (t.text for t in result.translations)))
+        return [done.get(i) for i in range(len(texts))]
 
     return translate
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from rendition.model.translation.cli import add_translator_options
+    from rendition.model.text.cli import add_translator_options
 
     p = argparse.ArgumentParser(prog="rendition translate-file", description=__doc__.split("\n\n")[0])
     p.add_argument("input", type=Path, help=f"the document ({', '.join(documents.FORMATS)})")
@@ -68,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     import torch
 
-    from rendition.model.translation.cli import load_translator, read_translator_options, translate_lines
+    from rendition.model.text.cli import Loading, load_translator, read_translator_options, translator_decoder
 
     p = build_parser()
     args = p.parse_args(argv)
@@ -95,16 +88,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     cores = torch.get_num_threads()
     torch.set_num_threads(1)
-    load_args = argparse.Namespace(
-        model_dir=args.model_dir, engine="torch", dtype="float32", device=args.device, kv_cache_dtype="auto",
-        compute_type=args.compute_type,
-    )
     with ExitStack() as stack:
         try:
-            translator = load_translator(load_args, stack)
+            translator = load_translator(Loading(args.model_dir, device=args.device, compute_type=args.compute_type), stack)
             source = args.source
             if source == "auto":
-                from rendition.model.language_id import LanguageDetector
+                from rendition.model.text.language_id import LanguageDetector
 
                 sample = " ".join(doc.segments)[:5000]
                 source = LanguageDetector(translator.languages).detect(sample)[0][0] if sample.strip() else args.target
@@ -114,10 +103,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 translator.check_pair(source, args.target)
                 translator.start_workers(args.workers, args.threads or 0, cores=cores)
                 stack.callback(translator.close)
-                lines = lambda xs: translate_lines(  # noqa: E731
-                    translator, xs, source, args.target, progress=not args.quiet, glossary=glossary, **options
+                translate = text_translator(
+                    translator_decoder(translator, args.target, progress=not args.quiet), source, TranslationOptions(**options),
+                    pipeline.Protection(glossary=glossary, spans=args.protect_spans), args.fallback_no_repeat_ngram,
                 )  # fmt: skip
-                translations = documents.translate_segments(doc.segments, sentence_translator(lines, source))
+                translations = documents.translate_segments(doc.segments, translate)
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, unsupported pair
             fail(str(e))
     try:

@@ -28,7 +28,7 @@ from rendition.model.embedding import packed
 from rendition.model.embedding.disan import DiSAN, DiSANConfig, compile_enabled
 from rendition.model.kernels.compute_type import resolve_encoder_compute_type
 from rendition.model.kernels.linear import convert_linears
-from rendition.model.segment import InputTooLong
+from rendition.model.text.segment import InputTooLong
 from rendition.model.tokenizer import PAD_ID, Tokenizer
 from rendition.model.weights import load_pretrained, resolve_device, save_weights, shipped_model
 

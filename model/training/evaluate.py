@@ -21,8 +21,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from rendition.model.text.cli import add_storage_options
 from rendition.model.training.data import SPLITS_DIR, read_tsv
-from rendition.model.translation.cli import add_storage_options
 from rendition.model.translation.translator import Translator
 
 

@@ -14,7 +14,7 @@ import torch
 
 from rendition.model.kernels import native
 from rendition.model.kernels.compute_type import resolve_compute_type, weight_bytes
-from rendition.model.segment import InputTooLong
+from rendition.model.text.segment import InputTooLong
 from rendition.model.tokenizer import EOS_ID, Tokenizer
 from rendition.model.translation.backends import FusedCPUBackend, TorchBackend, select_backend
 from rendition.model.translation.options import SearchStats, TranslationOptions

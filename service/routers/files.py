@@ -28,7 +28,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from rendition.model import documents
 from rendition.model.documents import DocumentError, DocumentTooLarge, Limits
-from rendition.model.glossary import Glossary
+from rendition.model.text.glossary import Glossary
 from rendition.service import glossaries, inference
 from rendition.service.deps import (
     AppState,

@@ -4,7 +4,7 @@
 LibreTranslate accepts JSON, form-encoded and multipart bodies: ``libretranslatepy`` posts
 ``application/x-www-form-urlencoded``, LibreTranslate's own web UI posts ``multipart/form-data``
 (a browser ``FormData``), other integrations JSON; all three are parsed here.  ``source: "auto"``
-detects the language of every text (``rendition.model.language_id``) and answers with
+detects the language of every text (``rendition.model.text.language_id``) and answers with
 ``detectedLanguage``; ``format: "html"`` translates the text nodes of the document and keeps its
 markup.  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
 input, 403 bad key, 429 overload; ``rendition.service.errors``).

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from loadgen import run_load
 
-from rendition.model import segment
+from rendition.model.text import segment
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR
 from rendition.service.admission import (
     BUDGET_SHARE,

@@ -14,8 +14,8 @@ import srt
 from bs4 import BeautifulSoup
 
 from rendition.model.documents import FORMATS
-from rendition.model.documents.placeholders import placeholders
-from rendition.model.segment import InputTooLong
+from rendition.model.text.placeholders import placeholders
+from rendition.model.text.segment import InputTooLong
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 from rendition.service.routers.files import FileStore
 from tests.model.documents.helpers import (

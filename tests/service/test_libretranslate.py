@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 from libretranslatepy import LibreTranslateAPI
 
-from rendition.model.language_id import LanguageDetector
+from rendition.model.text.language_id import LanguageDetector
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 EN = "This package contains the development files of the library."

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rendition.model.segment import split
+from rendition.model.text.segment import split
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
@@ -18,7 +18,8 @@ from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translato
 @pytest.fixture(scope="module")
 def server(start_server):
     return start_server(
-        translator_path=DEFAULT_TRANSLATOR, default_max_length=256, default_beam_size=2, truncate_translations=0
+        translator_path=DEFAULT_TRANSLATOR, default_max_length=256, default_beam_size=2, truncate_translations=0,
+        protect_spans=0,  # (each sentence is compared with the translator alone; tests/service/test_text_paths.py has the spans)
     )
 
 

@@ -8,6 +8,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from rendition.model.text.stand_ins import FILLERS, NUMBERS
+
 _WS = re.compile(r"\s+")
 _TAGS = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 # printf (%s, %1$d, %-5.2f, %lu), Python (%(name)s), Qt/KDE (%1, %L1), brace ({0}, {name}), $VAR, @NAME@
@@ -15,8 +17,6 @@ _PLACEHOLDER = re.compile(
     r"%(?P<pos>\d+\$)?(?P<name>\([A-Za-z_][\w.-]*\))?[-+#0']*\d*(?:\.\d+)?(?:hh|h|ll|l|L|q|j|z|t)?(?P<conv>[diouxXeEfFgGaAcsp])"
     r"|%L?(?P<qt>\d+)\b|\{(?P<brace>[\w.]*)(?::[^{}]*)?\}|\$\{?(?P<var>[A-Za-z_]\w*)\}?|@(?P<at>[A-Za-z_]\w*)@"
 )
-_FILLERS = ("X", "Y", "Z", "W", "V")
-_NUMBERS = ("3", "7", "12", "25", "40")
 _ACCEL_UNDERSCORE = re.compile(r"(?<![\w_])_(?=\w)|(?<=\w)_(?=\w)(?=[^_\s]*\s|[^_\s]*$)")
 _ACCEL_AMP = re.compile(r"&(?=[^\W\d_])(?![A-Za-z]+;)")
 _ACCEL_PAREN = re.compile(r"\s*\(&?_?[A-Z0-9]\)")  # CJK-style "(_F)"
@@ -75,7 +75,7 @@ def fill_placeholders(src: str, tgt: str) -> tuple[str, str] | None:
     used = {True: 0, False: 0}
     for key, numeric in ks:
         if key not in fills:
-            pool = _NUMBERS if numeric else _FILLERS
+            pool = NUMBERS if numeric else FILLERS
             if used[numeric] >= len(pool):
                 return None
             fills[key] = pool[used[numeric]]

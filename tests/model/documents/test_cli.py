@@ -11,7 +11,7 @@ from pathlib import Path
 import polib
 import pytest
 
-from rendition.model.documents.placeholders import placeholders
+from rendition.model.text.placeholders import placeholders
 from rendition.model.translation.translator import Translator
 from tests.model.documents.helpers import make_docx, msgfmt_check, read_docx, zip_bomb
 

@@ -13,7 +13,7 @@ import torch
 
 from rendition.model.embedding.disan import DiSAN, DiSANConfig
 from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
-from rendition.model.segment import InputTooLong
+from rendition.model.text.segment import InputTooLong
 from rendition.model.tokenizer import Tokenizer
 from rendition.model.training.distill import distill_loss, length_batches, pair_cosines, retrieval_accuracy
 from rendition.model.weights import ModelLoadError

@@ -321,7 +321,7 @@ def test_sampling_options(engines):
 
 def test_over_long_sources_are_refused_not_cut(engines):
     """Both engines refuse a text over the encoder's positions (126 tokens here) instead of cutting it."""
-    from rendition.model.segment import InputTooLong
+    from rendition.model.text.segment import InputTooLong
 
     for engine in engines:
         assert len(engine.preprocess(["ab " * 20], "fr")[0]) <= 128

@@ -1,7 +1,7 @@
 """Placeholders (``%s``, ``%(name)s``, ``{0}``, ``<b>``...) protected through translation.
 
 The translator never saw placeholders in training: the gettext part of its corpus had them
-replaced by stand-ins (``rendition.model.training.corpus.clean.fill_placeholders``), ``X``, ``Y``, ``Z``...
+replaced by stand-ins (``rendition.model.text.stand_ins``), ``X``, ``Y``, ``Z``...
 for strings and numbers (3, 7, 12...) for integer conversions.  ``protect`` does the same before
 translation and ``restore`` puts the originals back; ``restore`` answers ``None`` (keep the text
 untranslated) when a stand-in is missing or repeated, when unnumbered printf conversions came back
@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rendition.model.text.stand_ins import FILLERS, NUMBERS, free, padding
+from rendition.model.text.stand_ins import word as _word
+
 # printf (%s, %1$d, %-5.2f, %lu), Python (%(name)s), Qt/KDE (%1, %L1), brace ({0}, {name}), $VAR,
 # @NAME@, markup tags; "%%" (a literal percent sign) is matched first so that "%%s" is not "%s"
 PLACEHOLDER = re.compile(
@@ -22,8 +25,6 @@ PLACEHOLDER = re.compile(
     r"|%L?(?P<qt>\d+)\b|\{(?P<brace>[\w.]*)(?::[^{}]*)?\}|\$\{?(?P<var>[A-Za-z_]\w*)\}?|@(?P<at>[A-Za-z_]\w*)@"
     r"|(?P<tag></?[A-Za-z][^<>]{0,200}>)"
 )
-FILLERS = ("X", "Y", "Z", "W", "V")  # the stand-ins of the training corpus, in its order
-NUMBERS = ("3", "7", "12", "25", "40")
 
 
 @dataclass(frozen=True)
@@ -43,35 +44,27 @@ def placeholders(text: str) -> list[str]:
     return [m.group(0) for m in PLACEHOLDER.finditer(text)]
 
 
-def _word(token: str) -> re.Pattern:
-    return re.compile(rf"(?<![\w]){re.escape(token)}(?![\w])")
-
-
 def protect(text: str) -> Protected | None:
     """``text`` with its placeholders replaced by stand-ins; ``None`` when it has more of a kind
     than there are stand-ins (the text is then left untranslated)."""
     found = list(PLACEHOLDER.finditer(text))
     if not found:
         return Protected(text, {}, (), {}, text.count("%"))
-    free = {
-        True: [n for n in NUMBERS if not _word(n).search(text)],
-        False: [f for f in FILLERS if not _word(f).search(text)],
-    }
+    unused = {True: free(NUMBERS, text), False: free(FILLERS, text)}
     originals: dict[str, str] = {}
     padded: dict[str, tuple[bool, bool]] = {}
     ordered: list[str] = []
     out, last = [], 0
     for m in found:
         numeric = bool(m.group("conv") and m.group("conv") in "diouxX")
-        if not free[numeric]:
+        if not unused[numeric]:
             return None
-        stand_in = free[numeric].pop(0)
+        stand_in = unused[numeric].pop(0)
         originals[stand_in] = m.group(0)
         if m.group("conv") and not m.group("pos") and not m.group("name"):
             ordered.append(stand_in)
-        # keep the stand-in a word of its own ("%sfoo" -> "X foo" would not come back as "%sfoo")
-        before = " " if m.start() > 0 and text[m.start() - 1].isalnum() else ""
-        after = " " if m.end() < len(text) and text[m.end()].isalnum() else ""
+        # the stand-in a word of its own ("%sfoo" -> "X foo"; the space is taken out again)
+        before, after = padding(text, m.start(), m.end())
         padded[stand_in] = (bool(before), bool(after))
         out += [text[last : m.start()], before, stand_in, after]
         last = m.end()

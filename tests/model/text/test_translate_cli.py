@@ -162,13 +162,14 @@ SHARED = {
     "--source": ("en", "source"), "--target": ("fr", "target"), "--model-dir": ("m", "model_dir"),
     "--beam-size": ("2", "beam_size"), "--max-length": ("40", "max_length"), "--device": ("cpu", "device"),
     "--threads": ("1", "threads"), "--workers": ("2", "workers"), "--compute-type": ("float32", "compute_type"),
-    "--quiet": (None, "quiet"), "--glossary": ("g.tsv", "glossary"),
+    "--quiet": (None, "quiet"), "--glossary": ("g.tsv", "glossary"), "--no-protect-spans": (None, "protect_spans"),
+    "--fallback-no-repeat-ngram": ("3", "fallback_no_repeat_ngram"),
 }  # fmt: skip
 
 
 def test_both_commands_take_the_shared_options_with_the_same_defaults() -> None:
     from rendition.model.documents.cli import build_parser as file_parser
-    from rendition.model.translation.cli import build_parser as translate_parser
+    from rendition.model.text.cli import build_parser as translate_parser
 
     def flags(p) -> set[str]:
         return {s for a in p._actions for s in a.option_strings if s.startswith("--")} - {"--help"}
@@ -181,7 +182,7 @@ def test_both_commands_take_the_shared_options_with_the_same_defaults() -> None:
     assert (text.model_dir, text.beam_size, text.max_length, text.device, text.threads, text.workers) == (
         str(DEFAULT_TRANSLATOR), 4, 256, "auto", None, 0,
     )
-    assert (text.compute_type, text.quiet, text.glossary) == (None, False, None)
+    assert (text.compute_type, text.quiet, text.glossary, text.protect_spans, text.fallback_no_repeat_ngram) == (None, False, None, True, 4)
     assert (text.engine, text.batch_size, doc.retranslate) == ("torch", 32, False)  # (each command's own)
 
 

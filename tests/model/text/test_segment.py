@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rendition.model.segment import Segmented, split
+from rendition.model.text.segment import Segmented, split
 
 TEXTS = [
     "Hello world.",

@@ -1,4 +1,4 @@
-"""Glossaries (``rendition.model.glossary``): matching and restoring on their own, then with the
+"""Glossaries (``rendition.model.text.glossary``): matching and restoring on their own, then with the
 shipped translator: the target terms come out as given, and a text without a term is translated
 exactly as without the glossary."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rendition.model.glossary import STAND_INS, Glossary, GlossaryError, GlossaryLimits, load_glossary
-from rendition.model.translation.cli import translate_lines
+from rendition.model.text.cli import translate_lines
+from rendition.model.text.glossary import STAND_INS, Glossary, GlossaryError, GlossaryLimits, load_glossary
 from rendition.model.translation.translator import Translator
 
 

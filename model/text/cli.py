@@ -3,9 +3,12 @@
     rendition translate --source en --target fr < input.en > output.fr
     rendition translate --source en --target fr --engine ctranslate2 --model-dir DIR
 
-Order is preserved, empty (or blank) input lines give empty output lines.  Non-empty lines are
-sorted by length and translated ``--batch-size`` at a time (little padding), then written back in
-input order; a tqdm progress bar goes to stderr when there is more than one batch.  Both engines
+Order is preserved, empty (or blank) input lines give empty output lines.  Every line goes through
+the text pipeline the service runs (``rendition.model.text.pipeline``): split into sentences,
+placeholders, glossary terms, URLs, paths and code kept as they are (``--no-protect-spans``: not the
+spans), a sentence that reached its length limit decoded again with no repeated n-gram.  The
+sentences are sorted by length and translated ``--batch-size`` at a time (little padding); a tqdm
+progress bar goes to stderr when there is more than one batch.  Both engines
 share the same pre/post-processing (``Translator``); ``--engine ctranslate2`` takes either a
 directory written by ``rendition export-ct2`` or a rendition model directory (exported on the fly
 to a temporary directory).
@@ -14,41 +17,88 @@ to a temporary directory).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm import tqdm
 
-from rendition.model.glossary import Glossary, GlossaryError, load_glossary
-from rendition.model.segment import InputTooLong
+from rendition.model.text import pipeline
+from rendition.model.text.glossary import Glossary, GlossaryError, load_glossary
+from rendition.model.text.segment import InputTooLong
 from rendition.model.translation.options import InvalidOption, TranslationOptions
+from rendition.model.translation.search import Hypothesis, max_output_lengths
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from rendition.model.weights import ModelLoadError
 
 
-def load_translator(args: argparse.Namespace, stack: ExitStack) -> Translator:
-    if not Path(args.model_dir).is_dir():
-        raise ModelLoadError(f"model directory not found: {args.model_dir}")
-    if args.engine == "torch":
-        dtype = None if args.dtype == "float32" else args.dtype
-        compute_type = {None: "auto", "default": None}.get(args.compute_type, args.compute_type)  # default: --dtype alone
+@dataclass(frozen=True)
+class Loading:
+    """How to load the translator (``rendition translate``'s options; ``translate-file`` takes the
+    torch engine with its defaults)."""
+
+    model_dir: str = str(DEFAULT_TRANSLATOR)
+    engine: str = "torch"
+    device: str = "auto"
+    dtype: str = "float32"
+    kv_cache_dtype: str = "auto"
+    compute_type: str | None = None
+    shortlist: str | bool | None = None
+    threads: int = 0
+
+
+def load_translator(how: Loading, stack: ExitStack) -> Translator:
+    if not Path(how.model_dir).is_dir():
+        raise ModelLoadError(f"model directory not found: {how.model_dir}")
+    if how.engine == "torch":
+        dtype = None if how.dtype == "float32" else how.dtype
+        compute_type = {None: "auto", "default": None}.get(how.compute_type, how.compute_type)  # default: --dtype alone
         return Translator.from_pretrained(
-            args.model_dir, device=args.device, dtype=dtype, kv_cache_dtype=args.kv_cache_dtype, compute_type=compute_type,
-            shortlist=getattr(args, "shortlist", None),
+            how.model_dir, device=how.device, dtype=dtype, kv_cache_dtype=how.kv_cache_dtype, compute_type=compute_type,
+            shortlist=how.shortlist,
         )  # fmt: skip
     from rendition.model.export.ct2 import CT2Translator, export_ct2, is_ct2_dir
 
-    ct2_dir = args.model_dir
+    ct2_dir: str | Path = how.model_dir
     if not is_ct2_dir(ct2_dir):
-        ct2_dir = export_ct2(args.model_dir, stack.enter_context(tempfile.TemporaryDirectory()) + "/ct2")
-    return CT2Translator.from_pretrained(
-        ct2_dir, device=args.device, compute_type=args.compute_type or "default", threads=args.threads or 0
-    )
+        ct2_dir = export_ct2(how.model_dir, stack.enter_context(tempfile.TemporaryDirectory()) + "/ct2")
+    return CT2Translator.from_pretrained(ct2_dir, device=how.device, compute_type=how.compute_type or "default", threads=how.threads)
+
+
+def translator_decoder(translator: Translator, target: str, batch_size: int = 32, progress: bool = True) -> pipeline.Decode:
+    """The pipeline's ``decode`` on ``translator``: sentences sorted by length, ``batch_size`` at a
+    time (with the step-level scheduler all submitted at once: it keeps its own searches full); a
+    tqdm bar on stderr when there is more than one batch."""
+
+    async def decode(batch: pipeline.Batch) -> pipeline.Decoded:
+        sources = translator.preprocess(batch.sentences, target)  # (InputTooLong names the sentence)
+        order = sorted(range(len(sources)), key=lambda k: len(sources[k]))
+        starts = range(0, len(order), batch_size)
+        chunks = [[sources[k] for k in order[s : s + batch_size]] for s in starts]
+        bar = tqdm(total=len(order), unit="sentence", file=sys.stderr, disable=not progress or len(chunks) <= 1)
+        scheduler = getattr(translator, "scheduler", None)
+        if scheduler is not None:  # every batch to the scheduler at once: its searches stay full
+            tickets = [scheduler.submit(chunk, batch.options) for chunk in chunks]
+            results = (t.future.result() for t in tickets)
+        else:
+            results = (translator.core(chunk, batch.options) for chunk in chunks)
+        raw: list[list[Hypothesis]] = [[] for _ in sources]
+        for s, hyps in zip(starts, results):
+            for k, h in zip(order[s : s + batch_size], hyps):
+                raw[k] = h
+            bar.update(len(hyps))
+        bar.close()
+        limits = max_output_lengths([len(x) for x in sources], batch.options)
+        cut = [len(h[0].tokens) + 1 >= limit for h, limit in zip(raw, limits)]
+        return pipeline.Decoded(translator.postprocess(raw), cut, sum(len(x) - 2 for x in sources))
+
+    return decode
 
 
 def translate_lines(
@@ -59,37 +109,23 @@ def translate_lines(
     batch_size: int = 32,
     progress: bool = True,
     glossary: Glossary | None = None,
+    protect_spans: bool = True,
+    fallback_ngram: int = pipeline.DEFAULT_FALLBACK_NGRAM,
     **options: Any,
 ) -> list[str]:
-    """Translate ``lines`` in length-sorted batches of ``batch_size`` (with the step-level
-    scheduler all submitted at once: it keeps its own searches full); blank lines map to empty strings.
-    ``glossary``: its source terms are translated as its target terms (``rendition.model.glossary``)."""
-    if glossary:
-        marked = [glossary.protect(line.strip()) for line in lines]
-        done = translate_lines(translator, [m.text for m in marked], source, target, batch_size, progress, **options)
-        return [glossary.restore(m, t).text if t else t for m, t in zip(marked, done)]
-    out = [""] * len(lines)
-    todo = sorted((i for i, line in enumerate(lines) if line.strip()), key=lambda i: len(lines[i]))
+    """Translate ``lines`` through the text pipeline (``rendition.model.text.pipeline``: split into
+    sentences, placeholders, ``glossary`` terms and, with ``protect_spans``, URLs, paths and code
+    kept, the second decoding of a sentence that reached its length limit); blank lines map to
+    empty strings.  ``InputTooLong`` names the line (1-based) with a sentence over the input limit."""
     translator.check_pair(source, target)
+    texts = [line.strip() for line in lines]
+    protection = pipeline.Protection(glossary=glossary, spans=protect_spans)
+    decode = translator_decoder(translator, target, batch_size, progress)
     try:
-        sources = translator.preprocess([lines[i].strip() for i in todo], target)
-    except InputTooLong as e:  # name the line (1-based), not its place among the lines translated
-        raise InputTooLong(todo[e.index] + 1, e.length, e.limit, "line") from None
-    opts = TranslationOptions(**options)
-    starts = range(0, len(todo), batch_size)
-    bar = tqdm(total=len(todo), unit="line", file=sys.stderr, disable=not progress or len(todo) <= batch_size)
-    scheduler = getattr(translator, "scheduler", None)
-    if scheduler is not None:  # every batch to the scheduler at once: its searches stay full
-        tickets = [scheduler.submit(sources[s : s + batch_size], opts) for s in starts]
-        results = (translator.postprocess(t.future.result()) for t in tickets)
-    else:
-        results = (translator.postprocess(translator.core(sources[s : s + batch_size], opts)) for s in starts)
-    for s, batch in zip(starts, results):
-        for i, r in zip(todo[s : s + batch_size], batch):
-            out[i] = r.text
-        bar.update(len(batch))
-    bar.close()
-    return out
+        result = asyncio.run(pipeline.translate(texts, source, decode, TranslationOptions(**options), protection, fallback_ngram))
+    except pipeline.SentenceTooLong as e:
+        raise InputTooLong(e.text + 1, e.length, e.limit, "line") from None
+    return [t.text for t in result.translations]
 
 
 def add_translator_options(p: argparse.ArgumentParser, engines: bool = False, auto_source: bool = False) -> None:
@@ -124,6 +160,14 @@ def add_translator_options(p: argparse.ArgumentParser, engines: bool = False, au
     )  # fmt: skip
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--glossary", metavar="FILE", help="source<TAB>target lines (or a .json object): terms translated as given")
+    p.add_argument(
+        "--no-protect-spans", dest="protect_spans", action="store_false",
+        help="translate URLs, e-mail addresses, paths, code and version numbers too (default: kept as they are)",
+    )  # fmt: skip
+    p.add_argument(
+        "--fallback-no-repeat-ngram", type=int, default=pipeline.DEFAULT_FALLBACK_NGRAM, metavar="N",
+        help="a sentence whose translation reaches its length limit is decoded again with no N-gram repeated (0: not)",
+    )  # fmt: skip
 
 
 def add_storage_options(p: argparse.ArgumentParser, note: str = "") -> None:
@@ -143,6 +187,8 @@ def read_translator_options(p: argparse.ArgumentParser, args: argparse.Namespace
     """The search options (``--beam-size``, ``--max-length`` and ``search``) and the glossary that
     ``add_translator_options``' options ask for; ``p.error`` (exit 2) naming the option for a bad one."""
     options = dict(beam_size=args.beam_size, max_length=args.max_length, **search)
+    if args.fallback_no_repeat_ngram < 0:
+        p.error("--fallback-no-repeat-ngram must be >= 0")
     try:
         TranslationOptions(**options)
     except InvalidOption as e:
@@ -179,7 +225,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     lines = sys.stdin.buffer.read().decode("utf-8", errors="replace").splitlines()
     with ExitStack() as stack:
         try:
-            translator = load_translator(args, stack)
+            how = Loading(
+                args.model_dir, args.engine, args.device, args.dtype, args.kv_cache_dtype, args.compute_type, args.shortlist,
+                args.threads or 0,
+            )  # fmt: skip
+            translator = load_translator(how, stack)
             translator.check_pair(args.source, args.target)
             if args.engine == "torch":
                 translator.start_workers(args.workers, args.threads or 0, cores=cores)
@@ -192,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 batch_size=args.batch_size,
                 progress=not args.quiet,
                 glossary=glossary,
+                protect_spans=args.protect_spans,
+                fallback_ngram=args.fallback_no_repeat_ngram,
                 **options,
             )
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, ct2 device errors

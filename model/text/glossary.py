@@ -5,8 +5,8 @@
     g.restore(marked, "Ouvrez le X.")                # "Ouvrez le gestionnaire de fichiers."
 
 The translator never learned glossaries; it learned to copy placeholder stand-ins (the gettext
-part of its corpus has ``%s``, ``{0}``... replaced by ``X``, ``Y``, ``Z``... on both sides,
-``rendition.model.training.corpus.clean.fill_placeholders``).  ``protect`` replaces every source term found
+part of its corpus has ``%s``, ``{0}``... replaced by ``X``, ``Y``, ``Z``... on both sides:
+``rendition.model.text.stand_ins``).  ``protect`` replaces every source term found
 (case-insensitive, whole words, the longest match first) by such a stand-in, the translator copies
 it, and ``restore`` puts the target term in its place.  A text in which no term occurs is left
 exactly as it was (``Marked.terms`` empty), so its translation does not change.  When the
@@ -25,10 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The stand-ins, in the order they are used: the corpus's string fillers first, then its integer
-# ones (a text that already holds one of them as a word does not get it).  docs/api.md
-# (Glossaries) has the measurement that chose them.
-STAND_INS: tuple[str, ...] = ("X", "Y", "Z", "W", "V", "3", "7", "12", "25", "40")
+from rendition.model.text.stand_ins import STAND_INS, free, padding
+from rendition.model.text.stand_ins import word as _word
+
+__all__ = ["STAND_INS", "Glossary", "GlossaryError", "GlossaryLimits", "Marked", "Restored", "load_glossary"]
+
 
 _WORD_EDGE_BEFORE = r"(?<!\w)"
 _WORD_EDGE_AFTER = r"(?!\w)"
@@ -59,10 +60,6 @@ class Restored:
     text: str
     placed: int  # target terms put where their stand-in came back
     missing: int  # stand-ins the translation lost (their terms appended)
-
-
-def _word(token: str) -> re.Pattern:
-    return re.compile(_WORD_EDGE_BEFORE + re.escape(token) + _WORD_EDGE_AFTER)
 
 
 def _clean(term: object, what: str, source: str, limits: GlossaryLimits) -> str:
@@ -160,21 +157,19 @@ class Glossary:
         found = list(self._pattern.finditer(text))
         if not found:
             return Marked(text)
-        free = [s for s in self.stand_ins if not _word(s).search(text)]
+        unused = free(self.stand_ins, text)
         terms: dict[str, str] = {}
         capitalised: set[str] = set()
         out, last = [], 0
         for m in found:
-            if not free and not self.inline:
+            if not unused and not self.inline:
                 break
             target = self._by_key[_SPACES.sub(" ", m.group(0)).casefold()]
-            stand_in = target if self.inline else free.pop(0)
+            stand_in = target if self.inline else unused.pop(0)
             terms[stand_in] = target
             if not text[: m.start()].strip() and m.group(0)[:1].isupper():
                 capitalised.add(stand_in)
-            # keep the stand-in a word of its own
-            before = " " if m.start() > 0 and text[m.start() - 1].isalnum() else ""
-            after = " " if m.end() < len(text) and text[m.end()].isalnum() else ""
+            before, after = padding(text, m.start(), m.end())  # the stand-in a word of its own
             out += [text[last : m.start()], before, stand_in, after]
             last = m.end()
         out.append(text[last:])

@@ -1,0 +1,53 @@
+"""The text pipeline (``rendition.model.text.pipeline``) with the shipped translator: the spans
+that must not change come back verbatim where the translator alone loses them, a sentence without
+one is translated as without the protection, and a sentence that reaches its length limit is
+decoded a second time with no repeated n-gram."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rendition.model.text import pipeline
+from rendition.model.text.cli import translate_lines, translator_decoder
+from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.translator import Translator
+
+WINDOWS = r"The installer is in C:\Downloads\setup.exe."
+PLAIN = "Click on the button to save the document."
+LONG = "This package contains the shared libraries and the header files that you need to build programs."
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Translator:
+    return Translator.from_pretrained(device="cpu")
+
+
+def test_spans_come_back_verbatim_and_other_sentences_do_not_change(shipped: Translator) -> None:
+    text = f"{WINDOWS}  {PLAIN}\nSee https://example.com/docs/setup for `setup.exe --quiet`."
+    kept = translate_lines(shipped, [text], "en", "fr", progress=False, beam_size=2)[0]
+    free = translate_lines(shipped, [text], "en", "fr", progress=False, protect_spans=False, beam_size=2)[0]
+    for span in (r"C:\Downloads\setup.exe", "https://example.com/docs/setup", "`setup.exe --quiet`"):
+        assert span in kept
+    assert r"C:\Downloads\setup.exe" not in free  # (the translator alone mangles a Windows path)
+    alone = shipped.translate([PLAIN], "en", "fr", beam_size=2)[0].text
+    assert kept.split("\n")[0].endswith(f"  {alone}") and free.split("\n")[0].endswith(f"  {alone}")  # gaps kept
+
+
+def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:
+    opts = TranslationOptions(beam_size=2, max_length=6)
+    decode = translator_decoder(shipped, "fr", progress=False)
+    again = asyncio.run(pipeline.translate([LONG, "Yes."], "en", decode, opts))
+    assert again.second_options is not None and again.second_options.no_repeat_ngram_size == 4
+    assert again.retried == [True] and again.cut == [(0, 0)] and again.truncated == [True, False]
+    once = asyncio.run(pipeline.translate([LONG, "Yes."], "en", decode, opts, fallback_ngram=0))
+    assert once.second_options is None and once.retried == [] and once.cut == [(0, 0)]
+
+
+def test_a_sentence_over_the_input_limit_names_its_text(shipped: Translator) -> None:
+    decode = translator_decoder(shipped, "fr", progress=False)
+    giant = "word " * (shipped.cfg.max_positions + 10)
+    with pytest.raises(pipeline.SentenceTooLong) as e:
+        asyncio.run(pipeline.translate(["Fine.", f"Fine. {giant}"], "en", decode, TranslationOptions()))
+    assert (e.value.text, e.value.sentence) == (1, 1)

@@ -1,0 +1,46 @@
+"""The spans a translation must keep (``rendition.model.text.spans``): found by kind, replaced by
+stand-ins the text does not hold, and put back verbatim by ``Glossary.restore``."""
+
+from __future__ import annotations
+
+import pytest
+
+from rendition.model.text import spans
+from rendition.model.text.glossary import Glossary
+from rendition.model.text.stand_ins import STAND_INS
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("See https://example.com/a?b=c. Then mail me@example.org.", ["https://example.com/a?b=c", "me@example.org"]),
+        (r"Open C:\Users\Bob\report.docx or \\nas\share now.", [r"C:\Users\Bob\report.docx", r"\\nas\share"]),
+        ("Copy ~/.ssh/id_rsa.pub to /etc/ssh/keys/.", ["~/.ssh/id_rsa.pub", "/etc/ssh/keys/"]),
+        ("Run `make all -j4` with --dry-run or --jobs=4.", ["`make all -j4`", "--dry-run", "--jobs=4"]),
+        ("Upgrade to 2.4.1 or v3.2 today.", ["2.4.1", "v3.2"]),
+        ("Call get_user_name on MyClass via os.path.join.", ["get_user_name", "MyClass", "os.path.join"]),
+    ],
+)
+def test_each_kind_is_found(text: str, kept: list[str]) -> None:
+    assert [text[a:b] for a, b in spans.spans(text)] == kept
+
+
+@pytest.mark.parametrize("text", ["The U.S. and e.g. Canada.", "Half of it, 1/2, and/or more.", "A well-known e-mail client.", "It costs 1.5 euros."])
+def test_ordinary_text_has_no_span(text: str) -> None:
+    assert spans.spans(text) == []
+    assert spans.protect(text, STAND_INS).text == text
+
+
+def test_stand_ins_are_free_ones_and_come_back_verbatim() -> None:
+    text = "X marks /srv/app and `ls -la`."
+    marked = spans.protect(text, STAND_INS)
+    assert marked.text == "X marks Y and Z." and marked.terms == {"Y": "/srv/app", "Z": "`ls -la`"}
+    assert Glossary.restore(marked, "X marque Y et Z.").text == "X marque /srv/app et `ls -la`."
+    lost = Glossary.restore(marked, "X marque Y.")  # a lost stand-in: its span appended, not dropped
+    assert lost.text == "X marque /srv/app (`ls -la`)." and lost.missing == 1
+
+
+def test_spans_beyond_the_stand_ins_stay_as_they_are() -> None:
+    paths = [f"/p{i}/q" for i in range(len(STAND_INS) + 2)]
+    marked = spans.protect(" ".join(paths), STAND_INS)
+    assert len(marked.terms) == len(STAND_INS) and marked.text.endswith(" ".join(paths[-2:]))
