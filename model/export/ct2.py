@@ -44,7 +44,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -53,8 +53,6 @@ from rendition.model.tokenizer import EOS_ID, UNK_ID, Tokenizer
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.search import Hypothesis, max_output_lengths
 from rendition.model.translation.transformer import (
-    DecoderLayer,
-    EncoderLayer,
     FeedForward,
     MultiHeadAttention,
     Transformer,
@@ -138,7 +136,7 @@ def build_spec(model: Transformer, pieces: Sequence[str]) -> Any:
     enc.embeddings[0].weight = emb.clone()
     enc.scale_embeddings = True  # * sqrt(d_model)
     _set_norm(enc.layer_norm, model.encoder_norm)
-    for ls, layer in zip(enc.layer, cast("Sequence[EncoderLayer]", model.encoder_layers)):
+    for ls, layer in zip(enc.layer, model.encoder_layers):
         _set_attention(ls.self_attention, layer.self_attn_norm, layer.self_attn, self_attention=True)
         _set_ffn(ls.ffn, layer.ffn_norm, layer.ffn)
 
@@ -147,7 +145,7 @@ def build_spec(model: Transformer, pieces: Sequence[str]) -> Any:
     dec.scale_embeddings = True
     _set_norm(dec.layer_norm, model.decoder_norm)
     dec.projection.weight = emb.clone()  # tied output projection, no bias
-    for ls, dlayer in zip(dec.layer, cast("Sequence[DecoderLayer]", model.decoder_layers)):
+    for ls, dlayer in zip(dec.layer, model.decoder_layers):
         _set_attention(ls.self_attention, dlayer.self_attn_norm, dlayer.self_attn, self_attention=True)
         _set_attention(ls.attention, dlayer.cross_attn_norm, dlayer.cross_attn, self_attention=False)
         _set_ffn(ls.ffn, dlayer.ffn_norm, dlayer.ffn)

@@ -26,12 +26,16 @@ with gradients, the torch path runs.
 from __future__ import annotations
 
 import ctypes
+from typing import TYPE_CHECKING
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from rendition.model.kernels import native
 from rendition.model.kernels.native import ptr as _ptr
+
+if TYPE_CHECKING:
+    from rendition.model.translation.transformer import Transformer
 
 
 def kernel() -> ctypes.CDLL | None:
@@ -43,7 +47,7 @@ SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
 KV_DTYPES = (torch.float32, torch.float16)  # K/V storage the step kernel reads
 
 
-def serves(model: nn.Module) -> bool:
+def serves(model: Transformer) -> bool:
     """Whether a model is one these kernels serve: CPU float32 weights, eval mode, a supported head size."""
     w = model.embed.weight
     return (

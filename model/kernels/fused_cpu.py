@@ -57,13 +57,16 @@ import os
 import weakref
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
 from rendition.model.kernels import attention as attention_kernels
 from rendition.model.kernels import native
+
+if TYPE_CHECKING:
+    from rendition.model.translation.transformer import DecoderLayer, EncoderLayer, Transformer
 
 
 @functools.cache
@@ -331,7 +334,7 @@ def _struct(
     """cls with each field the data pointer of a tensor (detached, contiguous; None: NULL) or the
     ``QLinear`` of a quantised weight, the tensors appended to ``keep`` (whoever holds the struct must
     hold them too)."""
-    fields = {}
+    fields: dict[str, object] = {}
     for k, w in tensors.items():
         if isinstance(w, QuantizedWeight):
             keep.append(w)
@@ -405,7 +408,7 @@ def _quantized(w: Tensor, int8: bool) -> dict[str, Tensor | QuantizedWeight | No
     return {"w": None, "q": QuantizedWeight(w)} if int8 else {"w": w, "q": None}
 
 
-def _self_attention(layer: torch.nn.Module, int8: bool) -> tuple[dict, torch.Tensor]:
+def _self_attention(layer: EncoderLayer | DecoderLayer, int8: bool) -> tuple[dict, torch.Tensor]:
     """A layer's self-attention fields of the native tables (its norm, the fused Q/K/V bias, the
     relative tables, the output bias) and the fused Q/K/V weight, float or to be quantised."""
     sa = layer.self_attn
@@ -443,7 +446,7 @@ class FusedTransformer:
     once per ``encode`` and once per ``refresh``, i.e. per search); the int8 ones are quantised
     once, here, and a later change of the model's weights is not seen."""
 
-    def __init__(self, model: nn.Module, compute_type: str = "float32"):
+    def __init__(self, model: Transformer, compute_type: str = "float32"):
         if compute_type not in COMPUTE_TYPES:
             raise ValueError(f"compute_type must be one of {COMPUTE_TYPES}, not {compute_type!r}")
         self.model = model
@@ -459,7 +462,7 @@ class FusedTransformer:
                 self._decoder = ((), self._build_decoder(q_embed))
 
     @staticmethod
-    def usable(model: nn.Module) -> bool:
+    def usable(model: Transformer) -> bool:
         """Whether this model can run here: CPU float32 inference with a supported head size, the
         library built and wired to sgemm."""
         return attention_kernels.serves(model) and kernel() is not None
@@ -526,7 +529,7 @@ class FusedTransformer:
         if self._decoder is None or self._decoder[0] != key:
             self._decoder = (key, self._build_decoder())
 
-    def quantized_parameters(self) -> list[nn.Parameter]:
+    def quantized_parameters(self) -> list[Tensor]:
         """The model's float32 weights the int8 tables stand for (empty in float32): every linear
         map of the encoder and of the decoder's step, and the embedding."""
         if not self.int8:
@@ -536,8 +539,8 @@ class FusedTransformer:
         for layer in m.encoder_layers:
             sa, ffn = layer.self_attn, layer.ffn
             out += [sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight, sa.out_proj.weight, ffn.fc1.weight, ffn.fc2.weight]
-        for layer in m.decoder_layers:
-            sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+        for dlayer in m.decoder_layers:
+            sa, ca, ffn = dlayer.self_attn, dlayer.cross_attn, dlayer.ffn
             out += [sa.q_proj.weight, sa.k_proj.weight, sa.v_proj.weight, sa.out_proj.weight, ca.q_proj.weight,
                     ca.out_proj.weight, ffn.fc1.weight, ffn.fc2.weight]  # fmt: skip
         return out

@@ -22,6 +22,8 @@ from rendition.model.kernels import fused_cpu, native
 class Int8Linear(nn.Module):
     """``nn.Linear`` with an int8 weight (per output channel) and per-row int8 activations."""
 
+    bias: Tensor | None  # (a buffer)
+
     def __init__(self, linear: nn.Linear):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features

@@ -23,6 +23,8 @@ is still where it was chosen for (its weights' device and dtype, eval mode).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -46,6 +48,11 @@ class TorchBackend:
         self.model = model
         w = model.embed.weight
         self._placed = (w.device, w.dtype)
+
+    @staticmethod
+    def usable(model: Transformer) -> bool:
+        """Whether this back end can run ``model`` as it is now (the reference runs any)."""
+        return True
 
     @property
     def cfg(self) -> TransformerConfig:
@@ -74,9 +81,10 @@ class TorchBackend:
         """An empty cache for a search (``rendition.model.translation.search``) with ``beams`` rows per sentence."""
         return self.cache_type.for_model(self.model, beams, kv_dtype, self.fused_qkv)
 
-    def output_projection(self, ids: Tensor) -> Tensor:
+    def output_projection(self, ids: Tensor) -> Tensor | QuantizedWeight:
         """The output projection's columns for the token ``ids`` (V',): what ``decode_step`` takes as
-        ``output`` to compute the logits of those tokens only (a vocabulary shortlist)."""
+        ``output`` to compute the logits of those tokens only (a vocabulary shortlist).  Float (D, V')
+        columns here; the int8 fused back end gives quantised rows."""
         return self.model.output_weight_t().index_select(1, ids.to(self.device))
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache, output: Tensor | None = None) -> Tensor:
@@ -128,7 +136,7 @@ class AttentionKernelBackend(_CPUBackend):
         for layer in model.encoder_layers:
             sa = layer.self_attn
             qkv = F.linear(layer.self_attn_norm(x), *sa.fused_qkv())  # (B, T, 3D)
-            a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k)
+            a = attention_kernels.rel_self_attention(qkv, mask[:, 0, 0], sa.n_heads, sa.rel_k, sa.rel_v, sa.k or 0)
             x = x + sa.out_proj(a)
             x = x + layer.ffn.infer(layer.ffn_norm(x))
         return model.encoder_norm(x), mask
@@ -170,7 +178,8 @@ class FusedCPUBackend(_CPUBackend):
     def decode_step(self, tokens: Tensor, cache: DecoderCache, output: Tensor | QuantizedWeight | None = None) -> Tensor:
         if isinstance(cache, ReferenceCache):
             return self.fused.decode_step(tokens, cache, output)
-        return self.model.decode_step(tokens, cache, output)  # (a dense cache: bfloat16 K/V storage)
+        # (a dense cache: bfloat16 K/V storage, which int8 refuses, so ``output`` is float columns)
+        return self.model.decode_step(tokens, cache, cast("Tensor | None", output))
 
 
 BACKENDS: tuple[type[TorchBackend], ...] = (FusedCPUBackend, AttentionKernelBackend, TorchBackend)  # fastest first

@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import weakref
 from abc import ABC, abstractmethod
-from typing import Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -44,13 +45,16 @@ from torch import Tensor
 from rendition.model.kernels import attention as attention_kernels
 from rendition.model.weights import release_rows
 
+if TYPE_CHECKING:
+    from rendition.model.translation.transformer import Transformer
+
 
 class MultiHeadAttention(Protocol):
     """What a cache needs of a self-attention module (``model.translation.transformer.MultiHeadAttention``)."""
 
     head_dim: int
     k: int | None  # the relative window, or None
-    rel_k: Tensor | None
+    rel_k: Tensor  # (there when k is set)
     rel_v: Tensor | None
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, rel_idx: Tensor | None) -> Tensor: ...
@@ -93,6 +97,11 @@ class LayerCache:
         """Store this step's k, v (N, H, 1, Dh) at each row's own step and attend q over its past."""
         return self.cache.attend(self, q, k, v, attn)
 
+    def storage(self) -> tuple[Tensor, Tensor]:
+        """The self-attention K/V storage (there once the cache has rows)."""
+        assert self.self_k is not None and self.self_v is not None, "the cache has no storage yet"
+        return self.self_k, self.self_v
+
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.self_k, self.self_v) if t is not None)
 
@@ -114,6 +123,8 @@ class ReferenceLayer(LayerCache):
     """A ``ReferenceCache`` layer: its cross-attention K/V live in the cache's slots; ``cross_k`` /
     ``cross_v`` gather the live sentences' (for the torch step; the fused step reads the slots)."""
 
+    cache: ReferenceCache
+
     @property
     def cross_k(self) -> Tensor:
         return self.cache.gathered_cross(self.index)[0]
@@ -123,10 +134,18 @@ class ReferenceLayer(LayerCache):
         return self.cache.gathered_cross(self.index)[1]
 
 
-class DecoderCache(ABC):
+L = TypeVar("L", bound=LayerCache)
+
+
+class DecoderCache(ABC, Generic[L]):
     """Rows = sentences x ``beams`` (beams adjacent), each sentence at its own step ``steps``."""
 
-    layer_type: type[LayerCache]
+    layer_type: type[L]
+    if TYPE_CHECKING:  # (an attribute of DenseCache, a property of ReferenceCache)
+
+        @property
+        def mem_mask(self) -> Tensor:
+            """(B, 1, 1, S) the live sentences' source masks."""
 
     WIDEN = 64  # storage positions grow in steps of this many
 
@@ -149,7 +168,9 @@ class DecoderCache(ABC):
         self.max_len = 0  # storage positions per row
 
     @classmethod
-    def for_model(cls, model, beams: int, kv_dtype: torch.dtype | None = None, fused_qkv: bool = True) -> DecoderCache:
+    def for_model(
+        cls, model: Transformer, beams: int, kv_dtype: torch.dtype | None = None, fused_qkv: bool = True
+    ) -> DecoderCache:
         """An empty cache for ``model`` (a ``Transformer``), storing self-attention K/V as ``kv_dtype``
         (default: the model's dtype); ``fused_qkv=False``: its layers get no Q/K/V weights (a step
         that reads weight tables of its own, the int8 one)."""
@@ -240,10 +261,10 @@ class DecoderCache(ABC):
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)
 
-    def _storage(self, rows: int, max_len: int, alloc=torch.zeros) -> Tensor:
+    def _storage(self, rows: int, max_len: int, alloc: Callable[..., Tensor] = torch.zeros) -> Tensor:
         return alloc(rows, self.heads, max_len, self.head_dim, dtype=self.kv_dtype, device=self.device)
 
-    def _regrow(self, rows: int | None, max_len: int, alloc=torch.zeros) -> None:
+    def _regrow(self, rows: int | None, max_len: int, alloc: Callable[..., Tensor] = torch.zeros) -> None:
         """Every layer's self-attention storage as ``rows`` rows (None: as many as now) of ``max_len``
         positions, the filled part copied over."""
         for layer in self.layers:
@@ -255,12 +276,13 @@ class DecoderCache(ABC):
                 setattr(layer, name, new)
 
 
-class DenseCache(DecoderCache):
+class DenseCache(DecoderCache[DenseLayer]):
     """Row r's past in storage row r (any device): the torch reference."""
 
     layer_type = DenseLayer
+    mem_mask: Tensor
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.mem_mask = torch.zeros(0, 1, 1, 0, dtype=torch.bool, device=self.device)  # (B, 1, 1, S)
 
@@ -278,6 +300,7 @@ class DenseCache(DecoderCache):
         used = int(mask.flatten(1).any(0).nonzero().max()) + 1 if mask.numel() and mask.any() else 0
         self.mem_mask = mask[..., :used].contiguous()
         for layer in self.layers:
+            assert layer.cross_k is not None and layer.cross_v is not None, "no sentence joined the cache"
             layer.cross_k = layer.cross_k[:, :, :used].index_select(0, sentences)
             layer.cross_v = layer.cross_v[:, :, :used].index_select(0, sentences)
 
@@ -287,13 +310,15 @@ class DenseCache(DecoderCache):
 
     def _add_rows(self, n: int) -> None:
         for layer in self.layers:
-            layer.self_k = torch.cat([layer.self_k, self._storage(n, self.max_len)])
-            layer.self_v = torch.cat([layer.self_v, self._storage(n, self.max_len)])
+            self_k, self_v = layer.storage()
+            layer.self_k = torch.cat([self_k, self._storage(n, self.max_len)])
+            layer.self_v = torch.cat([self_v, self._storage(n, self.max_len)])
 
     def _select_rows(self, rows: Tensor, sentences: Tensor) -> None:
         for layer in self.layers:
-            layer.self_k = layer.self_k.index_select(0, rows)
-            layer.self_v = layer.self_v.index_select(0, rows)
+            self_k, self_v = layer.storage()
+            layer.self_k = self_k.index_select(0, rows)
+            layer.self_v = self_v.index_select(0, rows)
 
     def reorder(self, beam_idx: Tensor) -> None:
         """Only the moved rows' filled part is copied (gathered before it is scattered)."""
@@ -303,7 +328,7 @@ class DenseCache(DecoderCache):
         sources = beam_idx.index_select(0, moved)
         t = int(self.steps.max())
         for layer in self.layers:
-            for buf in (layer.self_k, layer.self_v):
+            for buf in layer.storage():
                 part = buf[:, :, :t]
                 part.index_copy_(0, moved, part.index_select(0, sources))
 
@@ -313,23 +338,25 @@ class DenseCache(DecoderCache):
         numbers that get weight 0."""
         steps = self.steps
         rows = torch.arange(len(steps), device=steps.device)
-        layer.self_k[rows, :, steps] = k[:, :, 0].to(layer.self_k.dtype)
-        layer.self_v[rows, :, steps] = v[:, :, 0].to(layer.self_v.dtype)
+        self_k, self_v = layer.self_k, layer.self_v
+        assert self_k is not None and self_v is not None, "the cache has no storage yet"
+        self_k[rows, :, steps] = k[:, :, 0].to(self_k.dtype)
+        self_v[rows, :, steps] = v[:, :, 0].to(self_v.dtype)
         T = int(steps.max()) + 1
         j = torch.arange(T, device=steps.device)
         d = j.unsqueeze(0) - steps.unsqueeze(1)  # (N, T): j - t_r
         mask = (d <= 0)[:, None, None, :]  # (N, 1, 1, T)
         rel = (d.clamp(-attn.k, attn.k) + attn.k)[:, None, None, :] if attn.k is not None else None
-        k_all, v_all = layer.self_k[:, :, :T].to(q.dtype), layer.self_v[:, :, :T].to(q.dtype)
+        k_all, v_all = self_k[:, :, :T].to(q.dtype), self_v[:, :, :T].to(q.dtype)
         return attn.attend(q, k_all, v_all, mask, rel)  # (N, H, 1, Dh)
 
 
-class ReferenceCache(DecoderCache):
+class ReferenceCache(DecoderCache[ReferenceLayer]):
     """Storage rows in groups of ``beams``, read by reference (the C step kernels)."""
 
     layer_type = ReferenceLayer
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.slots = torch.zeros(0, dtype=torch.long)  # (N,) the storage row each row writes to
         self.src = torch.zeros(0, 0, dtype=torch.long)  # (N, max_len): storage row of row r's position j
@@ -398,14 +425,14 @@ class ReferenceCache(DecoderCache):
             self.cross_mask, self.cross_lens = mask, lens
             store = []
             for i, (ck, _) in enumerate(cross):
-                pair = []
+                pair: list[Tensor] = []
                 for j in (0, 1):
                     new = ck.new_zeros(G, self.heads, width, self.head_dim)
                     if self.cross_store:
                         old = self.cross_store[i][j]
                         new[: len(old), :, : old.shape[2]] = old
                     pair.append(new)
-                store.append(tuple(pair))
+                store.append((pair[0], pair[1]))
             self.cross_store = store
         g = self.sentence_groups()[-b:]
         for (xk, xv), (ck, cv) in zip(self.cross_store, cross):
@@ -496,8 +523,10 @@ class ReferenceCache(DecoderCache):
         t, steps = self.begin_step()  # (the same for every layer)
         rk = attn.rel_k if attn.k is not None else None
         rv = attn.rel_v if attn.k is not None else None
+        self_k, self_v = layer.self_k, layer.self_v
+        assert self_k is not None and self_v is not None, "the cache has no storage yet"
         return attention_kernels.rel_step_attention(
-            q, k, v, layer.self_k, layer.self_v, self.src, t, rk, rv, attn.k or 0, attn.head_dim**-0.5, self.beams, steps
+            q, k, v, self_k, self_v, self.src, t, rk, rv, attn.k or 0, attn.head_dim**-0.5, self.beams, steps
         )  # (N, H, 1, Dh)
 
     def compact(self) -> None:
@@ -530,7 +559,7 @@ class ReferenceCache(DecoderCache):
             g, j = move.nonzero(as_tuple=True)
             to, frm, pos = base[g, 0], lead[g, j], j + lo
             for layer in self.layers:
-                for buf in (layer.self_k, layer.self_v):
+                for buf in layer.storage():
                     buf[to, :, pos] = buf[frm, :, pos]  # (moves, H, Dh)
             self.src[:, lo:hi] = torch.where(shared.unsqueeze(1), base.unsqueeze(-1), src).view(N, w)
         self.compacted = torch.maximum(self.compacted, lo + shared.sum(1))

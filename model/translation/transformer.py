@@ -25,15 +25,15 @@ over these modules' weights.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rendition.model.translation.cache import DecoderCache, LayerCache
+from rendition.model.translation.cache import DecoderCache, DenseLayer, ReferenceLayer
 from rendition.model.weights import JsonConfig
 
 T = TypeVar("T")
@@ -93,6 +93,10 @@ def sinusoidal_table(n: int, d: int) -> Tensor:
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention; with ``max_relative_position`` set, Shaw et al. relative self-attention."""
+
+    # the relative tables w^K and w^V (None without relative values), set only with a window ``k``
+    rel_k: Tensor
+    rel_v: Tensor | None
 
     def __init__(self, cfg: TransformerConfig, relative: bool):
         super().__init__()
@@ -217,21 +221,26 @@ class DecoderLayer(nn.Module):
         x = x + self.dropout(self.cross_attn(self.cross_attn_norm(x), mem, mem_mask, None))
         return x + self.dropout(self.ffn(self.ffn_norm(x)))
 
-    def step(self, x: Tensor, cache: LayerCache, mem_bias: Tensor) -> Tensor:
+    def step(self, x: Tensor, cache: DenseLayer | ReferenceLayer, mem_bias: Tensor) -> Tensor:
         """One incremental step: x (N, 1, D), N = sentences x beams; appends this step's K/V to
         the cache.  mem_bias (B, 1, 1, S): 0 for source tokens, a large negative number for padding."""
         sa = self.self_attn
         h = self.self_attn_norm(x)
         N, H, Dh = x.shape[0], sa.n_heads, sa.head_dim
+        assert cache.qkv is not None, "a torch step needs the cache's fused Q/K/V weights"
         qkv = F.linear(h, *cache.qkv).view(N, 3, H, 1, Dh)  # one product for q, k and v
         q, k, v = qkv[:, 0], qkv[:, 1], qkv[:, 2]  # (N, H, 1, Dh)
         a = cache.self_attention(q, k, v, sa)  # stores k, v; each row at its own step; (N, H, 1, Dh)
         x = x + sa.out_proj(a.reshape(N, 1, H * Dh))  # (a view unless SDPA returned a strided result)
-        x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cache.cross_k, cache.cross_v, mem_bias)
+        cross_k, cross_v = cache.cross_k, cache.cross_v
+        assert cross_k is not None and cross_v is not None, "no sentence joined the cache"
+        x = x + self.cross_attn.attend_beams(self.cross_attn_norm(x), cross_k, cross_v, mem_bias)
         return x + self.ffn.infer(self.ffn_norm(x))
 
 
 class Transformer(nn.Module):
+    positions: Tensor | None  # the sinusoidal table (a buffer), or None
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
@@ -239,9 +248,12 @@ class Transformer(nn.Module):
         nn.init.normal_(self.embed.weight, std=cfg.d_model**-0.5)
         with torch.no_grad():
             self.embed.weight[cfg.pad_id].zero_()
-        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        # (nn.ModuleList's items are typed as plain Modules: the casts give the checker the layers' own types)
+        encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        self.encoder_layers = cast("Sequence[EncoderLayer]", encoder)
         self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        self.decoder_layers = cast("Sequence[DecoderLayer]", decoder)
         self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.dropout = nn.Dropout(cfg.dropout)
         if cfg.sinusoidal_positions:
