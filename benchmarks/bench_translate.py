@@ -68,7 +68,7 @@ class PrefixCache:
         self.mem = self.mem_mask = None
         self.prefix = torch.empty(0, 0, dtype=torch.long, device=device)  # (N, t)
 
-    def reserve(self, sentences: int) -> None:
+    def reserve(self, sentences: int, positions: int = 0, long_lived: bool = False) -> None:
         pass
 
     def join(self, cross: torch.Tensor, mem_mask: torch.Tensor, max_len: int) -> None:

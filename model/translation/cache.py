@@ -423,14 +423,17 @@ class ReferenceCache(DecoderCache[ReferenceLayer]):
             lens = torch.zeros(G, dtype=torch.long)
             lens[: len(self.cross_lens)] = self.cross_lens
             self.cross_mask, self.cross_lens = mask, lens
+            live = self.sentence_groups()[:-b]  # (the sentences already running keep their slots)
             store = []
             for i, (ck, _) in enumerate(cross):
                 pair: list[Tensor] = []
                 for j in (0, 1):
-                    new = ck.new_zeros(G, self.heads, width, self.head_dim)
-                    if self.cross_store:
+                    # uninitialised: a slot's pages are touched only once a sentence uses it
+                    new = ck.new_empty(G, self.heads, width, self.head_dim)
+                    if self.cross_store and len(live):
                         old = self.cross_store[i][j]
-                        new[: len(old), :, : old.shape[2]] = old
+                        new[live, :, : old.shape[2]] = old[live]
+                        new[live, :, old.shape[2] :] = 0
                     pair.append(new)
                 store.append((pair[0], pair[1]))
             self.cross_store = store
@@ -438,6 +441,8 @@ class ReferenceCache(DecoderCache[ReferenceLayer]):
         for (xk, xv), (ck, cv) in zip(self.cross_store, cross):
             xk[g, :, :S] = ck
             xv[g, :, :S] = cv
+            xk[g, :, S:] = 0  # (past the source: zeros, read with weight 0)
+            xv[g, :, S:] = 0
         real = mem_mask.view(b, S)
         self.cross_mask[g] = False
         self.cross_mask[g, :S] = real

@@ -36,7 +36,7 @@ class _ScriptCache:
 
     reserved: list[tuple[int, int]] = []  # (sentences, positions) of every reserve() call, all caches
 
-    def reserve(self, sentences: int, positions: int = 0) -> None:
+    def reserve(self, sentences: int, positions: int = 0, long_lived: bool = False) -> None:
         self.reserved.append((sentences, positions))
 
     def join(self, cross, mem_mask, max_len: int) -> None:
