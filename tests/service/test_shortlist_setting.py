@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 
 from rendition.model.tokenizer import Tokenizer
-from rendition.model.translation.shortlist import FILENAME, build_from_pairs
+from rendition.model.export.shortlist import build_from_pairs
+from rendition.model.translation.shortlist import FILENAME
 from rendition.model.translation.translator import Translator
 
 PAIRS = [("Hello", "Bonjour"), ("Open the file", "Ouvrir le fichier"), ("The cat sleeps", "Le chat dort")]
