@@ -55,6 +55,7 @@ from rendition.model.weights import release_freed_memory
 log = logging.getLogger("rendition.scheduler")
 
 IDLE_RELEASE_S = 1.0  # a worker with nothing to run for this long drops its searches' storage
+TRIM_EVERY_S = 5.0  # a busy worker hands the heap's free pages back this often (glibc's malloc_trim)
 MIN_SOURCE_TOKENS = 32  # a decoding step's work per row counts the source as at least this long
 
 
@@ -136,6 +137,7 @@ class _Worker:
         self.cost = 0  # source tokens x beams of the sentences in its searches
         self.last_end: float | None = None  # when its previous step ended (None: it has waited idle since)
         self.thread: threading.Thread | None = None
+        self.trimmed = time.monotonic()  # when it last handed the heap's free pages back
 
 
 class TranslationScheduler:
@@ -307,6 +309,9 @@ class TranslationScheduler:
             for search in list(w.searches.values()):
                 if not search.idle:
                     self._step(w, search)
+            if time.monotonic() - w.trimmed > TRIM_EVERY_S:  # (under steady load a worker is never idle:
+                w.trimmed = time.monotonic()  # what the steps freed inside the heap goes back all the same)
+                release_freed_memory()
 
     def _step(self, w: _Worker, search: BeamSearch) -> None:
         start = time.perf_counter()

@@ -218,6 +218,30 @@ def test_workers_run_nicer_than_the_process(backend) -> None:
         sched.close()
 
 
+def test_a_busy_worker_hands_the_heaps_free_pages_back(backend, monkeypatch) -> None:
+    """Under steady load a worker is never idle long enough to drop its searches; it still calls
+    ``release_freed_memory`` (glibc's malloc_trim) every ``TRIM_EVERY_S`` while it steps."""
+    from rendition.model.translation import scheduler as module
+
+    calls: list[str] = []
+    real = module.release_freed_memory
+
+    def spy() -> bool:
+        calls.append(threading.current_thread().name)
+        return real()
+
+    monkeypatch.setattr(module, "TRIM_EVERY_S", 0.0)
+    monkeypatch.setattr(module, "release_freed_memory", spy)
+    sched = TranslationScheduler(backend, workers=1, threads=1)
+    try:
+        opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=8)
+        sched.submit(random_sources(4, 96, seed=14), opts).future.result()
+        busy = list(calls)  # (made while the request ran: several steps, a trim after each)
+    finally:
+        sched.close()
+    assert len(busy) >= 2 and all(name.startswith("rendition-translate-") for name in busy), busy
+
+
 def test_each_sentence_is_reported_the_step_it_is_done_and_steps_count_their_units(backend) -> None:
     """``on_result(i, steps)`` comes once per sentence, before the request's future resolves, with
     the decoding steps it took part in (alone in its ticket: the ticket's own step count); a step's
