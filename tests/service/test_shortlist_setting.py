@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shutil
 
-from rendition.model.tokenizer import Tokenizer
 from rendition.model.export.shortlist import build_from_pairs
+from rendition.model.tokenizer import Tokenizer
 from rendition.model.translation.shortlist import FILENAME
 from rendition.model.translation.translator import Translator
 
