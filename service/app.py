@@ -14,13 +14,15 @@ once and ``/health/ready`` turns 200 when everything is warm; a failed load turn
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from importlib import metadata
+from pathlib import Path
 from typing import TypeVar
 
 import torch
@@ -28,8 +30,9 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.translation.pairs import PairTable, package_dirs, read_languages
 from rendition.model.translation.scheduler import worker_layout
-from rendition.model.translation.translator import Translator
+from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 from rendition.model.weights import resolve_device
 from rendition.service import connections, errors, readiness, tracing
 from rendition.service.admission import Ledger, ServiceRate
@@ -85,14 +88,7 @@ def _load_models(state: AppState, translator: Translator | None, encoder: Senten
     up, record load times."""
     s = state.settings
     if "translator" in s.models:
-        state.translator = _load_engine(
-            state,
-            "translator",
-            lambda: translator or load_translator(
-                s.translator_path, s.device, s.dtype, s.kv_cache_dtype, s.compute_type, s.shortlist
-            ),
-            lambda m: TranslationEngine(m, s.translator_name, state.metrics),
-        )
+        _load_translators(state, translator)
     if "encoder" in s.models:
         state.encoder = _load_engine(
             state,
@@ -105,6 +101,44 @@ def _load_models(state: AppState, translator: Translator | None, encoder: Senten
         )
 
 
+def translator_dirs(s: Settings) -> list[Path | None]:
+    """The translator directories to load: RENDITION_TRANSLATOR_PATH's, then the pair packages of
+    RENDITION_MODELS_DIR; neither: [None], the shipped model."""
+    dirs: list[Path | None] = [*s.translator_path, *(package_dirs(s.models_dir) if s.models_dir else [])]
+    return dirs or [None]
+
+
+def queue_name(index: int, languages: Sequence[str]) -> str:
+    """The queue (and metrics ``model`` label) of the ``index``-th translator: "translator" for the first."""
+    return "translator" if index == 0 else "translator-" + "-".join(languages)
+
+
+def _itself(translator: Translator) -> Translator:
+    return translator
+
+
+def _load_translators(state: AppState, given: Translator | None) -> None:
+    """Every translator directory (``translator_dirs``; ``given``: that one alone), after checking
+    from their configs that no two serve the same direction; then the routing table."""
+    s = state.settings
+    dirs = translator_dirs(s)
+    if given is None:
+        languages = [read_languages(d or DEFAULT_TRANSLATOR) for d in dirs]
+        PairTable(zip(dirs, languages), [str(d or DEFAULT_TRANSLATOR) for d in dirs])  # DuplicateDirection before loading
+    else:
+        dirs, languages = [None], [given.languages]
+    for k, (d, langs) in enumerate(zip(dirs, languages)):
+        name = s.translator_name if len(dirs) == 1 else f"{s.translator_name}-{'-'.join(langs)}"
+        load: Callable[[], Translator] = (
+            functools.partial(load_translator, d, s.device, s.dtype, s.kv_cache_dtype, s.compute_type, s.shortlist)
+            if given is None else functools.partial(_itself, given)
+        )  # fmt: skip
+        make = functools.partial(TranslationEngine, name=name, metrics=state.metrics)
+        state.translators[queue_name(k, langs)] = _load_engine(state, queue_name(k, langs), load, make)
+    state.translator = next(iter(state.translators.values()))
+    state.pairs = PairTable([(q, e.languages) for q, e in state.translators.items()], list(state.translators))
+
+
 M = TypeVar("M", Translator, SentenceEncoder)
 E = TypeVar("E", TranslationEngine, EmbeddingEngine)
 
@@ -113,7 +147,7 @@ def _load_engine(state: AppState, kind: str, load: Callable[[], M], make_engine:
     """load() the model, wrap it with make_engine, warm it up; log and record the time taken."""
     t0 = time.perf_counter()
     engine = make_engine(load())
-    readiness.verify(kind, engine, state.settings.warmup)  # finite weights, matching tokenizer, a real decode
+    readiness.verify(kind.split("-")[0], engine, state.settings.warmup)  # finite weights, matching tokenizer, a real decode
     seconds = time.perf_counter() - t0
     state.metrics.model_load.labels(kind).set(seconds)
     log.info("model loaded", extra={"model": kind, "seconds": round(seconds, 3), **engine.info()})
@@ -136,12 +170,14 @@ async def _start(
         if on_failure is not None:
             on_failure()
         return
-    workers, threads = worker_layout(s.translation_workers, s.worker_threads, cores, state.device)
-    if state.translator is not None:
-        state.queues["translator"] = TranslationQueue(
-            "translator", state.translator, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
+    # the cores shared out among the translators: each its own scheduler, together no more threads than cores
+    per_translator = max(1, cores // max(1, len(state.translators)))
+    workers, threads = worker_layout(s.translation_workers, s.worker_threads, per_translator, state.device)
+    for name, engine in state.translators.items():
+        state.queues[name] = TranslationQueue(
+            name, engine, workers=workers, threads=threads, max_batch_tokens=s.max_batch_tokens,
             max_batch_size=s.max_batch_size, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
-            nice=s.worker_nice, rate=state.ledger.rate,
+            nice=s.worker_nice, rate=state.ledger.rate if name == "translator" else None,
         )  # fmt: skip
     if state.encoder is not None:
         # Embeddings never wait behind a translation: their batches run on a thread of their own.

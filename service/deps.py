@@ -14,6 +14,7 @@ import numpy as np
 from fastapi import Depends, Request
 
 from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.pairs import PairTable
 from rendition.model.translation.search import Hypothesis
 from rendition.service.admission import Ledger
 from rendition.service.engines import EmbeddingEngine, TranslationEngine
@@ -27,7 +28,10 @@ from rendition.service.settings import Settings
 class AppState:
     settings: Settings
     metrics: Metrics
-    translator: TranslationEngine | None = None
+    translator: TranslationEngine | None = None  # the first translator loaded (the only one of a single pair)
+    # every translator by its queue's name ("translator" first), and the routing of a pair to them
+    translators: dict[str, TranslationEngine] = field(default_factory=dict)
+    pairs: PairTable[str] = field(default_factory=lambda: PairTable[str]([]))
     encoder: EmbeddingEngine | None = None
     queues: dict[str, Queue[Any, Any]] = field(default_factory=dict)  # "translator" (scheduler) / "encoder" (batcher)
     ready: bool = False
@@ -156,3 +160,21 @@ def engine_or_503(state: AppState, name: Literal["translator", "encoder"]) -> tu
             503, f"the {name} model is loading; retry shortly", kind="not_ready", headers={"Retry-After": "1"}
         )
     return engine, state.queues[name]
+
+
+def translator_queue(state: AppState, name: str) -> tuple[TranslationEngine, TranslatorQueue]:
+    """The translator whose queue is ``name`` (a leg of ``AppState.pairs``' routes) and that queue;
+    404/503 as ``engine_or_503``."""
+    engine_or_503(state, "translator")
+    return state.translators[name], state.queues[name]
+
+
+def loaded_pairs(state: AppState) -> PairTable[str]:
+    """The routing of the loaded translators (404/503 as ``engine_or_503``)."""
+    engine_or_503(state, "translator")
+    return state.pairs
+
+
+def loaded_languages(state: AppState) -> tuple[str, ...]:
+    """Every language of the loaded translators (``source: "auto"`` detects among them)."""
+    return loaded_pairs(state).languages

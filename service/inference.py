@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 from fastapi import Request
 
-from rendition.service.deps import AppState, engine_or_503
+from rendition.model.translation.pairs import Leg, UnsupportedPair
+from rendition.service.deps import AppState, engine_or_503, translator_queue
 from rendition.service.engines import (
     EmbeddingJob,
     EmbeddingOutput,
@@ -66,17 +67,24 @@ async def run(
     return engine.post(job, ids, raw)
 
 
-def _pair_error(e: UnsupportedLanguagePair) -> APIError:
+def _pair_error(e: ValueError) -> APIError:
     return APIError(400, str(e), kind="unsupported_language_pair", param="target")
 
 
-def check_pair(state: AppState, source: str, target: str) -> None:
-    """400 unless the translator translates ``source`` -> ``target`` (503 while it loads)."""
-    engine, _ = engine_or_503(state, "translator")
+def route(state: AppState, source: str, target: str) -> list[Leg[str]]:
+    """The translators (their queues' names) that translate ``source`` -> ``target``: one, or two
+    through English; 400 naming the loaded pairs when none do (503 while they load)."""
+    engine_or_503(state, "translator")
     try:
-        engine.check_pair(source, target)
-    except UnsupportedLanguagePair as e:
+        return state.pairs.route(source, target)
+    except UnsupportedPair as e:
         raise _pair_error(e) from None
+
+
+def check_pair(state: AppState, source: str, target: str) -> None:
+    """400 unless the loaded translators translate ``source`` -> ``target``, directly or through
+    English (503 while they load)."""
+    route(state, source, target)
 
 
 async def translate(
@@ -87,9 +95,14 @@ async def translate(
     admit: Admit[TranslationEngine] | None = None,
 ) -> TranslationOutput:
     """``InputTooLong`` (a sentence over the input limit) and ``TranslationTooLong`` pass through:
-    the route maps them to its own field and sentence.  ``admit(engine, ids)``: see ``run``."""
+    the route maps them to its own field and sentence.  The job goes to the translator of its pair
+    (``route``: a pair only reached through English is two jobs, ``rendition.service.translation``).
+    ``admit(engine, ids)``: see ``run``."""
     try:
-        engine, queue = engine_or_503(state, "translator")
+        legs = route(state, job.source, job.target)
+        if len(legs) != 1:
+            raise UnsupportedLanguagePair(f"{job.source}-{job.target} goes through English: two jobs, one per leg")
+        engine, queue = translator_queue(state, legs[0].translator)
         return await run(request, settings, engine, queue, job, None if admit is None else functools.partial(admit, engine))
     except UnsupportedLanguagePair as e:
         raise _pair_error(e) from None

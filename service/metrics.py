@@ -110,6 +110,13 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.translations = Counter(
+            "rendition_translations",
+            "texts translated per language pair (only pairs the loaded translators serve) and route: direct, or "
+            "through English (two translators in a row)",
+            ["pair", "route"],
+            registry=r,
+        )
         self.glossary_terms = Counter(
             "rendition_glossary_terms",
             "glossary terms found in the sentences translated (outcome: placed where the translator kept their "

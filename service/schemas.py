@@ -11,11 +11,17 @@ from pydantic import BaseModel, ConfigDict, Field
 # -- /v1/translate -------------------------------------------------------------------------------
 
 
+PAIRS_NOTE = (
+    "the pairs served are those of the loaded translators (GET /languages), and a pair two of them bridge "
+    "through English (source -> en -> target)"
+)
+
+
 class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str | list[str] = Field(description="one text or a list of texts")
-    source: str = Field(min_length=1, max_length=16, description="source language code, e.g. en")
+    source: str = Field(min_length=1, max_length=16, description=f"source language code, e.g. en; {PAIRS_NOTE}")
     target: str = Field(min_length=1, max_length=16, description="target language code, e.g. fr")
     beam_size: int | None = Field(None, ge=1, description="beam width (default RENDITION_DEFAULT_BEAM_SIZE)")
     num_hypotheses: int = Field(1, ge=1, description="n-best hypotheses per text (<= beam_size)")
@@ -68,7 +74,7 @@ class TranslateUsage(BaseModel):
 
 class TranslateResponse(BaseModel):
     results: list[TranslationResult]
-    model: str
+    model: str = Field(description="the translator that answered; through English, both joined by '+'")
     usage: TranslateUsage
 
 
@@ -79,8 +85,11 @@ class LibreTranslateRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     q: str | list[str]
-    source: str = Field(min_length=1, max_length=16, description='a language code, or "auto" (detected per text)')
-    target: str = Field(min_length=1, max_length=16)
+    source: str = Field(
+        min_length=1, max_length=16,
+        description=f'a language code, or "auto" (detected per text among the loaded languages); {PAIRS_NOTE}',
+    )  # fmt: skip
+    target: str = Field(min_length=1, max_length=16, description="a language code")
     format: Literal["text", "html"] = "text"
     alternatives: int = Field(0, ge=0)
     api_key: str | None = None
@@ -105,7 +114,7 @@ class DetectedLanguage(BaseModel):
 class Language(BaseModel):
     code: str
     name: str
-    targets: list[str]
+    targets: list[str] = Field(description="the languages it translates into: directly, or through English")
 
 
 # -- OpenAI embeddings ---------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from rendition.model.translation.pairs import split_paths
+
 ModelName = Literal["translator", "encoder"]
 
 
@@ -39,7 +41,11 @@ class Settings(BaseSettings):
 
     # -- models ---------------------------------------------------------------------------------
     models: Annotated[list[ModelName], NoDecode] = ["translator", "encoder"]  # which models to load
-    translator_path: Path | None = None  # None: the shipped model (model/pretrained/translator)
+    # translator directories, os.pathsep- or comma-separated; each is a pair package whose config.json names its
+    # languages (rendition.model.translation.pairs); with models_dir: every subdirectory holding a translator
+    # config.json too; neither: the shipped model (model/pretrained/translator)
+    translator_path: Annotated[list[Path], NoDecode] = []
+    models_dir: Path | None = None
     encoder_path: Path | None = None  # None: the shipped model (model/pretrained/encoder)
     translator_name: str = "rendition-translator"
     encoder_name: str = "rendition-disan"
@@ -132,6 +138,20 @@ class Settings(BaseSettings):
         if isinstance(v, str):
             return [x.strip() for x in v.split(",") if x.strip()]
         return v
+
+    @field_validator("translator_path", mode="before")
+    @classmethod
+    def _split_paths(cls, v: object) -> object:
+        if v is None:
+            return []
+        if isinstance(v, str):
+            return split_paths(v)
+        return [v] if isinstance(v, Path) else v
+
+    @field_validator("models_dir", mode="before")
+    @classmethod
+    def _empty_dir_is_unset(cls, v: object) -> object:
+        return None if isinstance(v, str) and not v.strip() else v
 
     @field_validator("embedding_model_aliases", mode="before")
     @classmethod

@@ -25,10 +25,11 @@ from rendition.model.text import pipeline, segment
 from rendition.model.text.glossary import Glossary
 from rendition.model.text.language_id import LanguageDetector
 from rendition.model.translation.options import InvalidOption, TranslationOptions
+from rendition.model.translation.pairs import Leg
 from rendition.model.translation.search import max_output_lengths
 from rendition.model.translation.translator import Translation
 from rendition.service import admission, inference
-from rendition.service.deps import AppState, engine_or_503
+from rendition.service.deps import AppState, translator_queue
 from rendition.service.engines import TranslationEngine, TranslationJob, TranslationTooLong
 from rendition.service.errors import APIError, invalid
 from rendition.service.settings import Settings
@@ -109,13 +110,14 @@ def _too_long(
 
 
 def engine_decoder(
-    request: Request, state: AppState, settings: Settings, texts: list[str], source: str, target: str, field: str, allow_cut: bool
-) -> pipeline.Decode:
+    request: Request, state: AppState, settings: Settings, texts: list[str], source: str, target: str, field: str, allow_cut: bool,
+    first_leg: bool = True,
+) -> pipeline.Decode:  # fmt: skip
     """The pipeline's ``decode`` on the service's engine (the inference facade): the first decoding
     admitted as the request's job (a text with no usable tokens: 422; a job that cannot finish
-    alone within the request timeout: a 4xx, ``rendition.service.admission``), the second one as
-    more units of it.  A translation ended by its length limit comes back marked (without
-    ``allow_cut``, the cut hypotheses below an ended best one are dropped)."""
+    alone within the request timeout: a 4xx, ``rendition.service.admission``), the second one (and,
+    not ``first_leg``, a pivot's second leg) as more units of it.  A translation ended by its length
+    limit comes back marked (without ``allow_cut``, the cut hypotheses below an ended best one are dropped)."""
 
     def admit_units(opts: TranslationOptions) -> Callable[[TranslationEngine, list[list[int]]], AbstractContextManager[inference.Progress | None]]:
         def admit(engine: TranslationEngine, ids: list[list[int]]) -> AbstractContextManager[inference.Progress | None]:
@@ -141,7 +143,7 @@ def engine_decoder(
 
     async def decode(batch: pipeline.Batch) -> pipeline.Decoded:
         job = TranslationJob(batch.sentences, source, target, batch.options, truncate=batch.second or allow_cut)
-        admit = admit_units(batch.options) if batch.second else admit_job(batch)
+        admit = admit_units(batch.options) if batch.second or not first_leg else admit_job(batch)
         try:
             out = await inference.translate(request, state, settings, job, admit)
         except TranslationTooLong as e:  # (its output: every translation, the cut ones marked)
@@ -175,12 +177,12 @@ async def translate_texts(
     ``truncate`` (default RENDITION_TRUNCATE_TRANSLATIONS) allows the cut one.  A sentence with no
     glossary term or span to keep is translated exactly as without them.  Returns (translations,
     source token count, per text whether a sentence of it was cut)."""
-    inference.check_pair(state, source, target)
+    legs = inference.route(state, source, target)
     allow_cut = settings.truncate_translations if truncate is None else truncate
     protection = pipeline.Protection(glossary=glossary, spans=settings.protect_spans)
-    decode = engine_decoder(request, state, settings, texts, source, target, field, allow_cut)
+    decode, fallback_ngram = route_decoder(request, state, settings, texts, legs, field, allow_cut, opts)
     try:
-        result = await pipeline.translate(texts, source, decode, opts, protection, settings.length_fallback_no_repeat_ngram)
+        result = await pipeline.translate(texts, source, decode, opts, protection, fallback_ngram)
     except pipeline.PrefixNeedsOneSentence as e:
         raise invalid([field, e.text], str(e), "target_prefix_text") from None
     except pipeline.SentenceTooLong as e:
@@ -192,8 +194,9 @@ async def translate_texts(
             param=field,
         ) from None
     _count(state, result)
+    state.metrics.translations.labels(f"{source}-{target}", "direct" if len(legs) == 1 else "english").inc(len(texts))
     if result.cut and not allow_cut:
-        raise _cut_error(state, texts, source, target, opts, settings, field, result)
+        raise _cut_error(state, texts, source, legs[-1], opts, settings, field, result)
     for i, t in enumerate(result.translations):
         if len(t.hypotheses) < opts.num_hypotheses:
             raise invalid(
@@ -216,12 +219,30 @@ def _count(state: AppState, result: pipeline.Result) -> None:
         state.metrics.glossary_terms.labels("missing").inc(missing)
 
 
+def route_decoder(
+    request: Request, state: AppState, settings: Settings, texts: list[str], legs: list[Leg[str]], field: str,
+    allow_cut: bool, opts: TranslationOptions,
+) -> tuple[pipeline.Decode, int]:  # fmt: skip
+    """The pipeline's ``decode`` of a route and the no-repeat n-gram of the pipeline's own second
+    decoding: one leg, the pipeline's; two (through English), ``pipeline.pivot``, each leg its own."""
+    decoders = [
+        engine_decoder(request, state, settings, texts, leg.source, leg.target, field, allow_cut, first_leg=k == 0)
+        for k, leg in enumerate(legs)
+    ]
+    ngram = settings.length_fallback_no_repeat_ngram
+    if len(decoders) == 1:
+        return decoders[0], ngram
+    return pipeline.pivot(decoders[0], decoders[1], pipeline.fallback_options(opts, ngram)), 0
+
+
 def _cut_error(
-    state: AppState, texts: list[str], source: str, target: str, opts: TranslationOptions, settings: Settings, field: str,
-    result: pipeline.Result,
+    state: AppState, texts: list[str], source: str, last: Leg[str], opts: TranslationOptions, settings: Settings,
+    field: str, result: pipeline.Result,
 ) -> APIError:  # fmt: skip
-    """The 422 for the first sentence still cut, naming its length limit."""
+    """The 422 for the first sentence still cut, naming its length limit (the ``last`` leg's: its
+    translator's tokens of the sentence)."""
     i, j = result.cut[0]
     sentence = segment.split(texts[i], source).sentences[j]
-    n = len(engine_or_503(state, "translator")[0].pre(TranslationJob([sentence], source, target, opts))[0])
+    engine = translator_queue(state, last.translator)[0]
+    n = len(engine.pre(TranslationJob([sentence], last.source, last.target, opts))[0])
     return _too_long((i, j), max_output_lengths([n], opts)[0], n, field, opts, settings, result.second_options is not None)

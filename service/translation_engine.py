@@ -53,7 +53,7 @@ class MetricsObserver:
         if self.rate is not None:
             self.rate.step(units, period)
         if self.m:
-            w = str(worker)
+            w = str(worker) if self.model == "translator" else f"{self.model}/{worker}"  # (another pair's scheduler)
             self.m.running_sentences.labels(w).set(sentences)
             self.m.running_rows.labels(w).set(rows)
             self.m.kv_cache_bytes.labels(w).set(cache_bytes)

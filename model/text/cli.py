@@ -2,6 +2,7 @@
 
     rendition translate --source en --target fr < input.en > output.fr
     rendition translate --source en --target fr --engine ctranslate2 --model-dir DIR
+    rendition translate --source fr --target de --translator EN_FR_DIR --translator EN_DE_DIR < input.fr
 
 Order is preserved, empty (or blank) input lines give empty output lines.  Every line goes through
 the text pipeline the service runs (``rendition.model.text.pipeline``): split into sentences,
@@ -11,7 +12,9 @@ sentences are sorted by length and translated ``--batch-size`` at a time (little
 progress bar goes to stderr when there is more than one batch.  Both engines
 share the same pre/post-processing (``Translator``); ``--engine ctranslate2`` takes either a
 directory written by ``rendition export-ct2`` or a rendition model directory (exported on the fly
-to a temporary directory).
+to a temporary directory).  Several translators (``--translator`` repeated, or ``--models-dir``)
+serve every pair of each, and a pair none has both languages of through English (source -> en in
+one, en -> target in another; ``rendition.model.translation.pairs``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from rendition.model.text import pipeline
 from rendition.model.text.glossary import Glossary, GlossaryError, load_glossary
 from rendition.model.text.segment import InputTooLong
 from rendition.model.translation.options import InvalidOption, TranslationOptions
+from rendition.model.translation.pairs import Leg, PairTable, package_dirs
 from rendition.model.translation.search import Hypothesis, max_output_lengths
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from rendition.model.weights import ModelLoadError
@@ -101,8 +105,19 @@ def translator_decoder(translator: Translator, target: str, batch_size: int = 32
     return decode
 
 
+def route_decoder(
+    legs: Sequence[Leg[Translator]], batch_size: int, progress: bool, opts: TranslationOptions, fallback_ngram: int
+) -> tuple[pipeline.Decode, int]:
+    """The pipeline's ``decode`` of a route and the no-repeat n-gram of the pipeline's own second
+    decoding: one translator, the pipeline's; two (through English), ``pipeline.pivot``, each leg its own."""
+    decoders = [translator_decoder(leg.translator, leg.target, batch_size, progress) for leg in legs]
+    if len(decoders) == 1:
+        return decoders[0], fallback_ngram
+    return pipeline.pivot(decoders[0], decoders[1], pipeline.fallback_options(opts, fallback_ngram)), 0
+
+
 def translate_lines(
-    translator: Translator,
+    translator: Translator | PairTable[Translator],
     lines: Sequence[str],
     source: str,
     target: str,
@@ -116,13 +131,16 @@ def translate_lines(
     """Translate ``lines`` through the text pipeline (``rendition.model.text.pipeline``: split into
     sentences, placeholders, ``glossary`` terms and, with ``protect_spans``, URLs, paths and code
     kept, the second decoding of a sentence that reached its length limit); blank lines map to
-    empty strings.  ``InputTooLong`` names the line (1-based) with a sentence over the input limit."""
-    translator.check_pair(source, target)
+    empty strings.  ``InputTooLong`` names the line (1-based) with a sentence over the input limit.
+    ``translator``: one, or a table of several (a pair none has both languages of goes through English)."""
+    table = translator if isinstance(translator, PairTable) else PairTable([(translator, translator.languages)])
+    legs = table.route(source, target)  # (UnsupportedPair names the pairs served)
     texts = [line.strip() for line in lines]
     protection = pipeline.Protection(glossary=glossary, spans=protect_spans)
-    decode = translator_decoder(translator, target, batch_size, progress)
+    opts = TranslationOptions(**options)
+    decode, ngram = route_decoder(legs, batch_size, progress, opts, fallback_ngram)
     try:
-        result = asyncio.run(pipeline.translate(texts, source, decode, TranslationOptions(**options), protection, fallback_ngram))
+        result = asyncio.run(pipeline.translate(texts, source, decode, opts, protection, ngram))
     except pipeline.SentenceTooLong as e:
         raise InputTooLong(e.text + 1, e.length, e.limit, "line") from None
     return [t.text for t in result.translations]
@@ -206,7 +224,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
     add_storage_options(p, note="torch engine: ")
+    p.add_argument(
+        "--translator", action="append", default=[], metavar="DIR",
+        help="torch engine: a translator directory (a pair package); repeat it to serve several pairs (a pair none has "
+        "both languages of goes through English); instead of --model-dir",
+    )  # fmt: skip
+    p.add_argument("--models-dir", metavar="DIR", help="torch engine: every subdirectory holding a translator is a pair package")
     return p
+
+
+def translator_dirs(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """``--translator`` and ``--models-dir``'s pair packages; neither: ``--model-dir`` alone."""
+    try:
+        found = package_dirs(Path(args.models_dir)) if args.models_dir else []
+    except FileNotFoundError as e:
+        p.error(f"--models-dir: {e}")
+    dirs = [*args.translator, *(str(d) for d in found)]
+    if dirs and args.engine != "torch":
+        p.error("--translator / --models-dir: torch engine only")
+    return dirs or [args.model_dir]
+
+
+def load_table(how: Loading, dirs: Sequence[str], stack: ExitStack, workers: int, threads: int, cores: int) -> PairTable[Translator]:
+    """Every translator of ``dirs`` (``DuplicateDirection`` when two serve one direction), each
+    (torch engine) with its workers on its share of the cores."""
+    translators = [load_translator(replace(how, model_dir=d), stack) for d in dirs]
+    table = PairTable([(t, t.languages) for t in translators], list(dirs))
+    if how.engine == "torch":
+        for t in translators:
+            t.start_workers(workers, threads, cores=max(1, cores // len(translators)))
+            stack.callback(t.close)
+    return table
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -222,20 +270,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.engine == "torch":  # the workers set their own threads; the model is loaded on one (worker_layout)
         torch.set_num_threads(1)
 
+    dirs = translator_dirs(p, args)
     lines = sys.stdin.buffer.read().decode("utf-8", errors="replace").splitlines()
     with ExitStack() as stack:
         try:
             how = Loading(
-                args.model_dir, args.engine, args.device, args.dtype, args.kv_cache_dtype, args.compute_type, args.shortlist,
+                dirs[0], args.engine, args.device, args.dtype, args.kv_cache_dtype, args.compute_type, args.shortlist,
                 args.threads or 0,
             )  # fmt: skip
-            translator = load_translator(how, stack)
-            translator.check_pair(args.source, args.target)
-            if args.engine == "torch":
-                translator.start_workers(args.workers, args.threads or 0, cores=cores)
-                stack.callback(translator.close)
+            table = load_table(how, dirs, stack, args.workers, args.threads or 0, cores)
+            table.route(args.source, args.target)
             outputs = translate_lines(
-                translator,
+                table,
                 lines,
                 args.source,
                 args.target,

@@ -34,12 +34,13 @@ from rendition.service.deps import (
     AppState,
     auth_error,
     bearer_token,
-    engine_or_503,
     get_settings,
     get_state,
     key_is_valid,
+    loaded_languages,
 )
 from rendition.service.errors import APIError
+from rendition.service.schemas import PAIRS_NOTE
 from rendition.service.settings import Settings
 from rendition.service.translation import detector, make_options, translate_texts
 
@@ -200,7 +201,7 @@ _FORM = {
                     "required": ["file", "source", "target"],
                     "properties": {
                         "file": {"type": "string", "format": "binary", "description": f"one of {', '.join(SUPPORTED)}"},
-                        "source": {"type": "string", "description": "the file's language, or auto", "example": "en"},
+                        "source": {"type": "string", "description": f"the file's language, or auto; {PAIRS_NOTE}", "example": "en"},
                         "target": {"type": "string", "example": "fr"},
                         "api_key": {"type": "string"},
                         "glossary": {"type": "string", "description": "JSON object: source term -> target term"},
@@ -251,11 +252,11 @@ async def translate_file(
             413, f"the file is larger than the limit of {settings.max_file_bytes:,} bytes (RENDITION_MAX_FILE_BYTES)",
             kind="file_too_large", param="file",
         )  # fmt: skip
-    engine, _ = engine_or_503(state, "translator")
+    languages = loaded_languages(state)
     if source != "auto":
         inference.check_pair(state, source, target)
-    elif target not in engine.languages:
-        inference.check_pair(state, next(c for c in engine.languages if c != target), target)  # the 400 naming the pairs
+    elif target not in languages:
+        inference.check_pair(state, next(c for c in languages if c != target), target)  # the 400 naming the pairs
     try:
         doc = await run_in_threadpool(documents.open_document, data, filename, limits(settings), target)
     except DocumentError as e:
@@ -265,7 +266,7 @@ async def translate_file(
         raise APIError(400, "the file is nested too deeply to be read", kind="invalid_file", param="file") from None
     if source == "auto":
         sample = " ".join(doc.segments)[:5000]
-        source = detector(engine.languages).detect(sample)[0][0] if sample.strip() else target
+        source = detector(languages).detect(sample)[0][0] if sample.strip() else target
     if source == target:  # already in the target language: its own translation
         translations: list[str | None] = [None] * len(doc.segments)
     else:

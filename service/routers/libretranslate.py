@@ -31,10 +31,11 @@ from rendition.service.deps import (
     as_list,
     auth_error,
     bearer_token,
-    engine_or_503,
     get_settings,
     get_state,
     key_is_valid,
+    loaded_languages,
+    loaded_pairs,
 )
 from rendition.service.errors import APIError
 from rendition.service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
@@ -182,14 +183,14 @@ async def translate(
 ) -> dict:
     body: LibreTranslateRequest = await _parse_body(request, LibreTranslateRequest)
     texts = as_list(body.q, "q", settings)
-    engine, _ = engine_or_503(state, "translator")
+    languages = loaded_languages(state)
     opts = options(settings, body.alternatives)
     n = opts.num_hypotheses
     html = [HtmlDoc(t) for t in texts] if body.format == "html" else None
     pieces = [d.texts for d in html] if html else [[t] for t in texts]  # what gets translated, per text
     found = None
     if body.source == "auto":
-        det = detector(engine.languages)
+        det = detector(languages)
         found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
         sources = [f[0][0] for f in found]
     else:
@@ -249,25 +250,24 @@ async def detect(
     ``q`` is a list."""
     body: DetectRequest = await _parse_body(request, DetectRequest)
     texts = as_list(body.q, "q", settings)
-    engine, _ = engine_or_503(state, "translator")
-    det = detector(engine.languages)
+    det = detector(loaded_languages(state))
     out = [[DetectedLanguage(confidence=round(100 * p, 1), language=lang) for lang, p in det.detect(t)] for t in texts]
     return out[0] if isinstance(body.q, str) else out
 
 
 @router.get("/languages", response_model=list[Language], summary="Supported languages (LibreTranslate-compatible)")
 async def languages(state: AppState = Depends(get_state)) -> list[Language]:
-    engine, _ = engine_or_503(state, "translator")
-    langs = engine.languages
-    return [Language(code=c, name=LANGUAGE_NAMES.get(c, c), targets=[t for t in langs if t != c]) for c in langs]
+    """Every language of the loaded translators, each with the languages it translates into:
+    directly, or through English (two translators in a row)."""
+    pairs = loaded_pairs(state)
+    return [Language(code=c, name=LANGUAGE_NAMES.get(c, c), targets=pairs.targets(c)) for c in pairs.languages]
 
 
 @router.get("/frontend/settings", summary="Settings for LibreTranslate's web UI")
 async def frontend_settings(
     state: AppState = Depends(get_state), settings: Settings = Depends(get_settings)
 ) -> dict:
-    engine, _ = engine_or_503(state, "translator")
-    langs = engine.languages
+    langs = loaded_languages(state)
     target = next((c for c in langs if c != "en"), langs[0])
     return {
         "charLimit": settings.max_text_chars,

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from rendition.model.translation.pairs import directions
 from rendition.service.deps import AppState, get_state, require_api_key
 from rendition.service.errors import APIError
 from rendition.service.exposition import UNAUTHORIZED, metrics_token_ok
@@ -48,14 +49,26 @@ async def metrics(request: Request, state: AppState = Depends(get_state)) -> Res
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
+def _translator_infos(state: AppState) -> list[dict]:
+    """Each translator's details with the directions it serves alone (``directions``) and those it
+    serves as one leg of two through English (``through_english``)."""
+    out = []
+    for name, engine in state.translators.items():
+        legs = {d: [leg.translator for leg in state.pairs.route(*d)] for d in state.pairs.pivots()}
+        out.append({
+            **engine.info(),
+            "directions": [f"{a}-{b}" for a, b in directions(engine.languages)],
+            "through_english": [f"{a}-{b}" for (a, b), via in legs.items() if name in via],
+        })  # fmt: skip
+    return out
+
+
 def _model_objects(state: AppState) -> list[dict]:
     """The loaded models, then the encoder's aliases (RENDITION_EMBEDDING_MODEL_ALIASES), each with
     the encoder's details and ``root``: the model it names (as vLLM lists its served names)."""
-    models = [
-        {"object": "model", "owned_by": "rendition", "created": 0, **engine.info()}
-        for engine in (state.translator, state.encoder)
-        if engine is not None
-    ]
+    models = [{"object": "model", "owned_by": "rendition", "created": 0, **info} for info in _translator_infos(state)]
+    if state.encoder is not None:
+        models.append({"object": "model", "owned_by": "rendition", "created": 0, **state.encoder.info()})
     if state.encoder is not None:
         encoder = models[-1]
         models += [

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from rendition.model.translation.options import TranslationOptions
-from rendition.service import glossaries
-from rendition.service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
+from rendition.service import glossaries, inference
+from rendition.service.deps import AppState, as_list, get_settings, get_state, require_api_key, translator_queue
 from rendition.service.engines import TranslationEngine
 from rendition.service.errors import invalid
 from rendition.service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
@@ -52,7 +52,8 @@ async def translate(
     settings: Settings = Depends(get_settings),
 ) -> TranslateResponse:
     texts = as_list(body.text, "text", settings)
-    opts = request_options(settings, body, engine_or_503(state, "translator")[0])
+    engines = [translator_queue(state, leg.translator)[0] for leg in inference.route(state, body.source, body.target)]
+    opts = request_options(settings, body, engines[-1])  # (a target prefix is in the last translator's tokens)
     glossary = glossaries.resolve(settings, body.source, body.target, body.glossary, body.glossary_name)
     translations, source_tokens, cut = await translate_texts(
         request, state, settings, texts, body.source, body.target, opts, body.truncate, glossary=glossary
@@ -65,5 +66,4 @@ async def translate(
             r.hypotheses = [Hypothesis(text=x, score=s) for x, s in t.hypotheses]
         results.append(r)
     usage = TranslateUsage(source_tokens=source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
-    assert state.translator is not None  # (engine_or_503 above)
-    return TranslateResponse(results=results, model=state.translator.name, usage=usage)
+    return TranslateResponse(results=results, model="+".join(e.name for e in engines), usage=usage)
