@@ -73,6 +73,9 @@ def test_french_to_german_goes_through_english(server) -> None:
     lt = server.http.post("/translate", json={"q": FRENCH[0], "source": "fr", "target": "de"}, timeout=120)  # (its defaults)
     native = server.http.post("/v1/translate", json={"text": FRENCH[0], "source": "fr", "target": "de"}, timeout=120)
     assert lt.status_code == 200 and lt.json()["translatedText"] == native.json()["results"][0]["text"]
+    glossary = {"text": "Le chat dort.", "source": "fr", "target": "de", "glossary": {"chat": "Katze"}, **SEARCH}
+    r = server.http.post("/v1/translate", json=glossary, timeout=120)  # (a fr->de glossary: French terms, German output)
+    assert r.status_code == 200 and "Katze" in r.json()["results"][0]["text"] and "chat" not in r.json()["results"][0]["text"]
     txt = server.http.post("/translate_file", files={"file": ("a.txt", FRENCH[0].encode())}, data={"source": "fr", "target": "de"}, timeout=120)
     assert txt.status_code == 200, txt.text
 
