@@ -14,6 +14,7 @@ routes answer 400) that names the request's field.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from functools import lru_cache
@@ -208,10 +209,15 @@ async def translate_texts(
     return result.translations, result.source_tokens, result.truncated
 
 
+def _count_retried(state: AppState, retried: list[bool]) -> None:
+    """Second decodings (per sentence: whether it still reached its limit), in the metrics."""
+    for still_cut in retried:
+        state.metrics.length_fallbacks.labels("limit" if still_cut else "ended").inc()
+
+
 def _count(state: AppState, result: pipeline.Result) -> None:
     """The second decodings and the glossary terms, in the metrics."""
-    for still_cut in result.retried:
-        state.metrics.length_fallbacks.labels("limit" if still_cut else "ended").inc()
+    _count_retried(state, result.retried)
     placed, missing = result.terms
     if placed:
         state.metrics.glossary_terms.labels("placed").inc(placed)
@@ -232,7 +238,8 @@ def route_decoder(
     ngram = settings.length_fallback_no_repeat_ngram
     if len(decoders) == 1:
         return decoders[0], ngram
-    return pipeline.pivot(decoders[0], decoders[1], pipeline.fallback_options(opts, ngram)), 0
+    again = pipeline.fallback_options(opts, ngram)
+    return pipeline.pivot(decoders[0], decoders[1], again, functools.partial(_count_retried, state)), 0
 
 
 def _cut_error(
@@ -245,4 +252,5 @@ def _cut_error(
     sentence = segment.split(texts[i], source).sentences[j]
     engine = translator_queue(state, last.translator)[0]
     n = len(engine.pre(TranslationJob([sentence], last.source, last.target, opts))[0])
-    return _too_long((i, j), max_output_lengths([n], opts)[0], n, field, opts, settings, result.second_options is not None)
+    retried = pipeline.fallback_options(opts, settings.length_fallback_no_repeat_ngram) is not None  # (a pivot: in each leg)
+    return _too_long((i, j), max_output_lengths([n], opts)[0], n, field, opts, settings, retried)

@@ -180,25 +180,30 @@ async def _second_decoding(
     return out, cut, list(fixed.truncated)
 
 
-def with_second_decoding(decode: Decode, again: TranslationOptions | None) -> Decode:
+Retried = Callable[[list[bool]], None]  # told, per sentence decoded a second time, whether it still reached its limit
+
+
+def with_second_decoding(decode: Decode, again: TranslationOptions | None, retried: Retried | None = None) -> Decode:
     """``decode`` followed by its own second decoding (``again``) of the sentences that reached
     their length limit: one leg of a pivot, as the pipeline decodes a direct pair."""
 
     async def run(batch: Batch) -> Decoded:
         first = await decode(batch)
-        done, cut, _ = await _second_decoding(decode, batch, first, again)
+        done, cut, still = await _second_decoding(decode, batch, first, again)
+        if retried is not None and still:
+            retried(still)
         return Decoded(done, cut, first.source_tokens)
 
     return run
 
 
-def pivot(first: Decode, second: Decode, again: TranslationOptions | None) -> Decode:
+def pivot(first: Decode, second: Decode, again: TranslationOptions | None, retried: Retried | None = None) -> Decode:
     """A ``decode`` through a pivot language: ``first`` (source -> pivot) then ``second`` (pivot ->
     target) on its best translations, each leg with its own second decoding (``again``; the
     pipeline around it then runs none: ``translate(..., fallback_ngram=0)``).  The stand-ins
     (placeholders, glossary terms, spans) pass through both legs; a target prefix is the second
-    leg's only.  A sentence is cut when either leg cut it."""
-    legs = with_second_decoding(first, again), with_second_decoding(second, again)
+    leg's only.  A sentence is cut when either leg cut it.  ``retried``: told of each leg's second decodings."""
+    legs = with_second_decoding(first, again, retried), with_second_decoding(second, again, retried)
 
     async def run(batch: Batch) -> Decoded:
         into_pivot = replace(batch, options=replace(batch.options, target_prefix=()))
