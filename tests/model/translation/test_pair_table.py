@@ -80,6 +80,7 @@ def translators(tmp_path_factory: pytest.TempPathFactory) -> tuple[Translator, T
             Translator.from_pretrained(de, compute_type="float32"))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_pivot_is_both_legs_one_after_the_other(translators: tuple[Translator, Translator]) -> None:
     fr, de = translators
     both = PairTable([(fr, fr.languages), (de, de.languages)])
@@ -95,6 +96,7 @@ def test_the_pivot_is_both_legs_one_after_the_other(translators: tuple[Translato
         translate_lines(both, FRENCH, "fr", "es", progress=False)
 
 
+@pytest.mark.slow
 def test_rendition_translate_serves_several_pairs(translators: tuple[Translator, Translator], tmp_path: Path) -> None:
     """``rendition translate`` with a models directory gives what the library gives."""
     fr, de = translators
