@@ -9,8 +9,9 @@ uvicorn settings (``uvicorn_options``), each a ``RENDITION_*`` setting (docs/con
                                 and headers within this of opening (or of its previous response), else
                                 408 and closed - a client that sends nothing, or a byte a second, is cut off
 
-The protocol is uvicorn's httptools implementation (a C parser: about a third of h11's cost per
-request) with the header size limit, which httptools lacks, and one timer added.  In the ASGI app (``ServiceMiddleware``):
+The protocol is uvicorn's httptools implementation (a C parser; h11 parses in Python on the event
+loop) with the header size limit, which httptools lacks, and one timer added.  In the ASGI app
+(``ServiceMiddleware``):
 
     RENDITION_MAX_HEADERS       header fields per request: beyond it 431 (``Gate``)
     RENDITION_BODY_TIMEOUT_S    the body must arrive within this of the headers: else 408 (middleware)
