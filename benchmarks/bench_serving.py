@@ -19,7 +19,8 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     in-process (each request a ticket of the scheduler at the server's layout, ``--in-flight`` at a
     time, no HTTP): its seconds / HTTP seconds is HTTP's own share of the loss, the rest is what
     the in-flight limit and the drain at the end cost any server.  Also the requests' p50/p99
-    latency and, from ``/metrics`` over the run, the translator's mean batch
+    latency, the CPU time per request of the server's event-loop thread (Linux schedstat; the least
+    of the rounds: it competes with the workers for the same cores) and, from ``/metrics`` over the run, the translator's mean batch
     (``rendition_batch_size``: sentences per decoding step) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
     ``rendition_compute_seconds``), each when the server exports it.
 (b) Open loop: single sentences of mixed lengths (drawn with a fixed seed from the DDTP and
@@ -97,10 +98,24 @@ def serve(
                     log.seek(0)
                     raise SystemExit(f"server did not start:\n{log.read().decode(errors='replace')[-3000:]}")
                 time.sleep(0.3)
+            SERVER_PIDS[url] = proc.pid
             yield url
         finally:
             proc.terminate()
             proc.wait(timeout=60)
+
+
+SERVER_PIDS: dict[str, int] = {}  # url -> the server's process id (serve)
+
+
+def loop_cpu_seconds(url: str) -> float:
+    """CPU time so far of the server's main thread, the one that runs the event loop (Linux
+    schedstat: nanoseconds on a CPU); NaN where it cannot be read."""
+    pid = SERVER_PIDS.get(url)
+    try:
+        return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return float("nan")
 
 
 def _ready(url: str) -> bool:
@@ -233,7 +248,8 @@ def http_efficiency(
 ) -> dict:
     """Each side is the fastest of ``rounds`` runs, the sides taking turns (on a shared 2-core
     machine a single run of either can swing by a third).  ``client``: the lean keep-alive client (``loadgen.raw_closed_loop``)
-    or httpx; the client's own CPU time per request is reported, as it shares the server's cores."""
+    or httpx; the client's own CPU time per request is reported, as it shares the server's cores, and
+    the server's event loop's."""
     load = raw_closed_loop if client == "raw" else run_load
     extra = {} if client == "raw" else {"seconds": 600}
 
@@ -243,14 +259,15 @@ def http_efficiency(
     closed_loop_run(in_flight, lambda i: translate_body(texts[i % len(texts)]))  # warm-up
     kinds = server_translator(url)
     h0 = histogram_sums(url)
-    res, client_cpu, local, loop = None, 0.0, float("inf"), float("inf")
+    res, client_cpu, local, loop, loop_cpu = None, 0.0, float("inf"), float("inf"), float("inf")
     for _ in range(rounds):  # (the three in turn, so that a slow spell of the machine hits them alike)
         local = min(local, in_process_seconds(texts, *reference, kinds))
         # The same closed loop in-process (the scheduler at the server's layout, no HTTP): what the
         # in-flight limit and the drain at the end cost, apart from HTTP's own share.
         loop = min(loop, in_process_seconds(texts, "scheduler", *reference[1:], kinds, in_flight=in_flight))
-        cpu0 = time.process_time()
+        cpu0, loop0 = time.process_time(), loop_cpu_seconds(url)
         run = closed_loop_run(len(texts), lambda i: translate_body(texts[i]))
+        loop_cpu = min(loop_cpu, loop_cpu_seconds(url) - loop0)
         if res is None or run.seconds < res.seconds:
             res, client_cpu = run, time.process_time() - cpu0
     means = histogram_means(h0, histogram_sums(url))
@@ -259,6 +276,7 @@ def http_efficiency(
                   "kv_cache_dtype": kinds["kv_cache_dtype"], "in_process_s": round(local, 3),
                   "efficiency": round(local / res.seconds, 3), "client": client,
                   "client_cpu_ms_per_request": round(client_cpu / len(texts) * 1e3, 2),
+                  "loop_cpu_ms_per_request": round(loop_cpu / len(texts) * 1e3, 2),
                   "in_process_loop_s": round(loop, 3), "http_share": round(loop / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
                   "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
                   "mean_compute_ms": round(means["rendition_compute_seconds"] * 1e3, 1)}  # fmt: skip
@@ -350,14 +368,18 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
     print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  server: {args.python or args.root}")
     print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}")
     print(f"{'measurement':<58}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  other")
-    rows = [
-        (f"(a) {a['n']} requests, {a['in_flight']} in flight", a,
+    rows = []
+    if a:
+        rows.append((f"(a) {a['n']} requests, {a['in_flight']} in flight", a,
          f"HTTP {a['seconds']:.2f} s vs in-process ({a['reference']}) {a['in_process_s']:.2f} s, both"
          f" {a['compute_type']}: efficiency {a['efficiency']:.2f}"
          f" (the same closed loop in-process {a['in_process_loop_s']:.2f} s: HTTP's share {a['http_share']:.2f});"
          f" client {a['client']}, {a['client_cpu_ms_per_request']} ms CPU per request;"
+         f" the server's event loop {a['loop_cpu_ms_per_request']} ms CPU per request;"
          f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
-         f" {a['mean_compute_ms']} ms"),
+         f" {a['mean_compute_ms']} ms"))  # fmt: skip
+    if b:
+        rows += [
         (f"(b) capacity: closed loop, {args.in_flight} in flight", b["capacity_run"],
          f"{b['capacity_per_s']} sentences/s"),
         ("(b) Poisson at 50% of capacity", b["load_50"], f"offered {b['load_50']['offered_per_s']}/s"),
@@ -366,9 +388,12 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
         ("(b) median-length sentence alone, idle (median of 10)", {"p50_ms": b["idle_median_sentence_ms"]}, ""),
         ("(b) 99th-percentile-length sentence alone, idle (median of 10)", {"p50_ms": b["idle_p99_length_sentence_ms"]},
          f"{b['idle_p99_length_sentence_ms'] / b['idle_median_sentence_ms']:.1f}x the median sentence"),
+        ]  # fmt: skip
+    if c:
+        rows += [
         ("(c) embedding alone, idle", {"p50_ms": c["idle_p50_ms"], "p99_ms": c["idle_p99_ms"]}, ""),
         (f"(c) embedding, translator saturated ({c['n']} sequential)", c, "target p99 <= 50 ms"),
-    ]  # fmt: skip
+        ]  # fmt: skip
     for name, r, other in rows:
         fails = f"; {r['failed']} failed {r['failed_statuses']}" if r.get("failed") else ""
         cells = "".join(f"{r.get(k, float('nan')):>9.1f}" for k in ("p50_ms", "p99_ms", "max_ms"))
@@ -403,6 +428,7 @@ def main() -> None:
     p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
     p.add_argument("--seconds", type=float, default=30.0, help="(b) arrivals per load level")
     p.add_argument("--embeddings", type=int, default=200, help="(c) sequential embedding requests under load")
+    p.add_argument("--parts", default="abc", help="the parts to run, e.g. ac (default all: abc)")
     p.add_argument("--quick", action="store_true", help="smoke run: n 32, 16 in flight, 5 s runs, 20 embeddings")
     args = p.parse_args()
     if args.quick:
@@ -413,14 +439,14 @@ def main() -> None:
     load0 = os.getloadavg()[0]
     texts = test_sentences(n=args.n)
     with serve(args.root, args.port, args.env, args.python) as url:
-        a = progress(
-            "a",
-            http_efficiency(
-                url, texts, args.in_flight, (args.reference, args.workers or 0, args.threads or 0), client=args.client
-            ),
-        )
-        b = progress("b", open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds))
-        c = progress("c", asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings)))
+        a = b = c = {}
+        if "a" in args.parts:
+            reference = (args.reference, args.workers or 0, args.threads or 0)
+            a = progress("a", http_efficiency(url, texts, args.in_flight, reference, client=args.client))
+        if "b" in args.parts:
+            b = progress("b", open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds))
+        if "c" in args.parts:
+            c = progress("c", asyncio.run(embeddings_under_load(url, texts, args.in_flight, args.embeddings)))
     report(args, a, b, c, load0)
 
 

@@ -130,12 +130,12 @@ class Ledger:
     event-loop only: the scheduler's reports reach it through the loop)."""
 
     def __init__(self, timeout_s: float, rate: ServiceRate | None = None, start_ratio: float = 1.0,
-                 on_ratio: Callable[[Pair, float], None] | None = None):  # fmt: skip
+                 on_ratio: Callable[[Pair, OutputRatio], None] | None = None):  # fmt: skip
         self.budget_s = BUDGET_SHARE * timeout_s
         self.rate = rate or ServiceRate(4e-5)
         self.in_flight_units = 0
         self.ratios: dict[Pair, OutputRatio] = defaultdict(lambda: OutputRatio(start_ratio))
-        self.on_ratio = on_ratio  # (a pair's measured ratio changed: the Prometheus gauge)
+        self.on_ratio = on_ratio  # (a pair's first measured sentence: the Prometheus gauge reads its ratio from then on)
         self.requests: dict[str, int] = defaultdict(int)  # past the gate, not answered yet
         self.sentences: dict[str, float] = defaultdict(lambda: 1.0)  # running mean per request
         self.entries = 0  # translation requests holding units (``Admitted``)
@@ -204,8 +204,8 @@ class Ledger:
     def measured(self, pair: Pair, source_tokens: int, steps: int) -> None:
         ratio = self.ratios[pair]
         ratio.observe(source_tokens, steps)
-        if self.on_ratio is not None:
-            self.on_ratio(pair, ratio.value)
+        if ratio.sentences == 1 and self.on_ratio is not None:
+            self.on_ratio(pair, ratio)
 
 
 class Admitted:

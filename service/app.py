@@ -66,7 +66,7 @@ def ledger(s: Settings, metrics: Metrics) -> Ledger:
     """The admission ledger, its measured rate and ratios exported as gauges."""
     rate = ServiceRate(s.service_unit_s, busy_units=s.max_batch_tokens // 8)
     out = Ledger(s.request_timeout_s, rate, s.output_ratio,
-                 on_ratio=lambda pair, r: metrics.admission_output_ratio.labels("-".join(pair)).set(r))  # fmt: skip
+                 on_ratio=lambda pair, r: metrics.admission_output_ratio.labels("-".join(pair)).set_function(lambda: r.value))  # fmt: skip
     metrics.admission_unit_seconds.set_function(lambda: rate.value)
     metrics.admission_in_flight_seconds.set_function(lambda: out.in_flight_s)
     return out

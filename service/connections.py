@@ -2,15 +2,16 @@
 
 uvicorn settings (``uvicorn_options``), each a ``RENDITION_*`` setting (docs/configuration.md):
 
-    RENDITION_MAX_HEADER_BYTES  request line + headers (h11 ``max_incomplete_event_size``): beyond it 400
+    RENDITION_MAX_HEADER_BYTES  request line + headers (``GuardedHttpToolsProtocol``): beyond it 400
     RENDITION_KEEP_ALIVE_S      an idle keep-alive connection is closed (uvicorn ``timeout_keep_alive``)
     RENDITION_MAX_CONNECTIONS   open connections + running requests (uvicorn ``limit_concurrency``): beyond it 503
-    RENDITION_HEADER_TIMEOUT_S  ``GuardedH11Protocol``: a connection must deliver a complete request line
+    RENDITION_HEADER_TIMEOUT_S  ``GuardedHttpToolsProtocol``: a connection must deliver a complete request line
                                 and headers within this of opening (or of its previous response), else
                                 408 and closed - a client that sends nothing, or a byte a second, is cut off
 
-The protocol is uvicorn's own h11 implementation (httptools has no header size limit) with one
-timer added.  In the ASGI app (``ServiceMiddleware``):
+The protocol is uvicorn's httptools implementation (a C parser; h11 parses in Python on the event
+loop) with the header size limit, which httptools lacks, and one timer added.  In the ASGI app
+(``ServiceMiddleware``):
 
     RENDITION_MAX_HEADERS       header fields per request: beyond it 431 (``Gate``)
     RENDITION_BODY_TIMEOUT_S    the body must arrive within this of the headers: else 408 (middleware)
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 from starlette.types import Scope
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from rendition.service.deps import AppState, auth_error, key_is_valid, require_api_key
 from rendition.service.errors import APIError
@@ -44,19 +45,30 @@ from rendition.service.settings import Settings
 log = logging.getLogger("rendition.connections")
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's line and headers."""
+class HeadTooLarge(Exception):
+    """A request line and headers over ``max_header_bytes`` (raised from the parser's callbacks)."""
 
-    header_timeout_s: float = 10.0  # set by ``uvicorn_options`` (a subclass per server)
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a size limit on each request's line and headers and a
+    deadline for them.  httptools (llhttp) keeps no limit of its own: the bytes are counted here,
+    parsed (the URL and each header as the parser completes them) and raw (what arrived while a
+    request's headers are still incomplete, e.g. one endless header)."""
+
+    header_timeout_s: float = 10.0  # both set by ``uvicorn_options`` (a subclass per server)
+    max_header_bytes: int = 16384
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._head_size = 0  # the current request's line and headers, as parsed
+        self._raw_size = 0  # bytes received while its headers were incomplete
+        self._heads = 0  # requests whose headers are complete
+        self._head_pending = True
         self._arm()
 
     def _arm(self) -> None:
         self._disarm()
-        self._waiting_for = self.cycle  # headers have arrived once self.cycle is a new one
         self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_timed_out)
 
     def _disarm(self) -> None:
@@ -65,14 +77,49 @@ class GuardedH11Protocol(H11Protocol):
             self._header_timer = None
 
     def data_received(self, data: bytes) -> None:
+        pending, heads = self._head_pending, self._heads
         super().data_received(data)
-        if self._header_timer is not None and self.cycle is not self._waiting_for:
-            self._disarm()
+        if pending and self._head_pending and heads == self._heads and not self.transport.is_closing():
+            self._raw_size += len(data)  # (all of it is the incomplete request's line and headers)
+            if self._raw_size > self.max_header_bytes:
+                self.send_400_response("")
+
+    def _grow(self, size: int) -> None:
+        self._head_size += size
+        if self._head_size > self.max_header_bytes:
+            raise HeadTooLarge
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_size = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._grow(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._grow(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._head_pending, self._raw_size = False, 0
+        self._heads += 1
+        self._disarm()
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._head_pending = True  # the next request's, on this connection
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing():
+        if self._head_pending and not self.transport.is_closing():
             self._arm()  # the next request on this connection gets its own deadline
+
+    def send_400_response(self, msg: str) -> None:
+        if max(self._head_size, self._raw_size) > self.max_header_bytes:
+            msg = f"request line and headers over {self.max_header_bytes} bytes (RENDITION_MAX_HEADER_BYTES)"
+        super().send_400_response(msg)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -80,7 +127,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _headers_timed_out(self) -> None:
         self._header_timer = None
-        if self.transport.is_closing() or self.cycle is not self._waiting_for:
+        if self.transport.is_closing() or not self._head_pending:
             return
         msg = f"request headers not received within {self.header_timeout_s:g} s (RENDITION_HEADER_TIMEOUT_S)\n".encode()
         self.transport.write(
@@ -92,10 +139,9 @@ class GuardedH11Protocol(H11Protocol):
 
 def uvicorn_options(settings: Settings) -> dict:
     """The uvicorn.Config keyword arguments of the connection limits."""
-    protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout_s": settings.header_timeout_s})
+    limits = {"header_timeout_s": settings.header_timeout_s, "max_header_bytes": settings.max_header_bytes}
     return dict(
-        http=protocol,
-        h11_max_incomplete_event_size=settings.max_header_bytes,
+        http=type("GuardedHttpToolsProtocol", (GuardedHttpToolsProtocol,), limits),
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,
     )

@@ -33,6 +33,17 @@ class Metrics:
         )
         self.in_flight = Gauge("rendition_requests_in_flight", "HTTP requests being served", ["route"], registry=r)
         self.errors = Counter("rendition_errors", "errors by type", ["type"], registry=r)
+        self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+    def answered(self, method: str, route: str, status: int, seconds: float) -> None:
+        """One answered request: its count and latency (the labelled series looked up once per label values)."""
+        key = (method, route, status)
+        if (series := self._answered.get(key)) is None:
+            series = self._answered[key] = (
+                self.requests.labels(method, route, str(status)), self.request_latency.labels(method, route, str(status))
+            )
+        series[0].inc()
+        series[1].observe(seconds)
 
     def _batching(self, r: CollectorRegistry) -> None:
         """The queues, the batches and the translator's running searches."""

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import asyncio
-import logging
+import itertools
 import re
 import time
 import uuid
@@ -24,11 +24,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rendition.service.connections import Gate, release_memory
 from rendition.service.errors import error_response
-from rendition.service.logs import request_id
+from rendition.service.logs import access, request_id
 from rendition.service.metrics import Metrics
 
-log = logging.getLogger("rendition.access")
 _RID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+_RID_PREFIX = uuid.uuid4().hex[:16]  # a generated id: this process's random prefix and a sequence number
+_RID_SEQUENCE = itertools.count()
+
+
+def new_request_id() -> str:
+    """32 hex digits, unique per process and (by the random prefix) across processes; no system
+    call per request (``uuid4`` reads os.urandom, which releases the GIL on the event loop)."""
+    return f"{_RID_PREFIX}{next(_RID_SEQUENCE):016x}"
 
 
 class ServiceMiddleware:
@@ -56,7 +63,7 @@ class ServiceMiddleware:
             return
         headers = dict(scope["headers"])
         rid = headers.get(b"x-request-id", b"").decode("latin-1")
-        rid = rid if _RID.match(rid) else uuid.uuid4().hex
+        rid = rid if _RID.match(rid) else new_request_id()
         token = request_id.set(rid)
         start = time.perf_counter()
         method, path = scope["method"], scope["path"]
@@ -69,8 +76,8 @@ class ServiceMiddleware:
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode())]
             await send(message)
 
-        route_guess = path if path in self.known_paths else "unmatched"
-        self.metrics.in_flight.labels(route_guess).inc()
+        in_flight = self.metrics.in_flight.labels(path if path in self.known_paths else "unmatched")
+        in_flight.inc()
         try:
             refused = self.gate(scope) if self.gate is not None else None
             if refused is not None:  # decided on the headers alone: the body is never read
@@ -97,21 +104,11 @@ class ServiceMiddleware:
         finally:
             if self.gate is not None:
                 self.gate.release(scope)
-            self.metrics.in_flight.labels(route_guess).dec()
-            route = scope.get("route")
-            route_name = getattr(route, "path", None) or "unmatched"
+            in_flight.dec()
+            route_name = getattr(scope.get("route"), "path", None) or "unmatched"
             elapsed = time.perf_counter() - start
-            self.metrics.requests.labels(method, route_name, str(status)).inc()
-            self.metrics.request_latency.labels(method, route_name, str(status)).observe(elapsed)
-            log.info(
-                "request",
-                extra={
-                    "method": method,
-                    "route": route_name,
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 2),
-                },
-            )
+            self.metrics.answered(method, route_name, status, elapsed)
+            access(method, route_name, status, elapsed)
             request_id.reset(token)
 
     async def _limited_body(

@@ -113,6 +113,9 @@ class TranslationQueue:
             nice=nice, join_delay_s=delay_ms / 1000,  # (testing aid, RENDITION_BATCH_DELAY_MS: sentences joining take this long)
         )  # fmt: skip
         self._closing = False
+        if metrics:  # (the depth is read at each scrape; nothing to update per request)
+            metrics.queue_depth.labels(name).set_function(lambda: self.queued)
+            self._input_tokens = metrics.input_tokens.labels(name)
 
     @property
     def queued(self) -> int:
@@ -150,11 +153,10 @@ class TranslationQueue:
             raise QueueFull(self.name, self.retry_after())
         m = self.metrics
         if m:
-            m.input_tokens.labels(self.name).inc(sum(len(p) for p in payloads) if tokens is None else sum(tokens))
+            self._input_tokens.inc(sum(len(p) for p in payloads) if tokens is None else sum(tokens))
         trace = tracing.capture()
         on_result = None if progress is None else _on_loop(asyncio.get_running_loop(), progress)
         ticket = self.scheduler.submit(list(payloads), key, on_result)
-        self._set_depth()
         try:
             out = await asyncio.wrap_future(ticket.future)
         except asyncio.CancelledError as e:
@@ -168,13 +170,7 @@ class TranslationQueue:
             if m:
                 m.errors.labels("batch_failed").inc()
             raise BatchFailed(f"{self.name}: {len(payloads)} sentences failed: {type(e).__name__}: {e}") from None
-        finally:
-            self._set_depth()
         if trace is not None and ticket.started:
             n_tokens = sum(len(p) for p in payloads)
             tracing.record_request(self.name, trace, ticket.submitted, min(ticket.started), time.perf_counter(), len(payloads), n_tokens)
         return out
-
-    def _set_depth(self) -> None:
-        if self.metrics:
-            self.metrics.queue_depth.labels(self.name).set(self.queued)
