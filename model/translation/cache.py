@@ -433,16 +433,13 @@ class ReferenceCache(DecoderCache[ReferenceLayer]):
                     if self.cross_store and len(live):
                         old = self.cross_store[i][j]
                         new[live, :, : old.shape[2]] = old[live]
-                        new[live, :, old.shape[2] :] = 0
                     pair.append(new)
                 store.append((pair[0], pair[1]))
             self.cross_store = store
         g = self.sentence_groups()[-b:]
         for (xk, xv), (ck, cv) in zip(self.cross_store, cross):
-            xk[g, :, :S] = ck
-            xv[g, :, :S] = cv
-            xk[g, :, S:] = 0  # (past the source: zeros, read with weight 0)
-            xv[g, :, S:] = 0
+            xk[g, :, :S] = ck  # (past the source: never written, so its pages are never touched;
+            xv[g, :, :S] = cv  # the step kernel reads each slot up to its length, gathered_cross masks)
         real = mem_mask.view(b, S)
         self.cross_mask[g] = False
         self.cross_mask[g, :S] = real
@@ -471,7 +468,8 @@ class ReferenceCache(DecoderCache[ReferenceLayer]):
         groups = self.sentence_groups()
         used = int(self.cross_lens[groups].max()) if len(groups) else 0
         xk, xv = self.cross_store[layer]
-        return xk[groups, :, :used], xv[groups, :, :used]
+        past = ~self.cross_mask[groups, :used].view(len(groups), 1, used, 1)  # (a slot past its source is uninitialised)
+        return xk[groups, :, :used].masked_fill(past, 0), xv[groups, :, :used].masked_fill(past, 0)
 
     def nbytes(self) -> int:
         slots = sum(t.numel() * t.element_size() for pair in self.cross_store for t in pair)

@@ -11,7 +11,9 @@ queue with a fair share per request.
 Each worker owns one ``BeamSearch`` (``rendition.model.translation.search``) per set of options (the frozen
 ``TranslationOptions`` are the key) and steps them in turn; a worker that has had nothing to run
 for ``IDLE_RELEASE_S`` drops its searches with their K/V storage (a search made anew for every
-request costs its storage's first touch, about half the throughput of back-to-back requests); a
+request costs its storage's first touch, about half the throughput of back-to-back requests), and a
+busy worker drops any one search that has run nothing for as long (the other direction's, a second
+decoding's: else each option set a worker has ever served keeps its storage while others run); a
 search reserves ``max_sentences`` sentences of ``max_length`` positions of storage, uninitialised, so
 only the positions written are touched and a longer sentence joining never widens (copies) the
 storage: what a worker holds follows its load, not the largest burst it has seen.  Between two steps it admits waiting
@@ -138,6 +140,7 @@ class _Worker:
         self.last_end: float | None = None  # when its previous step ended (None: it has waited idle since)
         self.thread: threading.Thread | None = None
         self.trimmed = time.monotonic()  # when it last handed the heap's free pages back
+        self.idle_since: dict[TranslationOptions, float] = {}  # a search with nothing to run -> since when
 
 
 class TranslationScheduler:
@@ -300,18 +303,33 @@ class TranslationScheduler:
                         self._cond.wait()
                     elif not self._cond.wait(IDLE_RELEASE_S):  # idle that long: its searches and their
                         w.searches.clear()  # storage go, its kernels' large buffers and the heap's
+                        w.idle_since.clear()
                         native.release_scratch()  # free pages (what a worker holds follows its load,
                         release_freed_memory()  # not its largest burst)
                     self._drop_cancelled(w)
                     joined += self._admit(w)
             if joined and self.join_delay_s:
                 time.sleep(self.join_delay_s)
-            for search in list(w.searches.values()):
-                if not search.idle:
-                    self._step(w, search)
+            self._step_searches(w)  # (in a call of its own: no local of this loop keeps a search alive while it waits)
             if time.monotonic() - w.trimmed > TRIM_EVERY_S:  # (under steady load a worker is never idle:
                 w.trimmed = time.monotonic()  # what the steps freed inside the heap goes back all the same)
                 release_freed_memory()
+
+    def _step_searches(self, w: _Worker) -> None:
+        for search in list(w.searches.values()):
+            if not search.idle:
+                self._step(w, search)
+        self._drop_idle_searches(w)
+
+    def _drop_idle_searches(self, w: _Worker) -> None:
+        """A search with nothing to run for ``IDLE_RELEASE_S`` while the worker runs others goes,
+        with its storage (what it holds is then what the searches running lately need)."""
+        now = time.monotonic()
+        for key, search in list(w.searches.items()):
+            if not search.idle:
+                w.idle_since.pop(key, None)
+            elif now - w.idle_since.setdefault(key, now) > IDLE_RELEASE_S:
+                del w.searches[key], w.idle_since[key]  # (only this worker's thread adds to its searches)
 
     def _step(self, w: _Worker, search: BeamSearch) -> None:
         start = time.perf_counter()
@@ -329,6 +347,7 @@ class TranslationScheduler:
                 for sentence in [s for s, srch in w.owned.items() if srch is search]:
                     self._release(w, sentence)
                 w.searches.pop(key, None)
+                w.idle_since.pop(key, None)
             for t in tickets:
                 self.cancel(t)
                 if not t.future.done():

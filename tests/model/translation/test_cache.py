@@ -163,6 +163,26 @@ def test_a_finished_sentence_hands_its_storage_pages_back(need_kernel) -> None:
         assert zeros(xk[0]) > 0.9 and zeros(xv[0]) > 0.9 and zeros(xk[1]) == zeros(xv[1]) == 0
 
 
+def test_a_cross_slot_past_its_source_is_never_written_and_reads_as_zeros() -> None:
+    """A sentence's cross-attention slot is as wide as the longest source, but only its own source
+    is written (the rest of the slot's pages are never touched); the step kernel reads each slot up
+    to its length, and ``gathered_cross`` (the torch step) masks what lies past it."""
+    cache = new_cache(ReferenceCache)
+    cache.reserve(4, 64, long_lived=True)
+    join(cache, 1, src_len=40)
+    join(cache, 1, src_len=4)
+    short = int(cache.sentence_groups()[1])
+    for xk, xv in cache.cross_store:
+        assert xk.shape[2] == 64
+        xk[short, :, 4:] = float("nan")  # (what an uninitialised slot may hold)
+        xv[short, :, 4:] = float("nan")
+    for layer in range(len(cache.cross_store)):
+        k, v = cache.gathered_cross(layer)
+        assert k.shape[2] == 40 and torch.isfinite(k).all() and torch.isfinite(v).all()
+        assert zeros(k[1, :, 4:]) == zeros(v[1, :, 4:]) == 1
+        assert torch.equal(k[1, :, :4], cache.cross_store[layer][0][short, :, :4])
+
+
 def zeros(t: torch.Tensor) -> float:
     """The share of the tensor's values that are exactly zero."""
     return (t == 0).float().mean().item()

@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 import pytest
 from test_continuous import alone, assert_same, random_model, random_sources  # (this directory is on sys.path)
@@ -267,3 +268,49 @@ def test_each_sentence_is_reported_the_step_it_is_done_and_steps_count_their_uni
     assert seen[0][0] == alone.stats.decode_steps  # the same sentence, the same search: the same steps
     assert log.units[0] == (max(len(long), 32) + max(len(short), 32)) * 2
     assert set(log.units) <= {log.units[0], max(len(long), 32) * 2, max(len(short), 32) * 2}
+
+
+def _searches(sched: TranslationScheduler) -> list[weakref.ref]:
+    return [weakref.ref(s) for w in sched._workers for s in w.searches.values()]
+
+
+def test_no_search_outlives_an_idle_worker(backend, monkeypatch) -> None:
+    """A worker idle for ``IDLE_RELEASE_S`` drops its searches, and nothing of its loop keeps one
+    (and its K/V storage) alive while it waits."""
+    from rendition.model.translation import scheduler as module
+
+    monkeypatch.setattr(module, "IDLE_RELEASE_S", 0.05)
+    sched = TranslationScheduler(backend, workers=1, threads=1)
+    try:
+        opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=8)
+        ticket = sched.submit(random_sources(4, 96, seed=15), opts)
+        while not (searches := _searches(sched)):
+            time.sleep(0.001)
+        ticket.future.result()
+        deadline = time.monotonic() + 10
+        while any(ref() is not None for ref in searches) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(ref() is None for ref in searches)
+    finally:
+        sched.close()
+
+
+def test_a_search_idle_while_the_worker_runs_others_is_dropped(backend, monkeypatch) -> None:
+    """Under steady load a worker is never idle; a search of other options (the other direction,
+    a second decoding) that has had nothing to run for ``IDLE_RELEASE_S`` goes all the same."""
+    from rendition.model.translation import scheduler as module
+
+    monkeypatch.setattr(module, "IDLE_RELEASE_S", 0.02)
+    sched = TranslationScheduler(backend, workers=1, threads=1)
+    try:
+        long = TranslationOptions(beam_size=2, min_length=400, max_length=410, max_length_a=0.0, max_length_b=410)
+        running = sched.submit(random_sources(8, 96, seed=16), long)
+        short = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=4)
+        sched.submit(random_sources(1, 96, seed=17), short).future.result()
+        (search,) = [weakref.ref(s) for s in sched._workers[0].searches.values() if s.opts == short]
+        while search() is not None and not running.future.done():
+            time.sleep(0.005)
+        assert search() is None and not running.future.done()
+        assert len(running.future.result()) == 8
+    finally:
+        sched.close()
