@@ -4,6 +4,8 @@ at most 16 MiB coming back).
     python scripts/gpu_bundle.py pack MODEL_DIR OUT.safetensors     # matrices to int8 (per row), rest as is
     python scripts/gpu_bundle.py unpack IN.safetensors MODEL_DIR    # back to the original dtypes
     python scripts/gpu_bundle.py average RUN_DIR OUT_DIR [--last N] # the run's checkpoints from its last half
+    python scripts/gpu_bundle.py bundle PAIR CORPUS OUT_DIR --cap dict=N  # a run from scratch: corpus, tokenizer, config
+    python scripts/gpu_bundle.py mix CORPUS TOKENIZER --cap ... --upsample ...  # each source's share of an epoch
 
 ``pack`` halves a float16 model: every matrix of at least 4,096 entries is stored as int8 with one
 float32 scale per row (symmetric, round to nearest), everything else unchanged.  It is meant for a
@@ -11,12 +13,19 @@ training run's starting weights, where a relative error of about 0.5% per weight
 first steps, not for weights that are shipped.  ``average`` exports (float16, as ``rendition train
 --export``) the mean of the kept checkpoints whose step is at least half the run's last step, at
 most ``--last`` of them, so that a run cut short by its time limit is not averaged with its start.
+
+``bundle`` prepares a run from scratch for another pair (``en-de``): the corpus as xz, a
+SentencePiece model trained on both sides of the corpus as the cap leaves it (the shipped
+translator's settings: unigram, byte fallback, the two languages' tags), and ``config.json``, the
+shipped translator's shape with that vocabulary and the pair's languages.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -24,6 +33,9 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 MIN_QUANTISED = 4096
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_CONFIG = ROOT / "model" / "pretrained" / "translator" / "config.json"
+BUNDLE_FILES = ("corpus.tsv.xz", "sentencepiece.model", "config.json")
 
 
 def pack(model_dir: Path, out: Path) -> None:
@@ -69,6 +81,46 @@ def average(run_dir: Path, out_dir: Path, last: int) -> list[str]:
     return [str(s) for s in chosen]
 
 
+def bundle(pair: str, corpus: Path, out_dir: Path, cap: str = "", vocab_size: int = 16_000,
+           input_sentences: int = 1_500_000, shape: Path = SHIPPED_CONFIG) -> list[Path]:
+    """``out_dir``'s BUNDLE_FILES for a run from scratch on ``pair``'s ``corpus``; their paths."""
+    from rendition.model.tokenizer import train_tokenizer
+    from rendition.model.training.train import TrainConfig, read_corpus_pairs
+    from rendition.model.translation.transformer import TransformerConfig
+
+    lang = pair.split("-")[1]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # (the rows the training reads: the same cap, the same seed)
+    pairs = [p for ps in read_corpus_pairs(Path(corpus), "", cap, lang, TrainConfig.seed).values() for p in ps]
+    texts = (text for p in pairs for text in (p.src, p.tgt))
+    tok = train_tokenizer(texts, out_dir / "sentencepiece", vocab_size, ("en", lang), byte_fallback=True, input_sentences=input_sentences)
+    (out_dir / "sentencepiece.vocab").unlink(missing_ok=True)
+    replace(TransformerConfig.load(shape), vocab_size=tok.vocab_size, languages=("en", lang)).save(out_dir / "config.json")
+    with (out_dir / "corpus.tsv.xz").open("wb") as xz:
+        subprocess.run(["xz", "-z", "-c", "-T2", "-9", str(corpus)], stdout=xz, check=True)
+    return [out_dir / name for name in BUNDLE_FILES]
+
+
+def mix(corpus: Path, tokenizer: Path, cap: str, upsample: str) -> dict[str, tuple[int, int]]:
+    """Each source's rows and tokens (both sides, ``tokenizer``'s pieces) in one epoch of
+    ``rendition train --cap CAP --upsample UPSAMPLE`` on ``corpus``, with the same seed."""
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.model.training.corpus.rows import cap_sources, read_rows
+    from rendition.model.training.data import parse_cap, parse_upsample
+    from rendition.model.training.train import TrainConfig
+
+    rows = cap_sources(read_rows(Path(corpus)), parse_cap(cap), TrainConfig.seed)
+    times = parse_upsample(upsample)
+    lengths = [len(ids) for ids in Tokenizer(tokenizer).encode([t for _, e, x in rows for t in (e, x)])]
+    out: dict[str, tuple[int, int]] = {}
+    for i, (src, _, _) in enumerate(rows):
+        name = src.partition(">")[0]
+        n, tokens = out.get(name, (0, 0))
+        out[name] = (n + times.get(name, 1), tokens + times.get(name, 1) * (lengths[2 * i] + lengths[2 * i + 1]))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -82,13 +134,34 @@ def main() -> None:
     a.add_argument("run_dir", type=Path)
     a.add_argument("out_dir", type=Path)
     a.add_argument("--last", type=int, default=6)
+    b = sub.add_parser("bundle")
+    b.add_argument("pair", choices=["en-de"])
+    b.add_argument("corpus", type=Path)
+    b.add_argument("out_dir", type=Path)
+    b.add_argument("--cap", default="", help="as rendition train --cap: the tokenizer learns from the rows the training reads")
+    b.add_argument("--vocab-size", type=int, default=16_000)
+    m = sub.add_parser("mix")
+    m.add_argument("corpus", type=Path)
+    m.add_argument("tokenizer", type=Path)
+    m.add_argument("--cap", default="")
+    m.add_argument("--upsample", default="")
     args = ap.parse_args()
     if args.cmd == "pack":
         pack(args.model_dir, args.out)
     elif args.cmd == "unpack":
         unpack(args.packed, args.model_dir)
-    else:
+    elif args.cmd == "average":
         print("averaged checkpoints:", ", ".join(average(args.run_dir, args.out_dir, args.last)))
+    elif args.cmd == "mix":
+        shares = mix(args.corpus, args.tokenizer, args.cap, args.upsample)
+        rows, tokens = (sum(v[k] for v in shares.values()) for k in (0, 1))
+        print("source rows (share) tokens (share)")
+        for name, (n, t) in sorted(shares.items(), key=lambda kv: -kv[1][1]):
+            print(f"{name} {n:,} ({n / rows:.1%}) {t:,} ({t / tokens:.1%})")
+        print(f"all {rows:,} {tokens:,}")
+    else:
+        for path in bundle(args.pair, args.corpus, args.out_dir, args.cap, args.vocab_size):
+            print(f"{path}: {path.stat().st_size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":
