@@ -11,7 +11,8 @@
 #
 # TRAIN_PAIR=en-de: a translator from scratch, then sacreBLEU on data/splits/test.en-de.tsv both
 # ways.  Needs .gpu/en-de/ (scripts/gpu_bundle.py bundle en-de ...: corpus.tsv.xz,
-# sentencepiece.model, config.json); no check, no wheels (the machine's own packages suffice).
+# sentencepiece.model, config.json) and the sentencex wheel in .whl (the evaluation's sentence
+# splitter); no check.
 #
 # Brings back under $OUT: the exported average (float16) in parts of at most 15 MiB
 # (`cat model.safetensors.part-* > model.safetensors`), run.tgz (training log, configs, curves, the
