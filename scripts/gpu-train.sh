@@ -9,9 +9,10 @@
 # The machine's transfers are capped at 64 MiB each way, so the shipped weights do not travel: the
 # starting weights stand in for the translator, and the encoder is left out of the check.
 #
-# TRAIN_PAIR=en-de: a translator from scratch, then sacreBLEU on data/splits/test.en-de.tsv both
-# ways.  Needs .gpu/en-de/ (scripts/gpu_bundle.py bundle en-de ...: corpus.tsv.xz,
-# sentencepiece.model, config.json) and the sentencex wheel in .whl (the evaluation's sentence
+# TRAIN_PAIR=en-de: a translator from scratch (or from the en-fr body: gpu_bundle.py transplant),
+# then sacreBLEU on data/splits/test.en-de.tsv both ways.  Needs .gpu/en-de/ (scripts/gpu_bundle.py
+# bundle en-de ...: corpus.tsv.xz, sentencepiece.model, config.json; init.i8.safetensors where the
+# run starts from the en-fr body) and the sentencex wheel in .whl (the evaluation's sentence
 # splitter); no check.
 #
 # Brings back under $OUT: the exported average (float16) in parts of at most 15 MiB
@@ -36,12 +37,13 @@ if [[ "$PAIR" == en-fr ]]; then
     CORPUS_XZ="${TRAIN_CORPUS_XZ:-.gpu/corpus.tsv.xz}"
     INIT="${TRAIN_INIT:-.gpu/init.i8.safetensors}"
     read -r -a EXTRA <<<"${TRAIN_ARGS:-}"
-else  # from scratch (or TRAIN_INIT, a packed export of an earlier call): the bundle's tokenizer and shape
+else  # the bundle's tokenizer and shape; from its init.i8.safetensors where it has one, else TRAIN_INIT, else from scratch
     BUNDLE="${TRAIN_BUNDLE:-.gpu/$PAIR}"
     MINUTES="${TRAIN_MINUTES:-6.5}"
     DEADLINE="${TRAIN_DEADLINE_S:-480}"  # earlier than en-fr's: the average and the evaluation follow within the call
     CORPUS_XZ="${TRAIN_CORPUS_XZ:-$BUNDLE/corpus.tsv.xz}"
     INIT="${TRAIN_INIT:-}"
+    [[ -z "$INIT" && -f "$BUNDLE/init.i8.safetensors" ]] && INIT="$BUNDLE/init.i8.safetensors"
     read -r -a EXTRA <<<"${TRAIN_ARGS:---amp bf16 --max-tokens 64000 --lr 1.2e-3 --warmup 500 --save-every 200 \
         --keep-checkpoints 8 --eval-every 1000 --bleu-sentences 0 --cap dict=100000 --upsample dialogue=3,ddtp=2 \
         --valid-sets $PAIR,everyday.$PAIR}"

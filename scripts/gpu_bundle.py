@@ -5,6 +5,7 @@ at most 16 MiB coming back).
     python scripts/gpu_bundle.py unpack IN.safetensors MODEL_DIR    # back to the original dtypes
     python scripts/gpu_bundle.py average RUN_DIR OUT_DIR [--last N] # the run's checkpoints from its last half
     python scripts/gpu_bundle.py bundle PAIR CORPUS OUT_DIR --cap dict=N  # a run from scratch: corpus, tokenizer, config
+    python scripts/gpu_bundle.py transplant MODEL_DIR BUNDLE_DIR  # MODEL_DIR's body as the bundle's start
     python scripts/gpu_bundle.py mix CORPUS TOKENIZER --cap ... --upsample ...  # each source's share of an epoch
 
 ``pack`` halves a float16 model: every matrix of at least 4,096 entries is stored as int8 with one
@@ -39,7 +40,10 @@ BUNDLE_FILES = ("corpus.tsv.xz", "sentencepiece.model", "config.json")
 
 
 def pack(model_dir: Path, out: Path) -> None:
-    tensors = load_file(str(Path(model_dir) / "model.safetensors"))
+    pack_tensors(load_file(str(Path(model_dir) / "model.safetensors")), out)
+
+
+def pack_tensors(tensors: dict[str, torch.Tensor], out: Path) -> None:
     packed: dict[str, torch.Tensor] = {}
     dtypes: dict[str, str] = {}
     for name, t in tensors.items():
@@ -102,6 +106,27 @@ def bundle(pair: str, corpus: Path, out_dir: Path, cap: str = "", vocab_size: in
     return [out_dir / name for name in BUNDLE_FILES]
 
 
+def transplant(model_dir: Path, bundle_dir: Path, seed: int = 1) -> int:
+    """``bundle_dir``/init.i8.safetensors (packed): the translator in ``model_dir`` under the
+    bundle's tokenizer and config: every tensor but ``embed.weight`` as it is; the embedding rows of
+    the pieces both tokenizers have copied, the others as a fresh model's (``seed``).  Returns the
+    number of rows copied."""
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.model.translation.transformer import Transformer, TransformerConfig
+
+    model_dir, bundle_dir = Path(model_dir), Path(bundle_dir)
+    torch.manual_seed(seed)
+    fresh = Transformer(TransformerConfig.load(bundle_dir / "config.json")).state_dict()
+    old = load_file(str(model_dir / "model.safetensors"))
+    old_rows = {piece: i for i, piece in enumerate(Tokenizer(model_dir / "sentencepiece.model").pieces())}
+    pairs = [(i, old_rows[p]) for i, p in enumerate(Tokenizer(bundle_dir / "sentencepiece.model").pieces()) if p in old_rows]
+    weights = {name: old[name] if name != "embed.weight" else t.to(old[name].dtype) for name, t in fresh.items()}
+    new_idx, old_idx = (torch.tensor(x) for x in zip(*pairs))
+    weights["embed.weight"][new_idx] = old["embed.weight"][old_idx]
+    pack_tensors(weights, bundle_dir / "init.i8.safetensors")
+    return len(pairs)
+
+
 def mix(corpus: Path, tokenizer: Path, cap: str, upsample: str) -> dict[str, tuple[int, int]]:
     """Each source's rows and tokens (both sides, ``tokenizer``'s pieces) in one epoch of
     ``rendition train --cap CAP --upsample UPSAMPLE`` on ``corpus``, with the same seed."""
@@ -140,6 +165,9 @@ def main() -> None:
     b.add_argument("out_dir", type=Path)
     b.add_argument("--cap", default="", help="as rendition train --cap: the tokenizer learns from the rows the training reads")
     b.add_argument("--vocab-size", type=int, default=16_000)
+    t = sub.add_parser("transplant")
+    t.add_argument("model_dir", type=Path)
+    t.add_argument("bundle_dir", type=Path)
     m = sub.add_parser("mix")
     m.add_argument("corpus", type=Path)
     m.add_argument("tokenizer", type=Path)
@@ -152,6 +180,8 @@ def main() -> None:
         unpack(args.packed, args.model_dir)
     elif args.cmd == "average":
         print("averaged checkpoints:", ", ".join(average(args.run_dir, args.out_dir, args.last)))
+    elif args.cmd == "transplant":
+        print(f"{transplant(args.model_dir, args.bundle_dir)} embedding rows copied")
     elif args.cmd == "mix":
         shares = mix(args.corpus, args.tokenizer, args.cap, args.upsample)
         rows, tokens = (sum(v[k] for v in shares.values()) for k in (0, 1))

@@ -162,3 +162,46 @@ def test_mix_counts_an_epoch_of_the_capped_and_upsampled_rows(en_de_bundle: tupl
     tok = Tokenizer(bundle / "sentencepiece.model")
     assert shares["ddtp"] == (2 * 600, 2 * sum(len(ids) for ids in tok.encode([t for pair in ddtp for t in pair])))
     assert shares["dict"][0] == 100 and set(shares) == {"ddtp", "dict"}
+
+
+def test_transplant_keeps_the_body_and_the_rows_of_shared_pieces(en_de_bundle: tuple[Path, Path], tmp_path: Path) -> None:
+    """The en-fr translator's body under the en-de tokenizer: a tiny stand-in with the shipped
+    tokenizer, moved onto the bundle's (tiny shape, 1,000 pieces)."""
+    import shutil
+
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.model.translation.transformer import Transformer, TransformerConfig
+
+    _, bundle = en_de_bundle
+    shipped_dir = ROOT / "model" / "pretrained" / "translator"
+    cfg = TransformerConfig.load(bundle / "config.json")
+    old = {k: v.half() for k, v in Transformer(replace(cfg, vocab_size=16_000, languages=("en", "fr"))).state_dict().items()}
+    (tmp_path / "enfr").mkdir()
+    save_file(old, str(tmp_path / "enfr" / "model.safetensors"))
+    shutil.copy(shipped_dir / "sentencepiece.model", tmp_path / "enfr" / "sentencepiece.model")
+    for name in ("config.json", "sentencepiece.model"):
+        shutil.copy(bundle / name, tmp_path / name)
+    old_pieces = Tokenizer(shipped_dir / "sentencepiece.model").pieces()
+    new_pieces = Tokenizer(bundle / "sentencepiece.model").pieces()
+    shared = set(old_pieces) & set(new_pieces)
+    assert gpu_bundle.transplant(tmp_path / "enfr", tmp_path) == len(shared) > 300
+    gpu_bundle.unpack(tmp_path / "init.i8.safetensors", tmp_path / "init")
+    init = load_file(str(tmp_path / "init" / "model.safetensors"))
+    assert set(init) == set(old) and init["embed.weight"].shape == (1000, cfg.d_model)
+
+    def close(a: torch.Tensor, b: torch.Tensor) -> bool:  # within the int8 packing's half step per row
+        return bool(((a.float() - b.float()).abs() <= b.float().abs().amax(dim=-1, keepdim=True) / 254 + 1e-3).all())
+
+    assert all(close(init[k], old[k]) for k in old if k != "embed.weight")
+    rows = [(new_pieces.index(p), old_pieces.index(p)) for p in sorted(shared)]
+    assert close(init["embed.weight"][[n for n, _ in rows]], old["embed.weight"][[o for _, o in rows]])
+    fresh = [i for i, p in enumerate(new_pieces) if p not in shared]
+    torch.manual_seed(1)
+    assert close(init["embed.weight"][fresh], Transformer(cfg).embed.weight.detach()[fresh].half())  # a fresh model's rows
+
+    # a bundle holding the transplant starts the en-de call from it
+    shutil.copy(bundle / "corpus.tsv.xz", tmp_path / "corpus.tsv.xz")
+    args = "--max-tokens 800 --save-every 2 --eval-every 100 --bleu-sentences 0 --valid-sets en-de --threads 1"
+    r = dry_run({"OUT": str(tmp_path / "out"), "TRAIN_PAIR": "en-de", "TRAIN_BUNDLE": str(tmp_path), "TRAIN_ARGS": args, "TRAIN_EVAL_LIMIT": "2"})
+    log = subprocess.run(["tar", "xzOf", str(tmp_path / "out" / "run.tgz"), "train.log"], capture_output=True, text=True, check=True).stdout
+    assert "--init-from" in r.stdout and "initialised from" in log
