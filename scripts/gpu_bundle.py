@@ -146,31 +146,28 @@ def mix(corpus: Path, tokenizer: Path, cap: str, upsample: str) -> dict[str, tup
     return out
 
 
+def _command(sub: argparse._SubParsersAction, name: str, *args: str) -> argparse.ArgumentParser:
+    """The subcommand ``name`` with the positional ``args``, paths but for ``pair``."""
+    cmd = sub.add_parser(name)
+    for arg in args:
+        if arg == "pair":
+            cmd.add_argument(arg, choices=["en-de"])
+        else:
+            cmd.add_argument(arg, type=Path)
+    return cmd
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("pack")
-    p.add_argument("model_dir", type=Path)
-    p.add_argument("out", type=Path)
-    u = sub.add_parser("unpack")
-    u.add_argument("packed", type=Path)
-    u.add_argument("model_dir", type=Path)
-    a = sub.add_parser("average")
-    a.add_argument("run_dir", type=Path)
-    a.add_argument("out_dir", type=Path)
-    a.add_argument("--last", type=int, default=6)
-    b = sub.add_parser("bundle")
-    b.add_argument("pair", choices=["en-de"])
-    b.add_argument("corpus", type=Path)
-    b.add_argument("out_dir", type=Path)
+    _command(sub, "pack", "model_dir", "out")
+    _command(sub, "unpack", "packed", "model_dir")
+    _command(sub, "average", "run_dir", "out_dir").add_argument("--last", type=int, default=6)
+    b = _command(sub, "bundle", "pair", "corpus", "out_dir")
     b.add_argument("--cap", default="", help="as rendition train --cap: the tokenizer learns from the rows the training reads")
     b.add_argument("--vocab-size", type=int, default=16_000)
-    t = sub.add_parser("transplant")
-    t.add_argument("model_dir", type=Path)
-    t.add_argument("bundle_dir", type=Path)
-    m = sub.add_parser("mix")
-    m.add_argument("corpus", type=Path)
-    m.add_argument("tokenizer", type=Path)
+    _command(sub, "transplant", "model_dir", "bundle_dir")
+    m = _command(sub, "mix", "corpus", "tokenizer")
     m.add_argument("--cap", default="")
     m.add_argument("--upsample", default="")
     args = ap.parse_args()
