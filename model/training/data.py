@@ -141,28 +141,40 @@ def keep(p: Pair, max_chars: int = 400) -> bool:
     return 0.5 <= ratio <= 2.2
 
 
-def split_source(name: str) -> tuple[str, str]:
-    """A corpus row's source column -> (source, direction): ``"realised"`` -> ("realised", "both");
-    ``"realised>fr"`` (a row to be learnt only into French) -> ("realised", "en-fr");
-    ``"lexicon>en"`` -> ("lexicon", "fr-en")."""
+def split_source(name: str, lang: str = "fr") -> tuple[str, str]:
+    """A corpus row's source column -> (source, direction), in a corpus of English and ``lang``:
+    ``"realised"`` -> ("realised", "both"); ``"realised>fr"`` (a row to be learnt only into French)
+    -> ("realised", "en-fr"); ``"lexicon>en"`` -> ("lexicon", "fr-en")."""
     source, sep, into = name.partition(">")
     if not sep:
         return source, "both"
-    if into not in ("en", "fr"):
-        raise ValueError(f"corpus source {name!r}: expected NAME, NAME>en or NAME>fr")
-    return source, "en-fr" if into == "fr" else "fr-en"
+    if into not in ("en", lang):
+        raise ValueError(f"corpus source {name!r}: expected NAME, NAME>en or NAME>{lang}")
+    return source, f"en-{lang}" if into == lang else f"{lang}-en"
+
+
+def parse_source_counts(spec: str, option: str = "upsample", minimum: int = 1) -> dict[str, int]:
+    """``"dialogue=3,help=2"`` -> {"dialogue": 3, "help": 2}: corpus sources with a whole number
+    each, at least ``minimum`` (``option`` names the setting in the error)."""
+    out = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        name, sep, n = item.partition("=")
+        if not sep or not n.strip().isdigit() or int(n) < minimum:
+            raise ValueError(f"{option}: expected name=N with N >= {minimum}, got {item!r}")
+        out[name.strip()] = int(n)
+    return out
 
 
 def parse_upsample(spec: str) -> dict[str, int]:
     """``"dialogue=3,help=2"`` -> {"dialogue": 3, "help": 2}: corpus sources and how many times each
     is repeated per epoch (sources not named: once)."""
-    out = {}
-    for item in filter(None, (x.strip() for x in spec.split(","))):
-        name, sep, times = item.partition("=")
-        if not sep or not times.strip().isdigit() or int(times) < 1:
-            raise ValueError(f"upsample: expected name=N with N >= 1, got {item!r}")
-        out[name.strip()] = int(times)
-    return out
+    return parse_source_counts(spec, "upsample", 1)
+
+
+def parse_cap(spec: str) -> dict[str, int]:
+    """``"dict=100000"`` -> {"dict": 100000}: corpus sources and the most rows of each that are
+    trained on (``rendition.model.training.corpus.rows.cap_sources``; sources not named: all)."""
+    return parse_source_counts(spec, "cap", 0)
 
 
 def normalise(text: str) -> str:

@@ -166,3 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if a.output:
         a.output.write_text(json.dumps(res, indent=2) + "\n")
     sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

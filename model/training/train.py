@@ -25,9 +25,9 @@ from tqdm import tqdm
 
 from rendition.model.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, train_tokenizer
 from rendition.model.training.checkpoints import average_checkpoints, load_checkpoint, save_checkpoint
-from rendition.model.training.corpus.rows import read_rows
+from rendition.model.training.corpus.rows import cap_sources, read_rows
 from rendition.model.training.curves import Line, Panel, plot_curves
-from rendition.model.training.data import SPLITS_DIR, Pair, parse_upsample, read_tsv, split_source
+from rendition.model.training.data import SPLITS_DIR, Pair, parse_cap, parse_upsample, read_tsv, split_source
 from rendition.model.translation.transformer import Transformer, TransformerConfig
 
 Example = tuple[list[int], list[int]]  # (tagged source ids + EOS, target ids)
@@ -36,7 +36,7 @@ Example = tuple[list[int], list[int]]  # (tagged source ids + EOS, target ids)
 @dataclass
 class TrainConfig:
     run_dir: str = "runs/translator"
-    pairs: tuple[str, ...] = ("en-fr",)  # language pairs trained in both directions
+    pairs: tuple[str, ...] = ("en-fr",)  # language pairs trained in both directions; the corpus is the first one's
     vocab_size: int = 8000
     tokenizer_langs: tuple[str, ...] = ("en", "fr", "de")
     max_tokens: int = 6000  # per batch, counted as n * max(src_len, tgt_len)
@@ -53,8 +53,9 @@ class TrainConfig:
     bleu_sentences: int = 200  # per direction, greedy, for validation BLEU
     threads: int = 2
     seed: int = 1
-    corpus: str = ""  # source<TAB>English<TAB>French rows (rendition.model.training.corpus.build); empty: the DDTP train split
+    corpus: str = ""  # source<TAB>English<TAB>other rows of the first pair (rendition.model.training.corpus.build); empty: the DDTP train split
     upsample: str = "dialogue=3"  # corpus sources repeated n times per epoch, "name=n,name=n"
+    cap: str = ""  # corpus sources trained on n of their rows at most (a seeded choice), "name=n,name=n"
     valid_sets: str = "en-fr"  # validation loss on data/splits/valid.<name>.tsv, comma-separated (first 500 pairs each)
     byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
     init_from: str = ""  # start from an exported model directory's weights (fresh optimizer)
@@ -111,16 +112,22 @@ def collate(examples: list[Example], idx: list[int]) -> tuple[torch.Tensor, torc
     return src, tin, tout
 
 
-def read_corpus_pairs(path: Path, upsample: str) -> dict[str, list[Pair]]:
-    """The corpus rows (source, English, French) as pairs by the direction they train ("both",
-    "en-fr", "fr-en": a source column ``NAME>fr`` / ``NAME>en``, ``data.split_source``), each
-    source repeated as ``upsample`` says."""
+def read_corpus_pairs(path: Path, upsample: str, cap: str = "", lang: str = "fr", seed: int = 0) -> dict[str, list[Pair]]:
+    """The rows (source, English, ``lang``) of the corpus as pairs by the direction they train
+    ("both", "en-fr", "fr-en": a source column ``NAME>fr`` / ``NAME>en``, ``data.split_source``),
+    each source cut to the rows ``cap`` allows (``corpus.rows.cap_sources`` with ``seed``), then
+    repeated as ``upsample`` says."""
     times = parse_upsample(upsample)
-    out: dict[str, list[Pair]] = {"both": [], "en-fr": [], "fr-en": []}
-    for src, en, fr in read_rows(path):
-        source, direction = split_source(src)
-        out[direction] += [Pair(en, fr)] * times.get(source, 1)
+    out: dict[str, list[Pair]] = {"both": [], f"en-{lang}": [], f"{lang}-en": []}
+    for src, en, other in cap_sources(read_rows(path), parse_cap(cap), seed):
+        source, direction = split_source(src, lang)
+        out[direction] += [Pair(en, other)] * times.get(source, 1)
     return out
+
+
+def corpus_pair(cfg: TrainConfig) -> str | None:
+    """The pair whose training pairs come from ``cfg.corpus`` (the first of ``cfg.pairs``); None without a corpus."""
+    return cfg.pairs[0] if cfg.corpus else None
 
 
 def autocast(device: torch.device, amp: str):
@@ -188,7 +195,7 @@ def run_tokenizer(cfg: TrainConfig, run: Path, corpus: dict[str, list[Pair]] | N
     if not Path(f"{sp_prefix}.model").exists():
         texts: list[str] = []
         for lp in sorted({f"en-{x}" for x in cfg.tokenizer_langs if x != "en"}):
-            ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != "en-fr" else [p for ps in corpus.values() for p in ps]
+            ps = read_tsv(splits_dir / f"train.{lp}.tsv") if corpus is None or lp != corpus_pair(cfg) else [p for ps in corpus.values() for p in ps]
             texts += [p.src for p in ps] + [p.tgt for p in ps]
         train_tokenizer(texts, sp_prefix, cfg.vocab_size, cfg.tokenizer_langs, cfg.byte_fallback, 2_000_000)
     return Tokenizer(f"{sp_prefix}.model")
@@ -196,7 +203,7 @@ def run_tokenizer(cfg: TrainConfig, run: Path, corpus: dict[str, list[Pair]] | N
 
 def run_model_config(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig, tok: Tokenizer) -> TransformerConfig:
     """The model's shape: a resumed run keeps the one it was started with, whatever the command line says now."""
-    langs = tuple(sorted({x for p in cfg.pairs for x in p.split("-")}))
+    langs = tuple(dict.fromkeys(x for p in cfg.pairs for x in p.split("-")))  # in the pairs' order: ("en", "de")
     model_cfg = replace(model_cfg, vocab_size=tok.vocab_size, languages=langs)
     if (run / "checkpoint_last.safetensors").exists() and (run / "config.json").exists():
         model_cfg = TransformerConfig.load(run / "config.json")
@@ -205,11 +212,11 @@ def run_model_config(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig, 
 
 
 def load_data(cfg: TrainConfig, tok: Tokenizer, corpus: dict[str, list[Pair]] | None, splits_dir: Path) -> Data:
-    """Both directions of each pair: the corpus (for en-fr, when given) or the DDTP train split,
-    the validation sets' first 500 pairs, and the validation pairs for BLEU."""
+    """Both directions of each pair: the corpus (for the first pair, when given) or the DDTP train
+    split, the validation sets' first 500 pairs, and the validation pairs for BLEU."""
     data = Data([], [], [])
     for lp in cfg.pairs:
-        from_corpus = corpus is not None and lp == "en-fr"
+        from_corpus = corpus is not None and lp == corpus_pair(cfg)
         tr_pairs = corpus["both"] if corpus is not None and from_corpus else read_tsv(splits_dir / f"train.{lp}.tsv")
         va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
         for s, t in directions([lp]):
@@ -343,7 +350,8 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     run = Path(cfg.run_dir)
     run.mkdir(parents=True, exist_ok=True)
     (run / "train_config.json").write_text(json.dumps(asdict(cfg), indent=2))
-    corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample) if cfg.corpus else None
+    lang = cfg.pairs[0].split("-")[1]
+    corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample, cfg.cap, lang, cfg.seed) if cfg.corpus else None
     tok = run_tokenizer(cfg, run, corpus, splits_dir)
     model_cfg = run_model_config(cfg, run, model_cfg, tok)
     data = load_data(cfg, tok, corpus, splits_dir)
@@ -385,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--absolute", action="store_true", help="sinusoidal absolute positions, no relative tables")
     ap.add_argument("--keys-only", action="store_true", help="relative keys only (no w^V)")
+    ap.add_argument("--model-config", type=Path, help="the model's shape from this config.json (the shape options above are then ignored)")
     ap.add_argument("--export", type=Path, help="after training, average checkpoints and export here")
     a = ap.parse_args(argv)
     cfg = TrainConfig(
@@ -405,6 +414,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         relative_values=not a.keys_only,
         dropout=a.dropout,
     )
+    if a.model_config:
+        mcfg = TransformerConfig.load(a.model_config)
     run = train(cfg, mcfg)
     if a.export:
         export(run, a.export)

@@ -215,3 +215,22 @@ def test_set_phrases_get_their_own_source() -> None:
         ("ui", "How are you reaching me?", "Comment fais-tu pour me parler ?"),
     ]
     assert [s for s, _, _ in phrases.mark(rows)] == ["phrases", "phrases", "phrases", "dict", "realised", "ui"]
+
+
+def test_cap_keeps_a_seeded_share_of_a_source_and_the_rest_whole() -> None:
+    from rendition.model.training.corpus.rows import cap_sources
+    from rendition.model.training.data import parse_cap
+
+    rows = [("dict", f"word{i}", f"Wort{i}") for i in range(10)] + [("ui", "Open", "Öffnen"), ("dict>en", "cat", "Katze")]
+    rows.insert(3, ("ddtp", "A tool.", "Ein Werkzeug."))
+    capped = cap_sources(rows, parse_cap("dict=4"), seed=1)
+    assert sum(r[0].startswith("dict") for r in capped) == 4  # dict>en is a dict row too
+    assert [r for r in capped if not r[0].startswith("dict")] == [rows[3], ("ui", "Open", "Öffnen")]
+    assert capped == [r for r in rows if r in capped]  # the corpus's order
+    assert cap_sources(rows, {"dict": 4}, seed=1) == capped  # the same choice for the same seed
+    assert {cap_sources(rows, {"dict": 4}, seed=s)[0] for s in range(8)} != {capped[0]}  # another for other seeds
+    assert cap_sources(rows, {"dict": 0}) == [rows[3], ("ui", "Open", "Öffnen")]
+    assert cap_sources(rows, {"dict": 100}) == rows and cap_sources(rows, {}) == rows
+    for bad in ("dict", "dict=-1", "dict=x"):
+        with pytest.raises(ValueError, match="cap: expected name=N with N >= 0"):
+            parse_cap(bad)

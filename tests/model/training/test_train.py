@@ -84,3 +84,13 @@ def test_corpus_rows_train_the_directions_their_source_names(tmp_path: Path) -> 
     corpus.write_text("realised>de\ta\tb\n", encoding="utf-8")
     with pytest.raises(ValueError, match="NAME>en or NAME>fr"):
         read_corpus_pairs(corpus, "")
+    assert read_corpus_pairs(corpus, "", lang="de") == {"both": [], "en-de": [Pair("a", "b")], "de-en": []}
+
+
+def test_corpus_cap_applies_before_the_upsampling(tmp_path: Path) -> None:
+    from rendition.model.training.train import read_corpus_pairs
+
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("".join(f"dict\tword{i}\tWort{i}\n" for i in range(20)) + "ddtp\tA tool.\tEin Werkzeug.\n", encoding="utf-8")
+    pairs = read_corpus_pairs(corpus, "dict=2,ddtp=3", cap="dict=5", lang="de", seed=3)["both"]
+    assert len(pairs) == 5 * 2 + 3 and len(set(pairs)) == 6
