@@ -20,6 +20,9 @@ the second half ((end - half) / half).  ``--png`` plots the samples, ``--json`` 
     python benchmarks/bench_memory_soak.py --png docs/memory_soak.png   # all runs, ~12,000 sentences each
     python benchmarks/bench_memory_soak.py --runs library ct2 --limit 2000
     python benchmarks/bench_memory_soak.py --from-json a.json b.json --png soak.png  # runs taken apart, together
+    python benchmarks/bench_memory_soak.py --runs service --limit 4000 --env MALLOC_ARENA_MAX=1 --no-embeddings
+
+The service run also prints its RssAnon once idle ``IDLE_S`` after the workload.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 RUNS = ("library", "service", "ct2")
+IDLE_S = 3.0  # seconds the service is left idle after the workload before its last reading
 BEAM = 4
 
 
@@ -135,7 +139,7 @@ async def drive_service(url: str, pid: int, args: argparse.Namespace) -> list[di
             body = {"text": texts, "source": source, "target": target, "beam_size": BEAM}
             r = await client.post("/v1/translate", json=body)
             r.raise_for_status()
-            if i % 4 == 0:
+            if i % 4 == 0 and not args.no_embeddings:
                 (await client.post("/v1/embeddings", json={"input": texts})).raise_for_status()
 
     async with httpx.AsyncClient(base_url=url, timeout=600) as client:
@@ -152,6 +156,8 @@ async def drive_service(url: str, pid: int, args: argparse.Namespace) -> list[di
                 samples.append({"sentences": done, "rss_anon_mb": rss_anon_mb(pid)})
         for t in pending:
             await t
+    await asyncio.sleep(IDLE_S)  # (past the workers' idle release: what the server keeps between bursts)
+    print(f"# service idle {IDLE_S:.0f} s after the workload: RssAnon {rss_anon_mb(pid):.0f} MiB", file=sys.stderr, flush=True)
     return samples
 
 
@@ -160,6 +166,7 @@ def run_service(args: argparse.Namespace) -> list[dict]:
 
     with tempfile.TemporaryDirectory(prefix="bench_memory_soak_") as tmp:
         env = {"RENDITION_TORCH_THREADS": str(args.threads), "OMP_NUM_THREADS": str(args.threads)}
+        env |= dict(kv.split("=", 1) for kv in args.env)
         proc, url = start_server(env, Path(tmp) / "server.log", timeout=300)
         try:
             return asyncio.run(drive_service(url, proc.pid, args))
@@ -208,6 +215,8 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=250, help="sentences between samples")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--max-length", type=int, default=0, help="the library's and CTranslate2's output tokens per sentence at most (0: the default); the service keeps its own")
+    ap.add_argument("--env", nargs="*", default=[], metavar="KEY=VALUE", help="the service's environment (e.g. RENDITION_MAX_BATCH_SIZE=64, LD_PRELOAD=...)")
+    ap.add_argument("--no-embeddings", action="store_true", help="the service run sends no embedding requests")
     ap.add_argument("--png", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--from-json", nargs="+", default=[], metavar="JSON",
