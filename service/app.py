@@ -110,7 +110,7 @@ def translator_dirs(s: Settings) -> list[Path | None]:
 
 def queue_name(index: int, languages: Sequence[str]) -> str:
     """The queue (and metrics ``model`` label) of the ``index``-th translator: "translator" for the first."""
-    return "translator" if index == 0 else "translator-" + "-".join(languages)
+    return "translator" if index == 0 else "translator-" + "-".join(sorted(languages))
 
 
 def _itself(translator: Translator) -> Translator:
@@ -128,7 +128,7 @@ def _load_translators(state: AppState, given: Translator | None) -> None:
     else:
         dirs, languages = [None], [given.languages]
     for k, (d, langs) in enumerate(zip(dirs, languages)):
-        name = s.translator_name if len(dirs) == 1 else f"{s.translator_name}-{'-'.join(langs)}"
+        name = s.translator_name if len(dirs) == 1 else f"{s.translator_name}-{'-'.join(sorted(langs))}"
         load: Callable[[], Translator] = (
             functools.partial(load_translator, d, s.device, s.dtype, s.kv_cache_dtype, s.compute_type, s.shortlist)
             if given is None else functools.partial(_itself, given)

@@ -191,7 +191,7 @@ class TranslationEngine:
             "task": self.task,
             "architecture": "transformer-relative-position",
             "parameters": sum(x.numel() for x in model.parameters()),
-            "languages": list(self.languages),
+            "languages": sorted(self.languages),
             "d_model": cfg.d_model,
             "layers": {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers},
             "max_positions": cfg.max_positions,

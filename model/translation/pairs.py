@@ -33,8 +33,10 @@ class UnsupportedPair(ValueError):
 
 
 def directions(languages: Sequence[str]) -> list[Direction]:
-    """Every direction a translator of ``languages`` translates (each language to each other)."""
-    return [(a, b) for a in languages for b in languages if a != b]
+    """Every direction a translator of ``languages`` translates (each language to each other), in
+    the languages' alphabetical order."""
+    langs = sorted(languages)
+    return [(a, b) for a in langs for b in langs if a != b]
 
 
 def read_languages(model_dir: Path) -> tuple[str, ...]:
@@ -83,7 +85,7 @@ class PairTable(Generic[T]):
 
     def __init__(self, translators: Iterable[tuple[T, Sequence[str]]], names: Sequence[str] | None = None):
         """``names`` (one per translator, e.g. its directory) name them in the duplicate-direction error."""
-        self.entries = [(t, tuple(langs)) for t, langs in translators]
+        self.entries = [(t, tuple(sorted(langs))) for t, langs in translators]  # (a config's order is no order)
         self.direct: dict[Direction, T] = {}
         owner: dict[Direction, str] = {}
         for k, (translator, langs) in enumerate(self.entries):
