@@ -13,6 +13,10 @@ and only the two operations that look across tokens know where sentences start:
 The weights are the model's own modules; this is a second way to run ``DiSAN``, forward only,
 equal to ``DiSAN.forward`` on the padded batch (tests/model/embedding/test_packed.py).
 
+oneDNN builds (and keeps) a primitive per matrix shape, so linear layers over every row count a
+server's batches ever had would leave one behind for each: the rows go through the linear layers
+(``linear``) in blocks of ``BLOCK_ROWS``, the last one padded up to one of a few sizes (``rows``).
+
     ids, offsets = pack(seqs)                  # (T,), (B + 1,)
     vecs = packed_forward(model, ids, offsets)  # (B, dim)
 """
@@ -78,17 +82,44 @@ def t2t_packed(h: Tensor, q: Tensor, k: Tensor, offsets: Tensor, direction: str,
     return out.to(h.dtype)
 
 
+BLOCK_ROWS = 1024
+
+
+def rows(n: int) -> int:
+    """The rows a linear layer runs on for ``n`` (at most ``BLOCK_ROWS``): a multiple of 16 up to
+    256, of 64 above (28 sizes)."""
+    step = 16 if n <= 256 else 64
+    return -(-n // step) * step
+
+
+def linear(m: torch.nn.Linear, x: Tensor) -> Tensor:
+    """``m(x)`` for x (T, in), in blocks of ``BLOCK_ROWS`` rows, the last one padded to ``rows``."""
+    T = x.shape[0]
+    if T == rows(T) and T <= BLOCK_ROWS:
+        return m(x)
+    out = x.new_empty(T, m.out_features)
+    for r in range(0, T, BLOCK_ROWS):
+        n = min(BLOCK_ROWS, T - r)
+        if n == rows(n):
+            out[r : r + n] = m(x[r : r + n])
+        else:
+            block = x.new_zeros(rows(n), x.shape[1])
+            block[:n] = x[r : r + n]
+            out[r : r + n] = m(block)[:n]
+    return out
+
+
 def _disa(m: DirectionalSelfAttention, h: Tensor, offsets: Tensor) -> Tensor:
     """One direction's attention and fusion gate on packed rows (T, d) -> (T, d)."""
-    s = t2t_packed(h, m.w1(h), m.w2(h) + m.b, offsets, m.direction, m.c)
-    gate = torch.sigmoid(m.wf1(s) + m.wf2(h))
+    s = t2t_packed(h, linear(m.w1, h), linear(m.w2, h) + m.b, offsets, m.direction, m.c)
+    gate = torch.sigmoid(linear(m.wf1, s) + linear(m.wf2, h))
     return gate * h + (1 - gate) * s
 
 
 def _s2t(m: Source2Token, u: Tensor, seg: Tensor, B: int) -> Tensor:
     """source2token pooling per sentence: u (T, D), seg (T,) sentence of each row -> (B, D); a
     sentence without tokens pools to 0, as in the padded form."""
-    logits = m.w2(F.elu(m.w1(u))).float()  # (T, D)
+    logits = linear(m.w2, F.elu(linear(m.w1, u))).float()  # (T, D)
     D = logits.shape[1]
     idx = seg.unsqueeze(1).expand(-1, D)
     top = logits.new_full((B, D), float("-inf")).scatter_reduce(0, idx, logits, "amax", include_self=True)
@@ -105,15 +136,15 @@ def packed_forward(model: DiSAN, ids: Tensor, offsets: Tensor) -> Tensor:
         raise RuntimeError("packed_forward is for inference: call model.eval() first")
     B = offsets.numel() - 1
     seg = torch.repeat_interleave(torch.arange(B), offsets[1:] - offsets[:-1])  # (T,)
-    h = F.elu(model.fc_h(model.embed(ids)))  # (T, d)
+    h = F.elu(linear(model.fc_h, model.embed(ids)))  # (T, d)
     u = torch.cat([_disa(model.fw, h, offsets), _disa(model.bw, h, offsets)], dim=-1)  # (T, 2d)
     for block in cast("Sequence[UpperBlock]", model.upper):
-        h_fw, h_bw = F.elu(block.fc(u)).chunk(2, dim=-1)
+        h_fw, h_bw = F.elu(linear(block.fc, u)).chunk(2, dim=-1)
         u = torch.cat(
             [_disa(block.fw, h_fw.contiguous(), offsets), _disa(block.bw, h_bw.contiguous(), offsets)], dim=-1
         )
     z = _s2t(model.s2t, u, seg, B)  # (B, 2d)
-    return model.head(z) if model.head is not None else z
+    return linear(model.head, z) if model.head is not None else z
 
 
-__all__ = ["available", "pack", "packed_forward", "t2t_packed"]
+__all__ = ["available", "linear", "pack", "packed_forward", "rows", "t2t_packed"]

@@ -142,3 +142,24 @@ def test_encoder_packed_equals_padded_buckets(encoder, monkeypatch):
     assert encoder.backend == "torch"
     ref = encoder.encode(sents, normalize=False)
     np.testing.assert_allclose(got, ref, atol=2e-5, rtol=1e-5)
+
+
+
+def test_linear_layers_run_on_few_row_counts():
+    sizes = {packed.rows(n) for n in range(1, packed.BLOCK_ROWS + 1)}
+    assert len(sizes) <= 28  # (oneDNN keeps a primitive per shape: a server's batches leave at most these)
+    assert all(n <= packed.rows(n) <= n + 63 for n in range(1, packed.BLOCK_ROWS + 1))
+
+
+@pytest.mark.parametrize("T", [1, 16, 17, 300, 1024, 1025, 2500])
+def test_blocked_padded_linear_equals_the_layer(T):
+    torch.manual_seed(T)
+    lin = torch.nn.Linear(24, 40)
+    x = torch.randn(T, 24)
+    seen: list[int] = []
+    hook = lin.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[0]))
+    with torch.no_grad():
+        got, want = packed.linear(lin, x), lin(x)
+    hook.remove()
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    assert all(n == packed.rows(n) <= packed.BLOCK_ROWS for n in seen[:-1])
