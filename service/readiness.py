@@ -64,7 +64,10 @@ def check_encoder(engine: EmbeddingEngine) -> None:
 def warm_translator(engine: TranslationEngine) -> None:
     """Translate a known sentence (pre -> one search in this thread -> post, as a request would)."""
     from rendition.model.translation.options import TranslationOptions
+    from rendition.service import admission
     from rendition.service.engines import TranslationJob  # (engines imports the model code; keep this light)
+
+    admission.has_byte_fallback(engine.translator.tokenizer)  # (a scan of the vocabulary: here, not in a request)
 
     langs = engine.languages
     source = "en" if "en" in langs else langs[0]
@@ -81,8 +84,12 @@ def warm_translator(engine: TranslationEngine) -> None:
 
 
 def warm_encoder(engine: EmbeddingEngine) -> None:
+    """Embed a known sentence (pre -> core, as a batch would); also run by the embedding thread
+    itself before the service is ready, so that no request pays for a thread's first call."""
+    from rendition.service import admission
     from rendition.service.engines import EmbeddingJob
 
+    admission.has_byte_fallback(engine.encoder.tokenizer)  # (a scan of the vocabulary: here, not in a request)
     job = EmbeddingJob(["Hello world."])
     ids = engine.pre(job)
     (v,) = engine.core(None, ids)  # (the encoder's only key)
