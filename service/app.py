@@ -191,8 +191,8 @@ async def _start(
             max_wait_ms=s.max_wait_ms, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
             executor=state.embedding_thread,
         )  # fmt: skip
-        if s.warmup:  # (the thread's first call: before the first request, not in it)
-            await asyncio.get_running_loop().run_in_executor(state.embedding_thread, readiness.warm_encoder, state.encoder)
+        if s.warmup:  # (each short sentence's first kernels: before the first request, not in it)
+            await asyncio.get_running_loop().run_in_executor(state.embedding_thread, readiness.warm_encoder_shapes, state.encoder)
     for q in state.queues.values():
         q.start()
     state.ready = True
