@@ -158,7 +158,7 @@ def _load_engine(state: AppState, kind: str, load: Callable[[], M], make_engine:
 def freeze_loaded_objects() -> None:
     """The objects alive now (the models, the app) live as long as the process: moved out of the
     cyclic garbage collector's sight (``gc.freeze``), so that its full collections scan only what
-    came after them.  A full scan of them held the GIL for 150-190 ms, every thread stalled
+    came after them.  A full scan of them held the GIL long enough to stall every thread
     (docs/benchmarks.md).  (Freed by their reference counts as before; only cycles among them stay.)"""
     gc.collect()
     gc.freeze()

@@ -115,12 +115,12 @@ class LoopMailbox:
                 log.exception("a call from a worker failed on the event loop")
 
     def close(self) -> None:
-        """On the loop: run what is left, then stop listening."""
-        self.drain()
+        """On the loop: run what is left, then stop listening (a closed loop: nothing runs)."""
+        if not self.loop.is_closed():
+            self.drain()
+            self.loop.remove_reader(self._read_fd)
         with self._lock:
             self._closed = True
-        with contextlib.suppress(RuntimeError):  # (the loop closed already)
-            self.loop.remove_reader(self._read_fd)
         os.close(self._read_fd)
         os.close(self._write_fd)
 
@@ -198,7 +198,7 @@ class TranslationQueue:
     def _mailbox_on(self, loop: asyncio.AbstractEventLoop) -> LoopMailbox:
         """The mailbox of the running loop (a new one, and the old one closed, should the loop change)."""
         if self._mailbox is None or self._mailbox.loop is not loop:
-            if self._mailbox is not None and not self._mailbox.loop.is_closed():
+            if self._mailbox is not None:
                 self._mailbox.close()
             self._mailbox = LoopMailbox(loop)
         return self._mailbox

@@ -6,8 +6,11 @@ from __future__ import annotations
 import array
 import asyncio
 import fcntl
+import os
 import termios
 import threading
+
+import pytest
 
 from rendition.service.translation_engine import LoopMailbox
 
@@ -59,3 +62,18 @@ def test_close_runs_what_was_posted_before_it() -> None:
         return seen
 
     assert asyncio.run(main()) == [7]
+
+
+def test_a_mailbox_of_a_closed_loop_closes_without_running_anything() -> None:
+    seen: list[int] = []
+
+    async def make() -> LoopMailbox:
+        return LoopMailbox(asyncio.get_running_loop())
+
+    box = asyncio.run(make())
+    box.post(seen.append, 1)  # (after its loop has ended: never delivered)
+    box.close()
+    box.post(seen.append, 2)
+    assert seen == []
+    with pytest.raises(OSError):
+        os.fstat(box._read_fd)  # (its pipe is closed)
