@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import os
 import time
@@ -154,6 +155,15 @@ def _load_engine(state: AppState, kind: str, load: Callable[[], M], make_engine:
     return engine
 
 
+def freeze_loaded_objects() -> None:
+    """The objects alive now (the models, the app) live as long as the process: moved out of the
+    cyclic garbage collector's sight (``gc.freeze``), so that its full collections scan only what
+    came after them.  A full scan of them held the GIL long enough to stall every thread
+    (docs/benchmarks.md).  (Freed by their reference counts as before; only cycles among them stay.)"""
+    gc.collect()
+    gc.freeze()
+
+
 async def _start(
     state: AppState,
     translator: Translator | None,
@@ -191,8 +201,11 @@ async def _start(
             max_wait_ms=s.max_wait_ms, max_queue=s.max_queue, metrics=state.metrics, delay_ms=s.batch_delay_ms,
             executor=state.embedding_thread,
         )  # fmt: skip
+        if s.warmup:  # (each short sentence's first kernels: before the first request, not in it)
+            await asyncio.get_running_loop().run_in_executor(state.embedding_thread, readiness.warm_encoder_shapes, state.encoder)
     for q in state.queues.values():
         q.start()
+    freeze_loaded_objects()
     state.ready = True
     log.info(
         "ready",

@@ -64,7 +64,10 @@ def check_encoder(engine: EmbeddingEngine) -> None:
 def warm_translator(engine: TranslationEngine) -> None:
     """Translate a known sentence (pre -> one search in this thread -> post, as a request would)."""
     from rendition.model.translation.options import TranslationOptions
+    from rendition.service import admission
     from rendition.service.engines import TranslationJob  # (engines imports the model code; keep this light)
+
+    admission.has_byte_fallback(engine.translator.tokenizer)  # (a scan of the vocabulary: here, not in a request)
 
     langs = engine.languages
     source = "en" if "en" in langs else langs[0]
@@ -81,13 +84,29 @@ def warm_translator(engine: TranslationEngine) -> None:
 
 
 def warm_encoder(engine: EmbeddingEngine) -> None:
+    from rendition.service import admission
     from rendition.service.engines import EmbeddingJob
 
+    admission.has_byte_fallback(engine.encoder.tokenizer)  # (a scan of the vocabulary: here, not in a request)
     job = EmbeddingJob(["Hello world."])
     ids = engine.pre(job)
     (v,) = engine.core(None, ids)  # (the encoder's only key)
     if not np.isfinite(v).all() or not float(np.linalg.norm(v)) > 0:
         raise ModelCheckFailed("encoder: warm-up embedding is not finite and non-zero")
+
+
+WARM_SHAPES_TOKENS = 64  # one-sentence inputs up to this many tokens have their kernels made at start-up
+
+
+def warm_encoder_shapes(engine: EmbeddingEngine, up_to: int = WARM_SHAPES_TOKENS) -> None:
+    """Embed one sentence of each length from 1 to ``up_to`` tokens (at most the encoder's limit):
+    the matmul kernels are made per number of rows, the first input of a new length paid for
+    them (docs/benchmarks.md); a short sentence alone, the latency-sensitive case, then never does."""
+    from rendition.service.engines import EmbeddingJob
+
+    (hello,) = engine.pre(EmbeddingJob(["Hello world."]))
+    for n in range(1, min(up_to, engine.encoder.max_length) + 1):
+        engine.core(None, [[hello[i % len(hello)] for i in range(n)]])
 
 
 def verify(kind: str, engine: TranslationEngine | EmbeddingEngine, warmup: bool = True) -> None:

@@ -18,10 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
+import os
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.scheduler import TranslationScheduler
@@ -68,14 +72,67 @@ class MetricsObserver:
             self.m.compute_seconds.labels(self.model).observe(compute_s)
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[int, int], None]) -> Callable[[int, int], None]:
-    """``callback`` called on ``loop`` from a worker's thread (nothing once the loop has closed)."""
+class LoopMailbox:
+    """Calls handed from the workers' threads to the event loop, run there in batches: the first call
+    posted while none is pending wakes the loop with a byte on a pipe (``os.write`` releases the GIL
+    for the system call), and the loop then runs every call posted so far, in order.  One wake-up
+    serves all the sentences a step finishes, of both workers; ``call_soon_threadsafe`` per call
+    made the worker write with the GIL held, and the loop it woke often took the core from it there
+    (docs/benchmarks.md).  After ``close`` (the loop is done with it) posts are dropped."""
 
-    def call(i: int, steps: int) -> None:
-        with contextlib.suppress(RuntimeError):  # (the loop closed: nobody waits for the report)
-            loop.call_soon_threadsafe(callback, i, steps)
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self._lock = threading.Lock()
+        self._calls: list[tuple[Callable[..., None], tuple]] = []
+        self._pending = False
+        self._closed = False
+        self._read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._read_fd, False)
+        os.set_blocking(self._write_fd, False)
+        loop.add_reader(self._read_fd, self.drain)
 
-    return call
+    def post(self, fn: Callable[..., None], *args: object) -> None:
+        """Run ``fn(*args)`` on the loop (from any thread)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._calls.append((fn, args))
+            wake, self._pending = not self._pending, True
+        if wake:
+            with contextlib.suppress(BlockingIOError):  # (a full pipe: the loop has a wake-up waiting)
+                os.write(self._write_fd, b"\0")
+
+    def drain(self) -> None:
+        """On the loop: run the calls posted so far."""
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._read_fd, 4096)
+        with self._lock:
+            calls, self._calls, self._pending = self._calls, [], False
+        for fn, args in calls:
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("a call from a worker failed on the event loop")
+
+    def close(self) -> None:
+        """On the loop: run what is left, then stop listening (a closed loop: nothing runs)."""
+        if not self.loop.is_closed():
+            self.drain()
+            self.loop.remove_reader(self._read_fd)
+        with self._lock:
+            self._closed = True
+        os.close(self._read_fd)
+        os.close(self._write_fd)
+
+
+def _settle(done: asyncio.Future, source: Future) -> None:
+    """``done`` (the loop's) takes ``source``'s (a ticket's) result or exception."""
+    if done.cancelled():
+        return
+    if (exc := source.exception()) is not None:
+        done.set_exception(exc)
+    else:
+        done.set_result(source.result())
 
 
 class TranslationQueue:
@@ -113,6 +170,7 @@ class TranslationQueue:
             nice=nice, join_delay_s=delay_ms / 1000,  # (testing aid, RENDITION_BATCH_DELAY_MS: sentences joining take this long)
         )  # fmt: skip
         self._closing = False
+        self._mailbox: LoopMailbox | None = None  # the workers' results to the event loop (made on the first submit)
         if metrics:  # (the depth is read at each scrape; nothing to update per request)
             metrics.queue_depth.labels(name).set_function(lambda: self.queued)
             self._input_tokens = metrics.input_tokens.labels(name)
@@ -134,6 +192,16 @@ class TranslationQueue:
         """Finish everything queued or running, then stop the workers."""
         self._closing = True
         await asyncio.get_running_loop().run_in_executor(None, self.scheduler.close)
+        if self._mailbox is not None:
+            self._mailbox.close()
+
+    def _mailbox_on(self, loop: asyncio.AbstractEventLoop) -> LoopMailbox:
+        """The mailbox of the running loop (a new one, and the old one closed, should the loop change)."""
+        if self._mailbox is None or self._mailbox.loop is not loop:
+            if self._mailbox is not None:
+                self._mailbox.close()
+            self._mailbox = LoopMailbox(loop)
+        return self._mailbox
 
     async def submit(
         self,
@@ -155,10 +223,13 @@ class TranslationQueue:
         if m:
             self._input_tokens.inc(sum(len(p) for p in payloads) if tokens is None else sum(tokens))
         trace = tracing.capture()
-        on_result = None if progress is None else _on_loop(asyncio.get_running_loop(), progress)
+        mailbox = self._mailbox_on(asyncio.get_running_loop())
+        on_result = None if progress is None else functools.partial(mailbox.post, progress)
         ticket = self.scheduler.submit(list(payloads), key, on_result)
+        done: asyncio.Future[list[list[Hypothesis]]] = mailbox.loop.create_future()
+        ticket.future.add_done_callback(functools.partial(mailbox.post, _settle, done))
         try:
-            out = await asyncio.wrap_future(ticket.future)
+            out = await done
         except asyncio.CancelledError as e:
             never_ran = ticket.cancel()  # (running beams leave at the next step)
             reason = str(e.args[0]) if e.args and e.args[0] else "cancelled"

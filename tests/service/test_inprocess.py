@@ -3,6 +3,7 @@ whose search raises failing only that search's request while the server stays re
 
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -85,3 +86,14 @@ def test_default_worker_layout_counts_the_cores_before_the_model_thread_loads(mo
             assert (queue.scheduler.workers, queue.scheduler.threads) == worker_layout(cores=2) == (2, 1)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_what_is_loaded_at_start_up_is_out_of_the_cyclic_collectors_scans(client):
+    """Once ready, the app's state and the loaded translator are frozen (``gc.freeze``): a full
+    collection does not scan them again; a request's objects still are scanned (and collected)."""
+    state = client.app.state.rendition
+    assert client.post("/v1/translate", json={"text": "Hello", "source": "en", "target": "fr"}).status_code == 200
+    new = object.__new__(type("Later", (), {}))  # (a tracked object made after the start)
+    tracked = {id(o) for o in gc.get_objects()}
+    assert id(state) not in tracked and id(state.translator.translator) not in tracked
+    assert id(new) in tracked
