@@ -31,6 +31,7 @@ import ctypes.util
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
@@ -39,6 +40,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from rendition.service.deps import AppState, auth_error, key_is_valid, require_api_key
 from rendition.service.errors import APIError
+from rendition.service.queues import Queue
 from rendition.service.routers.ui import wants_html
 from rendition.service.settings import Settings
 
@@ -243,14 +245,23 @@ class Gate:
             return None  # the key may be in the body: the route checks it once parsed
         return auth_error()
 
+    def _queues(self, model: str) -> list[Queue[Any, Any]]:
+        """The queues a request to ``model``'s routes may end in: every translator's for a
+        translation (its pair is in the body, not read yet), the encoder's for an embedding."""
+        if model == "translator":
+            return [q for name, q in self.state.queues.items() if name in self.state.translators]
+        return [q] if (q := self.state.queues.get(model)) is not None else []
+
     def _overload(self, scope: Scope) -> APIError | None:
         model = self.model_of.get(scope["path"])
-        queue = self.state.queues.get(model) if model else None
-        if queue is None or model is None:
+        queues = self._queues(model) if model else []
+        if not queues or model is None:
             return None
         ledger = self.state.ledger
-        if queue.queued >= queue.max_queue or ledger.crowded(model, queue.max_queue, queue.max_batch_size):
-            retry = str(queue.retry_after())
+        room, running = sum(q.max_queue for q in queues), sum(q.max_batch_size for q in queues)
+        if all(q.queued >= q.max_queue for q in queues) or ledger.crowded(model, room, running):
+            # (only when no queue has room: one pair's full queue is its own requests' 429, once read)
+            retry = str(min(q.retry_after() for q in queues))
             return APIError(
                 429, f"the {model} queue is full; retry in {retry} s", kind="queue_full", headers={"Retry-After": retry}
             )

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 
 from rendition.model.text.cli import translate_lines
@@ -132,3 +135,23 @@ def test_one_translator_path_serves_as_before(start_server) -> None:
     r = srv.http.post("/v1/translate", json={"text": "Hello.", "source": "en", "target": "fr"})
     assert r.status_code == 200 and r.json()["model"] == "rendition-translator"
     assert srv.http.get("/health/ready").json()["models"] == ["translator"]
+
+
+@pytest.mark.parametrize("flooded, other", [(("en", "de"), ("fr", "en")), (("fr", "en"), ("en", "de"))])
+def test_one_pairs_full_queue_refuses_only_its_own_requests(start_server, models_dir: Path, flooded, other) -> None:
+    # one worker, one sentence at a time, 2 s whenever a sentence joins it, two sentences queued at most:
+    # five requests to one pair fill its queue (each pair in turn, so the first loaded translator's is one of them)
+    srv = start_server(models="translator", translator_path="", models_dir=models_dir, batch_delay_ms=2000,
+                       translation_workers=1, max_batch_size=1, max_queue=2, max_items=2, default_beam_size=1, default_max_length=4)  # fmt: skip
+
+    def post(pair: tuple[str, str]) -> httpx.Response:
+        return httpx.post(srv.url + "/v1/translate", json={"text": "Open the file.", "source": pair[0], "target": pair[1]}, timeout=60)
+
+    with ThreadPoolExecutor(6) as pool:
+        flood = [pool.submit(post, flooded) for _ in range(5)]
+        while srv.sample("rendition_queue_depth") < 2:  # (the other queues are empty)
+            time.sleep(0.05)
+        r = post(other)
+        assert r.status_code == 200, (r.text, r.headers)  # (its own queue is empty: not refused for the other pair's)
+        statuses = sorted(f.result().status_code for f in flood)
+    assert statuses.count(200) >= 3 and set(statuses) <= {200, 429}, statuses
