@@ -39,7 +39,7 @@ from rendition.service.admission import (
 from rendition.service.errors import APIError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from bench_engine import test_sentences  # noqa: E402
+from bench_engine import test_sentences as split_sentences  # noqa: E402  (not a test: renamed so pytest does not collect it)
 
 PAIR = ("en", "fr")
 
@@ -99,7 +99,7 @@ def test_the_ledger_holds_expected_units_and_releases_each_sentence_when_it_is_d
 
 def doubled(n: int) -> list[str]:
     """``n`` real package-description sentences (the DDTP test split), each written twice."""
-    return [f"{s} {s}" for s in test_sentences(n=n)]
+    return [f"{s} {s}" for s in split_sentences(n=n)]
 
 
 BURST_TIMEOUT_S = 120.0
@@ -159,7 +159,7 @@ def test_a_real_overload_gets_fast_429s_and_no_admitted_request_times_out(start_
     warm = asyncio.run(run_load(srv.url, body=lambda i: {"text": texts[i], "source": "en", "target": "fr"},
                                 concurrency=32, max_requests=len(texts), seconds=120, timeout=60))  # fmt: skip
     assert {r.status for r in warm.records} == {200}
-    long = " ".join(test_sentences(n=72)[-8:])  # eight sentences per request
+    long = " ".join(split_sentences(n=72)[-8:])  # eight sentences per request
     result = asyncio.run(run_load(srv.url, body=lambda i: {"text": long, "source": "en", "target": "fr"},
                                   arrivals=[0.0] * 1000, seconds=1, max_in_flight=1000, timeout=3 * timeout_s))  # fmt: skip
     by_status: dict[int, list] = {}
