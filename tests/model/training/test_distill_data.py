@@ -211,6 +211,8 @@ def broad_epoch(tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Capt
         common = ["--broad", "--runs", str(runs), "--corpus", str(tiny / "corpus.tsv"), "--out", str(runs / "enc")]
         common += ["--init", str(DEFAULT_ENCODER), "--threads", "1", "--batch-size", "16", "--minutes", "0.01"]
         distill.main([*common, *args])
+        for ck in runs.glob("checkpoint*"):  # some 300 MB each (with the optimizer's state); a test trains several
+            ck.unlink()
         found = re.search(r"(\d+) English sentences with teacher vectors, (\d+) training examples", capsys.readouterr().out)
         return int(found.group(1)), int(found.group(2))
 
