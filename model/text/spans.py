@@ -1,6 +1,7 @@
 """The spans of a text that a translation must keep as they are: URLs, e-mail addresses, POSIX
-and Windows paths, command lines in backticks, ``--options``, version numbers and identifiers in
-code style (snake_case, CamelCase with inner capitals, dotted.names).
+and Windows paths, command lines in backticks or in running text (``git status``, ``sudo apt install
+vim``, ``chmod -R 755 /srv``: a known program and its arguments), ``--options``, version numbers and
+identifiers in code style (snake_case, CamelCase with inner capitals, dotted.names).
 
     marked = protect("Run `make all` in /srv/app.", STAND_INS)   # "Run X in Y."
     Glossary.restore(marked, "Lancez X dans Y.").text            # "Lancez `make all` dans /srv/app."
@@ -39,8 +40,82 @@ def _dotted_name(span: str) -> bool:
     return any(len(part) > 1 for part in span.split("."))
 
 
+# Command lines in running text: a known program with what follows it.  A program whose name is
+# also an everyday word (snap, cargo, make, go...) counts only before one of the usual subcommands;
+# a program alone only after a verb that runs it ("type whoami", "tapez whoami").
+_PROGRAMS = (
+    "adduser apt apt-get chgrp chmod chown chroot cmake conda crontab curl dmesg dnf docker dpkg egrep "
+    "emacs ffmpeg flatpak fsck gcc git grep gunzip gzip htop ifconfig iwconfig javac journalctl killall "
+    "kubectl lsblk lspci lsusb mkdir mkfs nmcli npm npx nslookup pgrep pip3 pipx pkill pnpm podman pytest "
+    "python python3 rmdir rsync rustup scp sed sftp ssh sudo systemctl traceroute umount uname unzip "
+    "useradd usermod vim wget whoami yum zsh zypper bash cd cp df ln ls mv pwd rm"
+).split()
+_SUBCOMMAND_ONLY = "aptitude brew cargo gh go helm make pip poetry snap tar yarn".split()  # also everyday words
+_SUBCOMMANDS = (
+    "add apply audit autoremove bisect blame branch build check checkout cherry-pick ci clean clone "
+    "commit config create delete depends describe diff disable dist dist-upgrade distclean docs enable "
+    "exec fetch fmt full-upgrade get help html images info init inspect install lint list log login "
+    "logout logs ls merge mod outdated policy ps publish pull purge push rebase refresh reinstall reload "
+    "remove reset restart restore revert rm rmi run search show start stash status stop switch tag test "
+    "uninstall update upgrade vet version -xvf -xzf -czf -cvf -xf -tf"
+).split()
+_PACKAGE_VERBS = frozenset("add install purge reinstall remove search show uninstall info".split())
+_AFTER_SUDO = "halt modprobe mount passwd poweroff reboot service shutdown su tee visudo".split()
+_RUN_VERBS = r"(?:run|type|execute|enter|try|use|lancez|lance|tapez|tape|exécutez|exécute|entrez|essayez|utilisez)"
+_ALT = lambda words: "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))  # noqa: E731
+_END = r"(?![\w@/-]|\.\w)"
+_PROGRAM = re.compile(
+    rf"(?<![\w./@`'’-])(?:(?P<program>{_ALT(_PROGRAMS)})|(?P<sub>{_ALT(_SUBCOMMAND_ONLY)})(?= (?:{_ALT(_SUBCOMMANDS)}){_END})){_END}"
+)
+_SUBCOMMAND = re.compile(rf" (?:{_ALT(_SUBCOMMANDS)}){_END}")
+_SUDO_TARGET = re.compile(rf" (?:{_ALT(_AFTER_SUDO)}){_END}")
+_RUN_BEFORE = re.compile(rf"(?i:\b{_RUN_VERBS}) $")
+_ARGUMENT = re.compile(
+    r" (?:--?[A-Za-z0-9][\w-]*(?:=[^\s,;]+)?|(?:~|\.{1,2})?/[\w.@%+-]+(?:/[\w.@%+-]+)*/?|[0-7]{3,4}|\d+)(?=[\s,;:.!?)]|$)"
+)
+_PACKAGE = re.compile(
+    r" (?!(?:a|an|and|as|at|de|des|du|en|et|for|in|is|it|la|le|les|on|or|ou|pour|puis|sur|the|then|to|un|une|with)\b)[a-z0-9][a-z0-9.+_-]*[a-z0-9](?![\w@/-])"
+)
+
+
+def _arguments(text: str, end: int) -> int:
+    """The end of the options, paths and numbers that follow ``end`` (not the sentence's punctuation)."""
+    while m := _ARGUMENT.match(text, end):
+        end = m.end()
+    while text[end - 1] in _TRAILING:
+        end -= 1
+    return end
+
+
+def command_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each command line in running text: ``git status``, ``sudo reboot``, ``pip
+    install numpy``, ``chmod -R 777``, ``make test``, ``type whoami`` (a known program, its
+    subcommand, a package after an install verb, options, paths and numbers)."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while m := _PROGRAM.search(text, pos):
+        start, end = m.start(), m.end()
+        pos = end
+        while m.group(0) == "sudo" and (nxt := _PROGRAM.match(text, end + 1) or _SUDO_TARGET.match(text, end)):
+            end, m = nxt.end(), nxt  # what sudo runs
+            if not nxt.group(0).startswith(" "):
+                continue
+            break
+        end = _arguments(text, end)
+        if sub := _SUBCOMMAND.match(text, end):
+            end = _arguments(text, sub.end())
+            if sub.group(0)[1:] in _PACKAGE_VERBS and (pkg := _PACKAGE.match(text, end)):
+                end = _arguments(text, pkg.end())
+        if end == m.end() and end - start == len(m.group(0)) and not _RUN_BEFORE.search(text, 0, start):
+            continue  # a program named alone, in prose
+        out.append((start, end))
+        pos = end
+    return out
+
+
 def spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each span of ``text`` to keep, in order."""
+    """(start, end) of each span of ``text`` to keep, in order (a command line takes the options and
+    paths inside it)."""
     out = []
     for m in SPAN.finditer(text):
         start, end = m.span()
@@ -49,7 +124,11 @@ def spans(text: str) -> list[tuple[int, int]]:
         if m.lastgroup == "dotted" and not _dotted_name(text[start:end]):
             continue
         out.append((start, end))
-    return out
+    commands = command_spans(text)
+    if not commands:
+        return out
+    out = [s for s in out if not any(a <= s[0] < b or s[0] <= a < s[1] for a, b in commands)] + commands
+    return sorted(out)
 
 
 def protect(text: str, stand_ins: tuple[str, ...]) -> Marked:

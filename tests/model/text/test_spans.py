@@ -25,6 +25,39 @@ def test_each_kind_is_found(text: str, kept: list[str]) -> None:
     assert [text[a:b] for a, b in spans.spans(text)] == kept
 
 
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Then do git commit --amend and git push.", ["git commit --amend", "git push"]),
+        ("Run sudo apt install vlc to get the player.", ["sudo apt install vlc"]),
+        ("Lancez sudo shutdown -h maintenant.", ["sudo shutdown -h"]),
+        ("He typed rm -rf ~/tmp/cache, then ls -la.", ["rm -rf ~/tmp/cache", "ls -la"]),
+        ("Build it with make install -j4 or go build.", ["make install -j4", "go build"]),
+        ("Use snap install vlc; enter pwd.", ["snap install vlc", "pwd"]),
+        ("Tapez uname -a puis mkdir /srv/data.", ["uname -a", "mkdir /srv/data"]),
+    ],
+)
+def test_command_lines_in_running_text_are_found(text: str, kept: list[str]) -> None:
+    """A known program with its subcommand, a package after an install verb, options, paths and
+    numbers; the options and paths inside it are not spans of their own."""
+    assert [text[a:b] for a, b in spans.spans(text)] == kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Let's go to the cinema and make a cake.",  # make, go: only before their usual targets
+        "A steel snap fastener and a cargo space.",  # everyday words that also name programs
+        "The child sudo process runs in sudo mode.",  # sudo: before a program or an admin command
+        "This package is separated from gcc for emacs users.",  # a program named in prose
+        "Un bogue très ancien d'emacs.",
+        "Don't make tests hard; make sure git is installed.",
+    ],
+)
+def test_programs_named_in_prose_are_not_command_lines(text: str) -> None:
+    assert spans.command_spans(text) == []
+
+
 @pytest.mark.parametrize("text", ["The U.S. and e.g. Canada.", "Half of it, 1/2, and/or more.", "A well-known e-mail client.", "It costs 1.5 euros."])
 def test_ordinary_text_has_no_span(text: str) -> None:
     assert spans.spans(text) == []
