@@ -58,7 +58,15 @@ def test_programs_named_in_prose_are_not_command_lines(text: str) -> None:
     assert spans.command_spans(text) == []
 
 
-@pytest.mark.parametrize("text", ["The U.S. and e.g. Canada.", "Half of it, 1/2, and/or more.", "A well-known e-mail client.", "It costs 1.5 euros."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The U.S. and e.g. Canada.",
+        "Half of it, 1/2, and/or more.",
+        "A well-known e-mail client.",
+        "It costs 1.5 euros.",
+    ],
+)
 def test_ordinary_text_has_no_span(text: str) -> None:
     assert spans.spans(text) == []
     assert spans.protect(text, STAND_INS).text == text
@@ -77,3 +85,17 @@ def test_spans_beyond_the_stand_ins_stay_as_they_are() -> None:
     paths = [f"/p{i}/q" for i in range(len(STAND_INS) + 2)]
     marked = spans.protect(" ".join(paths), STAND_INS)
     assert len(marked.terms) == len(STAND_INS) and marked.text.endswith(" ".join(paths[-2:]))
+
+
+def test_the_quick_check_passes_every_sentence_that_holds_a_span() -> None:
+    """``spans`` runs the patterns only on text that holds one of the characters they all need."""
+    from rendition.model.training.data import SPLITS_DIR
+
+    texts = [
+        side
+        for f in sorted(SPLITS_DIR.glob("test.*.tsv"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+        for side in line.split("\t")[:2]
+    ]
+    held = [t for t in texts if any(True for _ in spans.SPAN.finditer(t))]
+    assert len(held) > 300 and all(spans._MAYBE.search(t) for t in held)
