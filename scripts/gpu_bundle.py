@@ -72,7 +72,9 @@ def unpack(packed_path: Path, model_dir: Path) -> None:
     save_file(out, str(Path(model_dir) / "model.safetensors"))
 
 
-def average(run_dir: Path, out_dir: Path, last: int) -> list[str]:
+def average(run_dir: Path, out_dir: Path, last: int, blend: tuple[Path, float] | None = None) -> list[str]:
+    """The newest ``last`` checkpoints of the run's second half, averaged (``blend``: then
+    interpolated with another translator's weights, ``rendition.model.training.train.export``)."""
     from rendition.model.training.train import export
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
@@ -80,8 +82,9 @@ def average(run_dir: Path, out_dir: Path, last: int) -> list[str]:
     if not steps:
         raise SystemExit(f"no checkpoints in {run_dir}")
     chosen = [s for s in steps if s >= steps[-1] / 2][-last:]  # the newest ones: rendition train's export of the last n
-    export(run_dir, out_dir, last_n=len(chosen))
-    (out_dir / "averaged.json").write_text(json.dumps({"steps": chosen}) + "\n")
+    export(run_dir, out_dir, last_n=len(chosen), blend=blend)
+    blended = {"blend": [str(blend[0]), blend[1]]} if blend else {}
+    (out_dir / "averaged.json").write_text(json.dumps({"steps": chosen, **blended}) + "\n")
     return [str(s) for s in chosen]
 
 
@@ -162,7 +165,10 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     _command(sub, "pack", "model_dir", "out")
     _command(sub, "unpack", "packed", "model_dir")
-    _command(sub, "average", "run_dir", "out_dir").add_argument("--last", type=int, default=6)
+    avg = _command(sub, "average", "run_dir", "out_dir")
+    avg.add_argument("--last", type=int, default=6)
+    avg.add_argument("--blend", nargs=2, metavar=("MODEL_DIR", "WEIGHT"),
+                     help="(1 - WEIGHT) x the average + WEIGHT x MODEL_DIR's weights (the model the stage started from)")  # fmt: skip
     b = _command(sub, "bundle", "pair", "corpus", "out_dir")
     b.add_argument("--cap", default="", help="as rendition train --cap: the tokenizer learns from the rows the training reads")
     b.add_argument("--vocab-size", type=int, default=16_000)
@@ -176,7 +182,8 @@ def main() -> None:
     elif args.cmd == "unpack":
         unpack(args.packed, args.model_dir)
     elif args.cmd == "average":
-        print("averaged checkpoints:", ", ".join(average(args.run_dir, args.out_dir, args.last)))
+        blend = (Path(args.blend[0]), float(args.blend[1])) if args.blend else None
+        print("averaged checkpoints:", ", ".join(average(args.run_dir, args.out_dir, args.last, blend)))
     elif args.cmd == "transplant":
         print(f"{transplant(args.model_dir, args.bundle_dir)} embedding rows copied")
     elif args.cmd == "mix":

@@ -363,14 +363,30 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     return run
 
 
-def export(run_dir: Path, out_dir: Path, last_n: int | None = None, dtype: torch.dtype = torch.float16) -> Path:
+def export(
+    run_dir: Path, out_dir: Path, last_n: int | None = None, dtype: torch.dtype = torch.float16, blend: tuple[Path, float] | None = None
+) -> Path:
     """Average the last ``last_n`` kept checkpoints (all kept ones when None) and write
-    config.json + model.safetensors + sentencepiece.model."""
+    config.json + model.safetensors + sentencepiece.model.  ``blend=(model_dir, w)``: the weights
+    written are ``(1 - w) * average + w * model_dir's`` -- interpolation in weight space toward the
+    model a fine-tuning stage started from, which gives back part of what the stage cost on the
+    data it did not stress (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models");
+    ``model_dir`` must have the run's shape and tokenizer."""
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     cks = sorted(run_dir.glob("checkpoint_[0-9]*.safetensors"), key=lambda p: int(p.stem.split("_")[1]))
     if last_n is not None:
         cks = cks[-last_n:]
     weights = average_checkpoints(cks)
+    if blend is not None:
+        other_dir, w = Path(blend[0]), float(blend[1])
+        if not 0.0 <= w <= 1.0:
+            raise ValueError(f"the blend weight must be in [0, 1], not {w}")
+        if (other_dir / "sentencepiece.model").read_bytes() != (run_dir / "sentencepiece.model").read_bytes():
+            raise ValueError(f"{other_dir} has another tokenizer than the run")
+        other = load_file(str(other_dir / "model.safetensors"))
+        if other.keys() != weights.keys() or any(other[k].shape != v.shape for k, v in weights.items()):
+            raise ValueError(f"{other_dir} has another shape than the run")
+        weights = {k: (1 - w) * v + w * other[k].float() for k, v in weights.items()}
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file({k: v.to(dtype).contiguous() for k, v in weights.items()}, str(out_dir / "model.safetensors"))
     shutil.copy(run_dir / "config.json", out_dir / "config.json")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from rendition.model.training.data import SPLITS_DIR, read_tsv, write_tsv
 from rendition.model.training.train import TrainConfig, export, lr_at, train
@@ -69,14 +70,34 @@ def test_train_checkpoints_resume_and_export(splits: Path, tmp_path: Path) -> No
     load_weights(m, out / "model.safetensors")
     assert (out / "sentencepiece.model").read_bytes() == (run / "sentencepiece.model").read_bytes()
 
+    # blended with another model of the run's shape and tokenizer (here checkpoint 8's weights alone):
+    # (1 - w) x the average + w x the other
+    other = tmp_path / "other"
+    other.mkdir()
+    save_file({k[len("model.") :]: v for k, v in a.items() if k.startswith("model.")}, str(other / "model.safetensors"))
+    shutil.copy(run / "sentencepiece.model", other / "sentencepiece.model")
+    export(run, tmp_path / "blend", last_n=2, blend=(other, 0.25))
+    blended = load_file(str(tmp_path / "blend" / "model.safetensors"))
+    for k, v in blended.items():
+        want = 0.75 * (a[f"model.{k}"] + b[f"model.{k}"]) / 2 + 0.25 * a[f"model.{k}"]
+        torch.testing.assert_close(v.float(), want, atol=2e-3, rtol=2e-3)  # (written in float16)
+    with pytest.raises(ValueError, match="blend weight"):
+        export(run, tmp_path / "bad", blend=(other, 1.5))
+    (other / "sentencepiece.model").write_bytes(b"another")
+    with pytest.raises(ValueError, match="another tokenizer"):
+        export(run, tmp_path / "bad", blend=(other, 0.5))
+
 
 def test_corpus_rows_train_the_directions_their_source_names(tmp_path: Path) -> None:
     from rendition.model.training.data import Pair
     from rendition.model.training.train import read_corpus_pairs
 
     corpus = tmp_path / "corpus.tsv"
-    corpus.write_text("ui\tOpen\tOuvrir\nrealised\tThe dog sleeps.\tLe chien dort.\n"
-                      "realised>fr\tThe infant sleeps.\tL'enfant dort.\nlexicon>en\tthe fridge\tle frigo\n", encoding="utf-8")
+    corpus.write_text(
+        "ui\tOpen\tOuvrir\nrealised\tThe dog sleeps.\tLe chien dort.\n"
+        "realised>fr\tThe infant sleeps.\tL'enfant dort.\nlexicon>en\tthe fridge\tle frigo\n",
+        encoding="utf-8",
+    )
     pairs = read_corpus_pairs(corpus, "realised=2,lexicon=3")
     assert pairs["both"] == [Pair("Open", "Ouvrir")] + [Pair("The dog sleeps.", "Le chien dort.")] * 2
     assert pairs["en-fr"] == [Pair("The infant sleeps.", "L'enfant dort.")] * 2  # learnt only into French
@@ -91,6 +112,8 @@ def test_corpus_cap_applies_before_the_upsampling(tmp_path: Path) -> None:
     from rendition.model.training.train import read_corpus_pairs
 
     corpus = tmp_path / "corpus.tsv"
-    corpus.write_text("".join(f"dict\tword{i}\tWort{i}\n" for i in range(20)) + "ddtp\tA tool.\tEin Werkzeug.\n", encoding="utf-8")
+    corpus.write_text(
+        "".join(f"dict\tword{i}\tWort{i}\n" for i in range(20)) + "ddtp\tA tool.\tEin Werkzeug.\n", encoding="utf-8"
+    )
     pairs = read_corpus_pairs(corpus, "dict=2,ddtp=3", cap="dict=5", lang="de", seed=3)["both"]
     assert len(pairs) == 5 * 2 + 3 and len(set(pairs)) == 6
