@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import struct
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -232,13 +233,20 @@ def _sample(
     return lprobs.gather(1, tokens.unsqueeze(1)).squeeze(1), tokens
 
 
+def _float32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (as a Python float)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
 def max_output_lengths(src_lens: list[int], opts: TranslationOptions) -> list[int]:
     """Per source length (tokens with the target tag and </s>), the most tokens a search may generate,
     EOS included: min(max_length, a * source_len + b) in float32, at least 1; a hypothesis this long
-    was ended by the limit.  In numpy: the service calls this on its event loop, where every torch op
-    releases the GIL and then waits to get it back from the workers."""
-    rel = (np.asarray(src_lens, dtype=np.float32) * np.float32(opts.max_length_a) + np.float32(opts.max_length_b)).astype(np.int64)
-    return np.clip(rel, 1, max(1, opts.max_length)).tolist()
+    was ended by the limit.  In plain Python, float32 rounding emulated (a source length times a
+    float32 is exact in a double, and so is the sum of two float32 of these sizes, so rounding each
+    to float32 is float32 arithmetic): the service calls this on its event loop twice a request,
+    where numpy's calls cost several times as much and torch's release the GIL."""
+    a, b, cap = _float32(opts.max_length_a), _float32(opts.max_length_b), max(1, opts.max_length)
+    return [min(max(int(_float32(_float32(n * a) + b)), 1), cap) for n in src_lens]
 
 
 def encoder_buckets(lengths: list[int], slack: float = 1.25) -> list[list[int]]:

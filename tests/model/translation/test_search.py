@@ -7,6 +7,7 @@ import math
 import random
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 
@@ -343,8 +344,8 @@ def test_unknown_pair_lists_supported(random_translator: Translator) -> None:
 
 
 def test_max_output_lengths_are_where_the_search_stops() -> None:
-    """``max_output_lengths`` (numpy: the service calls it on its event loop to tell a translation
-    cut at its limit) is where the search stops a model that never wants to: a hypothesis of
+    """``max_output_lengths`` (the service calls it on its event loop to tell a translation cut at
+    its limit) is where the search stops a model that never wants to: a hypothesis of
     cap - 1 tokens and the forced </s>, for any source lengths and length options."""
     from rendition.model.translation.search import max_output_lengths
 
@@ -362,6 +363,11 @@ def test_max_output_lengths_are_where_the_search_stops() -> None:
         )
         hyps = generate_ids(ScriptedModel(never_done), [[9] * n for n in lens], opts)
         assert [len(h[0].tokens) + 1 for h in hyps] == max_output_lengths(lens, opts), (lens, opts)
+    for _ in range(2000):  # the float32 formula, as numpy computes it
+        lens = [rng.randint(0, 5000) for _ in range(4)]
+        opts = TranslationOptions(max_length=rng.choice([1, 256, 4096]), max_length_a=rng.uniform(0, 5), max_length_b=rng.randint(0, 200))
+        rel = (np.asarray(lens, np.float32) * np.float32(opts.max_length_a) + np.float32(opts.max_length_b)).astype(np.int64)
+        assert max_output_lengths(lens, opts) == np.clip(rel, 1, opts.max_length).tolist(), (lens, opts)
 
 
 def test_one_search_reserves_the_first_fill_and_the_longest_output_at_once() -> None:
