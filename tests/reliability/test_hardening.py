@@ -21,6 +21,7 @@ import signal
 import socket
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -48,18 +49,27 @@ def connect(port: int) -> socket.socket:
     return s
 
 
+_LEFTOVER: weakref.WeakKeyDictionary[socket.socket, bytes] = weakref.WeakKeyDictionary()
+
+
 def read_reply(s: socket.socket, timeout: float = 10.0) -> bytes:
-    """Everything the server sends until it closes the connection (or the timeout)."""
+    """One response of a keep-alive connection (the bytes of the next ones, when pipelined replies
+    arrive together, are kept for the next call); else everything the server sends until it closes
+    the connection (or the timeout)."""
     s.settimeout(timeout)
-    out = b""
+    out = _LEFTOVER.pop(s, b"")
     try:
-        while chunk := s.recv(65536):
-            out += chunk
+        while True:
             if b"\r\n\r\n" in out and b"connection: close" not in out.lower():
                 head, _, body = out.partition(b"\r\n\r\n")
                 length = [int(x.split(b":")[1]) for x in head.lower().split(b"\r\n") if x.startswith(b"content-length:")]
                 if length and len(body) >= length[0]:
-                    break
+                    if body[length[0] :]:
+                        _LEFTOVER[s] = body[length[0] :]
+                    return head + b"\r\n\r\n" + body[: length[0]]
+            if not (chunk := s.recv(65536)):
+                break
+            out += chunk
     except (TimeoutError, ConnectionResetError):
         pass
     return out
