@@ -1,4 +1,4 @@
-"""The BLEU cost of keeping the spans that must not change (URLs, paths, code...; ``rendition.model.text.spans``):
+"""The BLEU cost of keeping the spans that must not change (URLs, paths, code, names...; ``rendition.model.text.spans``):
 every committed test split named, both directions, through the text pipeline without and with
 the protection, side by side.
 
@@ -6,8 +6,8 @@ the protection, side by side.
 
 Prints per split and direction sacreBLEU BLEU and chrF without and with the protection, and how
 many source sentences hold a span the protection replaces.  Only those are translated a second
-time: the pipeline sends every other sentence to the translator unchanged.  The service keeps the protection on
-(RENDITION_PROTECT_SPANS) only while no split loses more than 0.3 BLEU.
+time: the pipeline sends every other sentence to the translator unchanged.  The figures and the
+reason the protection is on by default (RENDITION_PROTECT_SPANS): docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def main() -> None:
         for s, t in (("en", "fr"), ("fr", "en")):
             srcs = [p.src if s == "en" else p.tgt for p in pairs]
             refs = [p.tgt if s == "en" else p.src for p in pairs]
-            held = [k for k, x in enumerate(srcs) if spans.spans(x)]
+            held = [k for k, x in enumerate(srcs) if spans.spans(x, s)]
             plain = translate_lines(tr, srcs, s, t, progress=False, protect_spans=False, beam_size=a.beam_size)
             kept = translate_lines(tr, [srcs[k] for k in held], s, t, progress=False, beam_size=a.beam_size)
             protected = list(plain)

@@ -109,13 +109,13 @@ def fallback_options(opts: TranslationOptions, ngram: int) -> TranslationOptions
     return replace(opts, no_repeat_ngram_size=ngram)
 
 
-def protect(sentence: str, protection: Protection) -> Guarded:
-    """Placeholders, then glossary terms, then the spans to keep, each layer taking the stand-ins
-    the text does not already hold."""
+def protect(sentence: str, protection: Protection, language: str | None = None) -> Guarded:
+    """Placeholders, then glossary terms, then the spans to keep (``language``: the sentence's,
+    for the person names among them), each layer taking the stand-ins the text does not already hold."""
     held = placeholders.protect(sentence) if protection.placeholders else None
     text = held.text if held is not None else sentence
     terms = protection.glossary.protect(text) if protection.glossary else Marked(text)
-    kept = spans.protect(terms.text, STAND_INS) if protection.spans else Marked(terms.text)
+    kept = spans.protect(terms.text, STAND_INS, language) if protection.spans else Marked(terms.text)
     return Guarded(kept.text, held if held is not None and held.originals else None, terms, kept)
 
 
@@ -227,7 +227,7 @@ async def translate(
     decoding is kept and reported (``Result.truncated``, ``Result.cut``)."""
     docs = split(texts, source, opts)
     owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]
-    guarded = [protect(s, protection) for doc in docs for s in doc.sentences]
+    guarded = [protect(s, protection, source) for doc in docs for s in doc.sentences]
     batch = Batch([g.text for g in guarded], opts, [i for i, _ in owner])
     try:
         first = await decode(batch)

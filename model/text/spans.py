@@ -1,7 +1,8 @@
 """The spans of a text that a translation must keep as they are: URLs, e-mail addresses, POSIX
 and Windows paths, command lines in backticks or in running text (``git status``, ``sudo apt install
 vim``, ``chmod -R 755 /srv``: a known program and its arguments), ``--options``, version numbers and
-identifiers in code style (snake_case, CamelCase with inner capitals, dotted.names).
+identifiers in code style (snake_case, CamelCase with inner capitals, dotted.names), and person
+names (``rendition.model.text.names``: "Pierre", "Emily Watson").
 
     marked = protect("Run `make all` in /srv/app.", STAND_INS)   # "Run X in Y."
     Glossary.restore(marked, "Lancez X dans Y.").text            # "Lancez `make all` dans /srv/app."
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 
 from rendition.model.text.glossary import Marked
+from rendition.model.text.names import name_spans
 from rendition.model.text.stand_ins import free, padding
 
 _KINDS = {
@@ -119,9 +121,9 @@ def command_spans(text: str) -> list[tuple[int, int]]:
 _MAYBE = re.compile(r"[`@\\/_]|--|\w\.\w|[a-z]\d*[A-Z]")
 
 
-def spans(text: str) -> list[tuple[int, int]]:
+def spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
     """(start, end) of each span of ``text`` to keep, in order (a command line takes the options and
-    paths inside it)."""
+    paths inside it; person names: ``rendition.model.text.names``, ``language`` the text's)."""
     out = []
     for m in SPAN.finditer(text) if _MAYBE.search(text) else ():
         start, end = m.span()
@@ -130,17 +132,20 @@ def spans(text: str) -> list[tuple[int, int]]:
         if m.lastgroup == "dotted" and not _dotted_name(text[start:end]):
             continue
         out.append((start, end))
-    commands = command_spans(text)
-    if not commands:
-        return out
-    out = [s for s in out if not any(a <= s[0] < b or s[0] <= a < s[1] for a, b in commands)] + commands
+    for extra in (command_spans(text), name_spans(text, language)):
+        if extra:
+            out = [s for s in out if not _overlaps(s, extra)] + extra
     return sorted(out)
 
 
-def protect(text: str, stand_ins: tuple[str, ...]) -> Marked:
+def _overlaps(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
+    return any(a <= span[0] < b or span[0] <= a < span[1] for a, b in others)
+
+
+def protect(text: str, stand_ins: tuple[str, ...], language: str | None = None) -> Marked:
     """``text`` with each span replaced by a free stand-in (``Marked.terms``: stand-in -> the span);
     spans beyond the free stand-ins stay as they are."""
-    found = spans(text)
+    found = spans(text, language)
     unused = free(stand_ins, text)
     terms: dict[str, str] = {}
     out, last = [], 0

@@ -1,0 +1,112 @@
+"""Person first names, companies and products, which a translation keeps as written: "Pierre et
+Camille arrivent demain." -> "Pierre and Camille arrive tomorrow.", not "Peter and Camilla".
+
+The list (``names.tsv``, built by ``scripts/build_names.py``: first names from Faker's French and
+English person providers, a list of companies and products) flags the names that are also common
+words of a language ("Rose", "Mark", "Word"; "Pierre", "Orange" in French).  ``name_spans`` finds a
+listed name written with its capital:
+
+- a name that is no common word of the text's language, anywhere, a person's with the capitalised
+  word that follows it as its surname ("Emily Watson", "Jean-Pierre Martin");
+- a name that is also a common word, only where its capital says it is a name: inside the sentence
+  and outside Title Case ("Tell Mark that...", not "Mark All as Read"), or a person's first in a
+  French sentence before a verb, a pronoun or a comma ("Pierre arrive", "Marie est", not "Lance des
+  missiles": a French noun opens a sentence with its article), or before "and" / "et" / "&" and
+  another name ("Rose et Paul...").
+
+``rendition.model.text.spans`` gives each one a stand-in, like the other spans to keep.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+
+_UPPER, _LOWER = "A-ZÀ-ÖØ-Þ", "a-zß-öø-ÿ"
+_WORD = rf"[{_UPPER}][{_LOWER}]+(?:-[{_UPPER}][{_LOWER}]+)?"
+CAPITALISED = re.compile(rf"(?<![\w@./\\-]){_WORD}(?![\w@/\\-]|\.\w)")
+_SENTENCE_START = re.compile(r"(?:^|[.!?…:;]\s+|[«“\"(\[—–-]\s*)$")
+# what follows a first name that opens a French sentence (a verb, a pronoun, a comma), not a noun's complement
+_FR_AFTER_NAME = re.compile(
+    r"(?:,|\s+(?:est|a|va|vient|arrive|part|dit|fait|peut|veut|doit|aime|habite|travaille|sera|était|avait|"
+    r"et|ne|n'|n’|s'|s’|m'|m’|t'|t’|l'|l’|nous|vous|lui|leur|me|te|se|y|en)(?![\w'’]))"
+)
+_AND_NAME = re.compile(rf"\s+(?:and|et|&)\s+({_WORD})")
+_NEXT = re.compile(r"\s*(\S)")  # the next word's first letter, or punctuation
+_PREVIOUS_WORD = re.compile(r"(\S+)\s+$")
+_SURNAME = re.compile(rf" (?!(?:And|Et|The|Le|La|Les|De|Du|Des|Of|From|To|À|En|In|On)\b)({_WORD})(?![\w@/\\-])")
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, tuple[bool, bool]], frozenset[str]]:
+    text = resources.files("rendition.model.text").joinpath("names.tsv").read_text(encoding="utf-8")
+    flags, people = {}, set()
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, kind, en, fr = line.split("\t")
+            flags[name] = (en == "1", fr == "1")
+            if kind == "person":
+                people.add(name)
+    return flags, frozenset(people)
+
+
+def known_names() -> dict[str, tuple[bool, bool]]:
+    """Every listed name -> (also a common English word, also a common French word)."""
+    return _table()[0]
+
+
+def is_person(name: str) -> bool:
+    """A listed person's first name (or a compound of two: "Jean-Pierre")."""
+    return all(part in _table()[1] for part in name.split("-"))
+
+
+def _common(flags: tuple[bool, bool], language: str | None) -> bool:
+    en, fr = flags
+    return {"en": en, "fr": fr}.get(language or "", en or fr)
+
+
+def _listed(word: str) -> tuple[bool, bool] | None:
+    """The flags of a listed name, or of a compound of two ("Jean-Pierre": common when either part is)."""
+    names = known_names()
+    if word in names:
+        return names[word]
+    parts = word.split("-")
+    if len(parts) == 2 and parts[0] in names and parts[1] in names:
+        (a, b), (c, d) = names[parts[0]], names[parts[1]]
+        return a and c, b and d
+    return None
+
+
+def name_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each person name in ``text`` (module docstring); ``language``: the text's
+    ("en", "fr"; None: a name common in either counts as common)."""
+    out: list[tuple[int, int]] = []
+    for m in CAPITALISED.finditer(text):
+        flags = _listed(m.group())
+        if flags is None or (out and m.start() < out[-1][1]):
+            continue
+        start, end = m.span()
+        first = bool(_SENTENCE_START.search(text, 0, start))
+        nxt = _NEXT.match(text, end)
+        if not _common(flags, language):
+            surname = _SURNAME.match(text, end) if is_person(m.group()) else None
+            if surname and _listed(surname.group(1)) is None:
+                end = surname.end()
+            out.append((start, end))
+            continue
+        pair = _AND_NAME.match(text, end)
+        if pair and _listed(pair.group(1)) is not None:
+            out.append((start, end))
+            continue
+        if nxt is not None and nxt.group(1).isupper():
+            continue  # Title Case ("Mark All as Read", "Rose Garden")
+        if first:
+            if language == "fr" and is_person(m.group()) and _FR_AFTER_NAME.match(text, end):
+                out.append((start, end))
+            continue
+        previous = _PREVIOUS_WORD.search(text, 0, start)
+        if previous and previous.group(1)[0].isupper() and not _SENTENCE_START.search(text, 0, previous.start()):
+            continue  # Title Case before it ("Add Rose")
+        out.append((start, end))
+    return out

@@ -1,0 +1,69 @@
+"""Person names, companies and products kept as written (``rendition.model.text.names``): found
+where the capital says they are names, not where a listed name is a common word, and given stand-ins
+by the text pipeline like every other span to keep."""
+
+from __future__ import annotations
+
+import pytest
+
+from rendition.model.text import names, pipeline, spans
+from rendition.model.text.glossary import Glossary
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "kept"),
+    [
+        ("Pierre et Camille arrivent demain.", "fr", ["Pierre", "Camille"]),
+        ("Pierre arrive demain.", "fr", ["Pierre"]),  # a French noun opens a sentence with its article
+        ("Demande d'abord à Hélène si Émilie vient.", "fr", ["Hélène", "Émilie"]),
+        ("« Thomas, viens ici ! »", "fr", ["Thomas"]),
+        ("Emily Watson sent the plans to Louise.", "en", ["Emily Watson", "Louise"]),
+        ("Jean-Pierre est arrivé.", "fr", ["Jean-Pierre"]),
+        ("Tell Mark that the meeting is cancelled.", "en", ["Mark"]),
+        ("Grace and Henry arrived.", "en", ["Grace", "Henry"]),
+        ("Rose et Paul sont là.", "fr", ["Rose", "Paul"]),
+        ("Did Oliver's sister call?", "en", ["Oliver"]),
+        ("Open Word and type a letter.", "en", ["Word"]),
+        ("Is Renault hiring in Lyon?", "en", ["Renault"]),
+    ],
+)
+def test_names_are_found(text: str, language: str, kept: list[str]) -> None:
+    assert [text[a:b] for a, b in names.name_spans(text, language)] == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("La pierre est lourde.", "fr"),
+        ("Summer is coming.", "en"),  # a common word first in an English sentence
+        ("Hope you are well.", "en"),
+        ("Will you come?", "en"),
+        ("Mark All as Read", "en"),  # Title Case: a command, not a person
+        ("Open the Rose Garden file", "en"),
+        ("Word count", "en"),
+        ("THOMAS IS HERE", "en"),
+        ("Copy C:\\Users\\Emily\\notes.txt", "en"),  # inside a path: the path is the span
+    ],
+)
+def test_common_words_and_title_case_are_not_names(text: str, language: str) -> None:
+    assert names.name_spans(text, language) == []
+
+
+def test_a_common_word_of_one_language_is_a_name_in_the_other() -> None:
+    """A French word ("claire": clear), not an English one."""
+    assert names.known_names()["Claire"] == (False, True)
+    assert names.name_spans("Claire is late.", "en") == [(0, 6)]
+    assert names.name_spans("Claire is late.", None) == []  # common in either language: first, it is no sure name
+
+
+def test_the_list_holds_people_and_brands() -> None:
+    listed = names.known_names()
+    assert len(listed) > 1500 and names.is_person("Camille") and names.is_person("Jean-Pierre")
+    assert "Carrefour" in listed and not names.is_person("Carrefour")
+
+
+def test_the_pipeline_gives_names_stand_ins_and_puts_them_back() -> None:
+    g = pipeline.protect("Pierre et Louise ont appelé Airbus.", pipeline.Protection(), "fr")
+    assert g.text == "X et Y ont appelé Z."
+    assert Glossary.restore(g.spans, "X and Y called Z.").text == "Pierre and Louise called Airbus."
+    assert spans.protect("Pierre et Louise", (), "fr").text == "Pierre et Louise"  # no stand-in free: left as is
