@@ -31,7 +31,7 @@ _KINDS = {
     "version": r"\b[vV]?\d+(?:\.\d+){2,}(?:[-+~][\w.]+)?\b|\b[vV]\d+(?:\.\d+)+\b",
     "dotted": r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b",
     "snake": r"\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*\b",
-    "camel": r"\b[A-Z]?[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b",
+    "camel": r"(?<![%$])\b[A-Z]?[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b",  # (not a printf conversion: gcc's %qT, %qD)
 }
 SPAN = re.compile("|".join(f"(?P<{k}>{v})" for k, v in _KINDS.items()))
 _TRAILING = ".,;:!?)"  # sentence punctuation a path or URL does not end with
