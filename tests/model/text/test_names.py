@@ -67,3 +67,13 @@ def test_the_pipeline_gives_names_stand_ins_and_puts_them_back() -> None:
     assert g.text == "X et Y ont appelé Z."
     assert Glossary.restore(g.spans, "X and Y called Z.").text == "Pierre and Louise called Airbus."
     assert spans.protect("Pierre et Louise", (), "fr").text == "Pierre et Louise"  # no stand-in free: left as is
+
+
+def test_a_glossary_term_comes_before_a_name() -> None:
+    """A user's glossary may translate a name: its term takes the name before the names do."""
+    g = pipeline.protect(
+        "Pierre et Louise arrivent.", pipeline.Protection(glossary=Glossary({"Pierre": "Peter"})), "fr"
+    )
+    assert g.text == "X et Y arrivent."
+    text = Glossary.restore(g.spans, "X and Y arrive.").text
+    assert Glossary.restore(g.glossary, text).text == "Peter and Louise arrive."
