@@ -1,7 +1,7 @@
 """The spans of a text that a translation must keep as they are: URLs, e-mail addresses, POSIX
 and Windows paths, command lines in backticks or in running text (``git status``, ``sudo apt install
 vim``, ``chmod -R 755 /srv``: a known program and its arguments), ``--options``, version numbers and
-identifiers in code style (snake_case, CamelCase with inner capitals, dotted.names), and person
+identifiers in code style (snake_case, lowerCamelCase, dotted.names), and person
 names (``rendition.model.text.names``: "Pierre", "Emily Watson").
 
     marked = protect("Run `make all` in /srv/app.", STAND_INS)   # "Run X in Y."
@@ -31,7 +31,10 @@ _KINDS = {
     "version": r"\b[vV]?\d+(?:\.\d+){2,}(?:[-+~][\w.]+)?\b|\b[vV]\d+(?:\.\d+)+\b",
     "dotted": r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b",
     "snake": r"\b_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*\b",
-    "camel": r"(?<![%$])\b[A-Z]?[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b",  # (not a printf conversion: gcc's %qT, %qD)
+    # lowerCamelCase only (not a printf conversion: gcc's %qT): a capitalised one is mostly a product
+    # name (OpenGL, HomeBank) that the translator keeps by itself and moves where the other language
+    # wants it ("contexte OpenGL" -> "OpenGL context"), which a stand-in does not
+    "camel": r"(?<![%$])\b[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b",
 }
 SPAN = re.compile("|".join(f"(?P<{k}>{v})" for k, v in _KINDS.items()))
 _TRAILING = ".,;:!?)"  # sentence punctuation a path or URL does not end with
