@@ -79,7 +79,7 @@ def _listed(word: str) -> tuple[bool, bool] | None:
 
 
 def name_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
-    """(start, end) of each person name in ``text`` (module docstring); ``language``: the text's
+    """(start, end) of each name in ``text`` (module docstring); ``language``: the text's
     ("en", "fr"; None: a name common in either counts as common)."""
     out: list[tuple[int, int]] = []
     for m in CAPITALISED.finditer(text):
@@ -107,6 +107,6 @@ def name_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
             continue
         previous = _PREVIOUS_WORD.search(text, 0, start)
         if previous and previous.group(1)[0].isupper() and not _SENTENCE_START.search(text, 0, previous.start()):
-            continue  # Title Case before it ("Add Rose")
+            continue  # Title Case before it ("Click Add Rose")
         out.append((start, end))
     return out
