@@ -135,9 +135,9 @@ def spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
         if m.lastgroup == "dotted" and not _dotted_name(text[start:end]):
             continue
         out.append((start, end))
-    for extra in (command_spans(text), name_spans(text, language)):
-        if extra:
-            out = [s for s in out if not _overlaps(s, extra)] + extra
+    if commands := command_spans(text):  # (a command line takes the options and paths inside it)
+        out = [s for s in out if not _overlaps(s, commands)] + commands
+    out += [s for s in name_spans(text, language) if not _overlaps(s, out)]  # (a name inside code is the code's)
     return sorted(out)
 
 

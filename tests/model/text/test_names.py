@@ -49,6 +49,11 @@ def test_common_words_and_title_case_are_not_names(text: str, language: str) -> 
     assert names.name_spans(text, language) == []
 
 
+def test_a_name_inside_code_stays_part_of_the_code() -> None:
+    text = "Run `git log --author Emily` now."
+    assert [text[a:b] for a, b in spans.spans(text, "en")] == ["`git log --author Emily`"]
+
+
 def test_a_common_word_of_one_language_is_a_name_in_the_other() -> None:
     """A French word ("claire": clear), not an English one."""
     assert names.known_names()["Claire"] == (False, True)
