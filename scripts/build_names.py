@@ -21,12 +21,13 @@ import importlib
 import re
 from pathlib import Path
 
+from rendition.model.text.names import WORD  # (a listed name must be one that name_spans can find)
+
 LOCALES = ("fr_FR", "fr_CA", "fr_CH", "fr_BE", "fr_QC", "en_US", "en_GB", "en_IE", "en_NZ")
 PLACES = set(
     "Africa America Asia Austin Carolina China Dakota Florida Georgia India Israel Jamaica Jordan Kenya "
     "Normandie Virginia Brittany Bretagne Lorraine Savannah Sydney Egypt Ireland Scotland Wales France".split()
 )
-NAME = re.compile(r"[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+(?:-[A-ZÀ-ÖØ-Þ][a-zß-öø-ÿ]+)?")
 # Companies and products often named in everyday text, one word each (a name written with inner
 # capitals, "LibreOffice", "PayPal", or in capitals, "IBM", is kept as code or left to the model;
 # so are the free software names the training corpus is full of: Linux, Debian, Firefox...).
@@ -49,7 +50,7 @@ def faker_names() -> set[str]:
         for attr in ("first_names", "first_names_female", "first_names_male"):
             value = getattr(provider, attr, ())
             names |= set(value.keys() if isinstance(value, dict) else value)
-    return {n for n in names if NAME.fullmatch(n) and n not in PLACES}
+    return {n for n in names if re.fullmatch(WORD, n) and n not in PLACES}
 
 
 def main() -> None:

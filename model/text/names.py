@@ -24,18 +24,18 @@ from functools import lru_cache
 from importlib import resources
 
 _UPPER, _LOWER = "A-ZÀ-ÖØ-Þ", "a-zß-öø-ÿ"
-_WORD = rf"[{_UPPER}][{_LOWER}]+(?:-[{_UPPER}][{_LOWER}]+)?"
-CAPITALISED = re.compile(rf"(?<![\w@./\\-]){_WORD}(?![\w@/\\-]|\.\w)")
+WORD = rf"[{_UPPER}][{_LOWER}]+(?:-[{_UPPER}][{_LOWER}]+)?"  # a capitalised word, or two joined by a hyphen
+CAPITALISED = re.compile(rf"(?<![\w@./\\-]){WORD}(?![\w@/\\-]|\.\w)")
 _SENTENCE_START = re.compile(r"(?:^|[.!?…:;]\s+|[«“\"(\[—–-]\s*)$")
 # what follows a first name that opens a French sentence (a verb, a pronoun, a comma), not a noun's complement
 _FR_AFTER_NAME = re.compile(
     r"(?:,|\s+(?:est|a|va|vient|arrive|part|dit|fait|peut|veut|doit|aime|habite|travaille|sera|était|avait|"
     r"et|ne|n'|n’|s'|s’|m'|m’|t'|t’|l'|l’|nous|vous|lui|leur|me|te|se|y|en)(?![\w'’]))"
 )
-_AND_NAME = re.compile(rf"\s+(?:and|et|&)\s+({_WORD})")
+_AND_NAME = re.compile(rf"\s+(?:and|et|&)\s+({WORD})")
 _NEXT = re.compile(r"\s*(\S)")  # the next word's first letter, or punctuation
 _PREVIOUS_WORD = re.compile(r"(\S+)\s+$")
-_SURNAME = re.compile(rf" (?!(?:And|Et|The|Le|La|Les|De|Du|Des|Of|From|To|À|En|In|On)\b)({_WORD})(?![\w@/\\-])")
+_SURNAME = re.compile(rf" (?!(?:And|Et|The|Le|La|Les|De|Du|Des|Of|From|To|À|En|In|On)\b)({WORD})(?![\w@/\\-])")
 
 
 @lru_cache(maxsize=1)
@@ -87,14 +87,14 @@ def name_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
         if flags is None or (out and m.start() < out[-1][1]):
             continue
         start, end = m.span()
-        first = bool(_SENTENCE_START.search(text, 0, start))
-        nxt = _NEXT.match(text, end)
         if not _common(flags, language):
             surname = _SURNAME.match(text, end) if is_person(m.group()) else None
             if surname and _listed(surname.group(1)) is None:
                 end = surname.end()
             out.append((start, end))
             continue
+        first = bool(_SENTENCE_START.search(text, 0, start))
+        nxt = _NEXT.match(text, end)
         pair = _AND_NAME.match(text, end)
         if pair and _listed(pair.group(1)) is not None:
             out.append((start, end))
