@@ -17,6 +17,7 @@ from rendition.service.deps import AppState, as_list, engine_or_503, get_setting
 from rendition.service.embedding import embed
 from rendition.service.engines import EmbeddingEngine
 from rendition.service.errors import APIError, invalid
+from rendition.service.routing import LeanRoute
 from rendition.service.schemas import (
     Embedding,
     EmbeddingsRequest,
@@ -27,7 +28,7 @@ from rendition.service.schemas import (
 )
 from rendition.service.settings import Settings
 
-router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["embeddings"], dependencies=[Depends(require_api_key)], route_class=LeanRoute)
 
 
 def check_model(engine: EmbeddingEngine, model: str | None, aliases: dict[str, str]) -> None:

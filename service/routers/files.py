@@ -40,11 +40,12 @@ from rendition.service.deps import (
     loaded_languages,
 )
 from rendition.service.errors import APIError
+from rendition.service.routing import LeanRoute
 from rendition.service.schemas import PAIRS_NOTE
 from rendition.service.settings import Settings
 from rendition.service.translation import detector, make_options, translate_texts
 
-router = APIRouter(tags=["libretranslate"])
+router = APIRouter(tags=["libretranslate"], route_class=LeanRoute)
 
 SUPPORTED = sorted(documents.FORMATS)
 CHUNK_TEXTS = 64  # texts per call to the translation path (each call is admitted on its own)

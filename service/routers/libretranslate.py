@@ -38,11 +38,12 @@ from rendition.service.deps import (
     loaded_pairs,
 )
 from rendition.service.errors import APIError
+from rendition.service.routing import LeanRoute
 from rendition.service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
 from rendition.service.settings import Settings
 from rendition.service.translation import detector, make_options, translate_texts
 
-router = APIRouter(tags=["libretranslate"])
+router = APIRouter(tags=["libretranslate"], route_class=LeanRoute)
 
 LANGUAGE_NAMES = {
     "ar": "Arabic",

@@ -10,8 +10,9 @@ from rendition.model.translation.pairs import directions
 from rendition.service.deps import AppState, get_state, require_api_key
 from rendition.service.errors import APIError
 from rendition.service.exposition import UNAUTHORIZED, metrics_token_ok
+from rendition.service.routing import LeanRoute
 
-router = APIRouter()
+router = APIRouter(route_class=LeanRoute)
 
 
 @router.get("/health/live", tags=["health"], summary="The process is up (503 if model loading failed)")

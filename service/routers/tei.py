@@ -24,9 +24,10 @@ from rendition.service import admission
 from rendition.service.deps import AppState, as_list, engine_or_503, get_settings, get_state, require_api_key
 from rendition.service.embedding import embed
 from rendition.service.errors import invalid
+from rendition.service.routing import LeanRoute
 from rendition.service.settings import Settings
 
-router = APIRouter(tags=["tei"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["tei"], dependencies=[Depends(require_api_key)], route_class=LeanRoute)
 
 
 TokenIds = list[StrictInt] | list[list[StrictInt]]  # strict: true/false are not token ids
@@ -237,7 +238,7 @@ async def tei_info(
     }
 
 
-health_router = APIRouter(tags=["tei"])
+health_router = APIRouter(tags=["tei"], route_class=LeanRoute)
 
 
 @health_router.get(

@@ -9,11 +9,12 @@ from rendition.service import glossaries, inference
 from rendition.service.deps import AppState, as_list, get_settings, get_state, require_api_key, translator_queue
 from rendition.service.engines import TranslationEngine
 from rendition.service.errors import invalid
+from rendition.service.routing import LeanRoute
 from rendition.service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
 from rendition.service.settings import Settings
 from rendition.service.translation import make_options, translate_texts
 
-router = APIRouter(tags=["translation"], dependencies=[Depends(require_api_key)])
+router = APIRouter(tags=["translation"], dependencies=[Depends(require_api_key)], route_class=LeanRoute)
 
 
 def request_options(settings: Settings, body: TranslateRequest, engine: TranslationEngine) -> TranslationOptions:

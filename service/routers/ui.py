@@ -17,7 +17,9 @@ from importlib import resources
 from fastapi import APIRouter, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-router = APIRouter(tags=["ui"])
+from rendition.service.routing import LeanRoute
+
+router = APIRouter(tags=["ui"], route_class=LeanRoute)
 
 # name -> media type: the only files served (no path from the request reaches the file system)
 ASSETS = {
