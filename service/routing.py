@@ -136,7 +136,7 @@ class LeanRoute(APIRoute):
                     return await full(request)
                 try:
                     raw = await request.json()
-                except ValueError:  # (json.JSONDecodeError, UnicodeDecodeError): FastAPI's 422 / 400
+                except Exception:  # malformed, not UTF-8, nested too deeply (RecursionError): FastAPI's 422 / 400
                     return await full(request)
                 value, errors = body_field.validate(raw, {}, loc=("body",))
                 if errors:

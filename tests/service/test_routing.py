@@ -93,6 +93,7 @@ def requests() -> list[tuple[str, dict]]:
             "/items",
             {"content": b'{"name": "x"}', "headers": {**key, "content-type": "application/json; charset=utf-8"}},
         ),
+        ("/items", {"content": b'{"name": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "headers": json_ct}),  # too deep
         ("/items", {"content": b'{"name": "x", "n": 2.0}', "headers": json_ct}),
         ("/items", {"content": b'{"name": "x", "n": "2"}', "headers": json_ct}),
         ("/plain", {"json": {"other": [1, 2]}, "headers": key}),
