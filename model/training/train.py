@@ -14,6 +14,7 @@ import random
 import shutil
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -59,6 +60,9 @@ class TrainConfig:
     valid_sets: str = "en-fr"  # validation loss on data/splits/valid.<name>.tsv, comma-separated (first 500 pairs each)
     byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
     init_from: str = ""  # start from an exported model directory's weights (fresh optimizer)
+    anchor_from: str = ""  # a model directory of the run's shape and tokenizer whose output distribution anchors the training rows (see ``Session.step``)
+    anchor_weight: float = 0.5  # the anchor's share of an anchored token's loss
+    anchor_skip: str = ""  # corpus sources whose rows learn from their references only, "name,name"
     device: str = "cpu"
     amp: str = "none"  # "bf16": autocast to bfloat16 (master weights stay float32)
 
@@ -125,6 +129,11 @@ def read_corpus_pairs(path: Path, upsample: str, cap: str = "", lang: str = "fr"
     return out
 
 
+def source_pairs(path: Path, sources: set[str], lang: str = "fr") -> set[Pair]:
+    """The pairs of the corpus rows whose source (without its direction) is one of ``sources``."""
+    return {Pair(en, other) for src, en, other in read_rows(path) if split_source(src, lang)[0] in sources}
+
+
 def corpus_pair(cfg: TrainConfig) -> str | None:
     """The pair whose training pairs come from ``cfg.corpus`` (the first of ``cfg.pairs``); None without a corpus."""
     return cfg.pairs[0] if cfg.corpus else None
@@ -187,6 +196,7 @@ class Data:
     train: list[Example]
     valid: list[Example]
     bleu: list[tuple[str, str, list[Pair]]]  # (source language, target language, pairs) for validation BLEU
+    anchored: list[bool] = field(default_factory=list)  # per training example: its loss includes the anchor's distribution
 
 
 def run_tokenizer(cfg: TrainConfig, run: Path, corpus: dict[str, list[Pair]] | None, splits_dir: Path) -> Tokenizer:
@@ -211,9 +221,12 @@ def run_model_config(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig, 
     return model_cfg
 
 
-def load_data(cfg: TrainConfig, tok: Tokenizer, corpus: dict[str, list[Pair]] | None, splits_dir: Path) -> Data:
+def load_data(
+    cfg: TrainConfig, tok: Tokenizer, corpus: dict[str, list[Pair]] | None, splits_dir: Path, unanchored: AbstractSet[Pair] = frozenset()
+) -> Data:
     """Both directions of each pair: the corpus (for the first pair, when given) or the DDTP train
-    split, the validation sets' first 500 pairs, and the validation pairs for BLEU."""
+    split, the validation sets' first 500 pairs, and the validation pairs for BLEU.  Every training
+    example is anchored (``Data.anchored``) but those of the pairs in ``unanchored``."""
     data = Data([], [], [])
     for lp in cfg.pairs:
         from_corpus = corpus is not None and lp == corpus_pair(cfg)
@@ -221,7 +234,11 @@ def load_data(cfg: TrainConfig, tok: Tokenizer, corpus: dict[str, list[Pair]] | 
         va_pairs = read_tsv(splits_dir / f"valid.{lp}.tsv")
         for s, t in directions([lp]):
             one_way = corpus[f"{s}-{t}"] if corpus is not None and from_corpus else []  # (rows learnt in this direction only)
-            data.train += load_examples(tok, tr_pairs + one_way, s, t, cfg.max_len)
+            both = tr_pairs + one_way
+            for keep, ps in ((True, [p for p in both if p not in unanchored]), (False, [p for p in both if p in unanchored])):
+                examples = load_examples(tok, ps, s, t, cfg.max_len)
+                data.train += examples
+                data.anchored += [keep] * len(examples)
             for name in cfg.valid_sets.split(","):
                 if name.endswith(lp):
                     data.valid += load_examples(tok, read_tsv(splits_dir / f"valid.{name}.tsv")[:500], s, t, 10_000)
@@ -254,6 +271,21 @@ def start(cfg: TrainConfig, model_cfg: TransformerConfig, run: Path) -> tuple[Tr
     return model, opt, state
 
 
+def load_anchor(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig) -> Transformer:
+    """The frozen anchor model (``cfg.anchor_from``): it must have the run's shape and tokenizer."""
+    d = Path(cfg.anchor_from)
+    if not 0.0 <= cfg.anchor_weight <= 1.0:
+        raise ValueError(f"the anchor weight must be in [0, 1], not {cfg.anchor_weight}")
+    if (d / "sentencepiece.model").read_bytes() != (run / "sentencepiece.model").read_bytes():
+        raise ValueError(f"{d} has another tokenizer than the run")
+    anchor_cfg = TransformerConfig.load(d / "config.json")
+    if replace(anchor_cfg, dropout=model_cfg.dropout) != model_cfg:
+        raise ValueError(f"{d} has another shape than the run")
+    anchor = Transformer(anchor_cfg).to(torch.device(cfg.device))
+    anchor.load_state_dict({k: v.float() for k, v in load_file(str(d / "model.safetensors")).items()})
+    return anchor.eval().requires_grad_(False)
+
+
 @dataclass
 class Session:
     """A training run in progress: what each step, validation and checkpoint reads and updates."""
@@ -266,19 +298,38 @@ class Session:
     data: Data
     tok: Tokenizer
     log: IO[str]
+    anchor: Transformer | None = None  # the frozen model whose distribution anchors the training rows
     tokens_seen: int = 0
     tick: float = field(default_factory=time.time)
 
-    def step(self, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """One optimiser step on a batch; its loss."""
+    def step(self, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor], anchored: torch.Tensor | None = None) -> torch.Tensor:
+        """One optimiser step on a batch; its loss.
+
+        With an anchor model, the loss of each token of an anchored row (``anchored``, one flag per
+        row) is ``(1 - w) * CE(reference) + w * KL(anchor || model)`` with ``w = anchor_weight``:
+        the model learns what the stage adds while its distribution on the rows it already knew
+        stays near the anchor's, the model the stage started from (Li & Hoiem 2016, "Learning
+        without Forgetting"; Khayrallah et al. 2018, "Regularized Training Objective for Continued
+        Training for Domain Adaptation in Neural Machine Translation").  The rows of the sources in
+        ``anchor_skip`` learn from their references only."""
         device = next(self.model.parameters()).device
         self.tokens_seen += int((batch[2] != PAD_ID).sum()) + int((batch[0] != PAD_ID).sum())
         src, tin, tout = (t.to(device, non_blocking=True) for t in batch)
         for g in self.opt.param_groups:
             g["lr"] = lr_at(self.state["step"] + 1, self.cfg)
         with autocast(device, self.cfg.amp):
-            logits = self.model(src, tin)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, label_smoothing=self.cfg.label_smoothing)
+            logits = self.model(src, tin)  # (B, T, V)
+        real = tout != PAD_ID  # (B, T)
+        ce = F.cross_entropy(logits.flatten(0, 1).float(), tout.flatten(), ignore_index=PAD_ID, label_smoothing=self.cfg.label_smoothing, reduction="none")
+        total = ce.sum()
+        if self.anchor is not None and anchored is not None and bool(anchored.any()):
+            rows = anchored.to(device)
+            with torch.no_grad(), autocast(device, self.cfg.amp):
+                anchor_logits = self.anchor(src[rows], tin[rows])
+            kl = F.kl_div(logits[rows].float().log_softmax(-1), anchor_logits.float().log_softmax(-1), log_target=True, reduction="none").sum(-1)  # (b, T)
+            w, mask = self.cfg.anchor_weight, real[rows]
+            total = total + w * ((kl - ce.view_as(real)[rows]) * mask).sum()
+        loss = total / real.sum()
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
@@ -328,7 +379,9 @@ def run_steps(session: Session) -> None:
     while True:
         batches = make_batches(session.data.train, cfg.max_tokens, random.Random(cfg.seed + state["epoch"]))
         for bi in range(state["batch_in_epoch"], len(batches)):
-            loss = session.step(collate(session.data.train, batches[bi]))
+            idx = batches[bi]
+            anchored = torch.tensor([session.data.anchored[i] for i in idx]) if session.anchor is not None else None
+            loss = session.step(collate(session.data.train, idx), anchored)
             step = state["step"] + 1
             state.update(step=step, batch_in_epoch=bi + 1, elapsed=time.time() - t0)
             bar.update(1)
@@ -354,11 +407,15 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample, cfg.cap, lang, cfg.seed) if cfg.corpus else None
     tok = run_tokenizer(cfg, run, corpus, splits_dir)
     model_cfg = run_model_config(cfg, run, model_cfg, tok)
-    data = load_data(cfg, tok, corpus, splits_dir)
+    skip = {x for x in cfg.anchor_skip.split(",") if x}
+    data = load_data(cfg, tok, corpus, splits_dir, source_pairs(Path(cfg.corpus), skip, lang) if cfg.corpus and skip else frozenset())
     print(f"{len(data.train)} training examples, {len(data.valid)} validation examples", flush=True)
     model, opt, state = start(cfg, model_cfg, run)
+    anchor = load_anchor(cfg, run, model_cfg) if cfg.anchor_from else None
+    if anchor is not None:
+        print(f"anchored to {cfg.anchor_from}: {sum(data.anchored)} of {len(data.train)} examples, weight {cfg.anchor_weight}", flush=True)
     with (run / "log.jsonl").open("a") as log:
-        run_steps(Session(cfg, run, model, opt, state, data, tok, log))
+        run_steps(Session(cfg, run, model, opt, state, data, tok, log, anchor))
     plot_curves(run / "curves.png", curves(run / "log.jsonl"), f"translator {'+'.join(cfg.pairs)}")
     return run
 

@@ -117,3 +117,97 @@ def test_corpus_cap_applies_before_the_upsampling(tmp_path: Path) -> None:
     )
     pairs = read_corpus_pairs(corpus, "dict=2,ddtp=3", cap="dict=5", lang="de", seed=3)["both"]
     assert len(pairs) == 5 * 2 + 3 and len(set(pairs)) == 6
+
+
+@pytest.fixture(scope="module")
+def anchor_run(splits: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainConfig, TransformerConfig, Path]:
+    """A tiny trained run (no dropout) and its export, the anchor of the tests below."""
+    torch.manual_seed(0)
+    d = tmp_path_factory.mktemp("anchor")
+    cfg = TrainConfig(
+        run_dir=str(d / "run"), vocab_size=600, tokenizer_langs=("en", "fr"), max_tokens=600, warmup=5,
+        max_steps=4, max_minutes=60, eval_every=100, save_every=4, keep_checkpoints=1, bleu_sentences=0, threads=1,
+    )  # fmt: skip
+    mcfg = TransformerConfig(vocab_size=0, d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0)
+    train(cfg, mcfg, splits)
+    return cfg, mcfg, export(Path(cfg.run_dir), d / "export", dtype=torch.float32)
+
+
+def test_anchored_loss_is_the_blend_of_reference_and_anchor_per_token(anchor_run: tuple[TrainConfig, TransformerConfig, Path], tmp_path: Path) -> None:
+    from rendition.model.tokenizer import PAD_ID, Tokenizer
+    from rendition.model.training.train import Data, Session, collate, load_anchor, load_examples, read_tsv
+
+    cfg, mcfg, anchor_dir = anchor_run
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(anchor_dir / "sentencepiece.model", run / "sentencepiece.model")
+    w = 0.3
+    cfg = replace(cfg, run_dir=str(run), anchor_from=str(anchor_dir), anchor_weight=w, label_smoothing=0.1)
+    model_cfg = TransformerConfig.load(anchor_dir / "config.json")
+    anchor = load_anchor(cfg, run, model_cfg)
+    tok = Tokenizer(str(run / "sentencepiece.model"))
+    examples = load_examples(tok, read_tsv(SPLITS_DIR / "valid.en-fr.tsv")[:4], "en", "fr", 160)
+    batch = collate(examples, [0, 1, 2, 3])
+    flags = torch.tensor([True, False, True, False])
+
+    def session(seed: int) -> Session:
+        torch.manual_seed(seed)
+        model = Transformer(model_cfg)
+        opt = torch.optim.Adam(model.parameters())
+        return Session(cfg, run, model, opt, {"step": 0}, Data(examples, [], []), tok, None, anchor)  # type: ignore[arg-type]
+
+    # the model is the anchor (no dropout): every anchored token's KL is 0, so with weight 1 the loss is 0
+    s = session(0)
+    s.model.load_state_dict(anchor.state_dict())
+    s.cfg = replace(cfg, anchor_weight=1.0)
+    assert float(s.step(batch, torch.ones(4, dtype=torch.bool))) == pytest.approx(0.0, abs=1e-5)
+    assert float(s.step(batch, torch.zeros(4, dtype=torch.bool))) > 1.0  # no row anchored: the references' loss
+
+    # another model: the loss against a per-token computation in float64
+    s = session(1)
+    src, tin, tout = batch
+    with torch.no_grad():  # (before the step moves the weights)
+        logp = s.model(src, tin).double().log_softmax(-1)
+        loga = anchor(src, tin).double().log_softmax(-1)
+    got = float(s.step(batch, flags))
+    total, n, V, eps = 0.0, 0, logp.shape[-1], cfg.label_smoothing
+    for b in range(4):
+        for t in range(tout.shape[1]):
+            y = int(tout[b, t])
+            if y == PAD_ID:
+                continue
+            ce = -(1 - eps) * logp[b, t, y] - eps / V * logp[b, t].sum()  # label smoothing over the whole vocabulary
+            kl = (loga[b, t].exp() * (loga[b, t] - logp[b, t])).sum()
+            total += float((1 - w) * ce + w * kl) if flags[b] else float(ce)
+            n += 1
+    assert got == pytest.approx(total / n, rel=1e-4)
+
+
+def test_anchor_skip_rows_and_a_foreign_anchor(anchor_run: tuple[TrainConfig, TransformerConfig, Path], tmp_path: Path) -> None:
+    from rendition.model.tokenizer import Tokenizer
+    from rendition.model.training.train import load_anchor, load_data, read_corpus_pairs, source_pairs
+
+    cfg, mcfg, anchor_dir = anchor_run
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text(
+        "ui\tOpen\tOuvrir\nconversation\tI am hungry.\tJ'ai faim.\nconversation>fr\tHe has been waiting.\tIl attend.\n"
+        "ddtp\tA tool.\tUn outil.\n",
+        encoding="utf-8",
+    )
+    skip = source_pairs(corpus, {"conversation"})
+    assert {p.src for p in skip} == {"I am hungry.", "He has been waiting."}
+    tok = Tokenizer(str(anchor_dir / "sentencepiece.model"))
+    data = load_data(replace(cfg, corpus=str(corpus), valid_sets=""), tok, read_corpus_pairs(corpus, ""), SPLITS_DIR, skip)
+    assert len(data.train) == len(data.anchored) == 7  # three rows both ways, one into French only
+    learnt = {tok.decode([ex[1]])[0]: a for ex, a in zip(data.train, data.anchored)}
+    assert learnt == {"Ouvrir": True, "Open": True, "Un outil.": True, "A tool.": True, "J'ai faim.": False, "I am hungry.": False, "Il attend.": False}
+
+    # an anchor with another tokenizer or shape is refused
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sentencepiece.model").write_bytes(b"another")
+    with pytest.raises(ValueError, match="another tokenizer"):
+        load_anchor(replace(cfg, anchor_from=str(anchor_dir)), run, mcfg)
+    shutil.copy(anchor_dir / "sentencepiece.model", run / "sentencepiece.model")
+    with pytest.raises(ValueError, match="another shape"):
+        load_anchor(replace(cfg, anchor_from=str(anchor_dir)), run, replace(TransformerConfig.load(anchor_dir / "config.json"), d_model=64))
