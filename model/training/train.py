@@ -61,7 +61,7 @@ class TrainConfig:
     byte_fallback: bool = False  # tokenizer: unknown characters as byte pieces
     init_from: str = ""  # start from an exported model directory's weights (fresh optimizer)
     anchor_from: str = ""  # a model directory of the run's shape and tokenizer whose output distribution anchors the training rows (see ``Session.step``)
-    anchor_weight: float = 0.5  # the anchor's share of an anchored token's loss
+    anchor_weight: float = 10.0  # lambda: an anchored token's loss is CE(reference) + lambda * KL(anchor || model)
     anchor_skip: str = ""  # corpus sources whose rows learn from their references only, "name,name"
     device: str = "cpu"
     amp: str = "none"  # "bf16": autocast to bfloat16 (master weights stay float32)
@@ -274,8 +274,8 @@ def start(cfg: TrainConfig, model_cfg: TransformerConfig, run: Path) -> tuple[Tr
 def load_anchor(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig) -> Transformer:
     """The frozen anchor model (``cfg.anchor_from``): it must have the run's shape and tokenizer."""
     d = Path(cfg.anchor_from)
-    if not 0.0 <= cfg.anchor_weight <= 1.0:
-        raise ValueError(f"the anchor weight must be in [0, 1], not {cfg.anchor_weight}")
+    if not cfg.anchor_weight >= 0.0:
+        raise ValueError(f"the anchor weight must be >= 0, not {cfg.anchor_weight}")
     if (d / "sentencepiece.model").read_bytes() != (run / "sentencepiece.model").read_bytes():
         raise ValueError(f"{d} has another tokenizer than the run")
     anchor_cfg = TransformerConfig.load(d / "config.json")
@@ -306,9 +306,9 @@ class Session:
         """One optimiser step on a batch; its loss.
 
         With an anchor model, the loss of each token of an anchored row (``anchored``, one flag per
-        row) is ``(1 - w) * CE(reference) + w * KL(anchor || model)`` with ``w = anchor_weight``:
-        the model learns what the stage adds while its distribution on the rows it already knew
-        stays near the anchor's, the model the stage started from (Li & Hoiem 2016, "Learning
+        row) is ``CE(reference) + w * KL(anchor || model)`` with ``w = anchor_weight``: the model
+        learns what the stage adds while its distribution on the rows it already knew stays near
+        the anchor's, the model the stage started from (Li & Hoiem 2016, "Learning
         without Forgetting"; Khayrallah et al. 2018, "Regularized Training Objective for Continued
         Training for Domain Adaptation in Neural Machine Translation").  The rows of the sources in
         ``anchor_skip`` learn from their references only."""
@@ -328,7 +328,7 @@ class Session:
                 anchor_logits = self.anchor(src[rows], tin[rows])
             kl = F.kl_div(logits[rows].float().log_softmax(-1), anchor_logits.float().log_softmax(-1), log_target=True, reduction="none").sum(-1)  # (b, T)
             w, mask = self.cfg.anchor_weight, real[rows]
-            total = total + w * ((kl - ce.view_as(real)[rows]) * mask).sum()
+            total = total + w * (kl * mask).sum()
         loss = total / real.sum()
         self.opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -141,7 +141,7 @@ def test_anchored_loss_is_the_blend_of_reference_and_anchor_per_token(anchor_run
     run = tmp_path / "run"
     run.mkdir()
     shutil.copy(anchor_dir / "sentencepiece.model", run / "sentencepiece.model")
-    w = 0.3
+    w = 3.0
     cfg = replace(cfg, run_dir=str(run), anchor_from=str(anchor_dir), anchor_weight=w, label_smoothing=0.1)
     model_cfg = TransformerConfig.load(anchor_dir / "config.json")
     anchor = load_anchor(cfg, run, model_cfg)
@@ -156,12 +156,12 @@ def test_anchored_loss_is_the_blend_of_reference_and_anchor_per_token(anchor_run
         opt = torch.optim.Adam(model.parameters())
         return Session(cfg, run, model, opt, {"step": 0}, Data(examples, [], []), tok, None, anchor)  # type: ignore[arg-type]
 
-    # the model is the anchor (no dropout): every anchored token's KL is 0, so with weight 1 the loss is 0
+    # the model is the anchor (no dropout): every anchored token's KL is 0, so the loss is the references' alone
     s = session(0)
     s.model.load_state_dict(anchor.state_dict())
-    s.cfg = replace(cfg, anchor_weight=1.0)
-    assert float(s.step(batch, torch.ones(4, dtype=torch.bool))) == pytest.approx(0.0, abs=1e-5)
-    assert float(s.step(batch, torch.zeros(4, dtype=torch.bool))) > 1.0  # no row anchored: the references' loss
+    plain = float(s.step(batch, torch.zeros(4, dtype=torch.bool)))  # no row anchored
+    s.model.load_state_dict(anchor.state_dict())
+    assert float(s.step(batch, torch.ones(4, dtype=torch.bool))) == pytest.approx(plain, rel=1e-5)
 
     # another model: the loss against a per-token computation in float64
     s = session(1)
@@ -178,9 +178,11 @@ def test_anchored_loss_is_the_blend_of_reference_and_anchor_per_token(anchor_run
                 continue
             ce = -(1 - eps) * logp[b, t, y] - eps / V * logp[b, t].sum()  # label smoothing over the whole vocabulary
             kl = (loga[b, t].exp() * (loga[b, t] - logp[b, t])).sum()
-            total += float((1 - w) * ce + w * kl) if flags[b] else float(ce)
+            total += float(ce + w * kl) if flags[b] else float(ce)
             n += 1
     assert got == pytest.approx(total / n, rel=1e-4)
+    with pytest.raises(ValueError, match="anchor weight"):
+        load_anchor(replace(cfg, anchor_weight=-1.0), run, model_cfg)
 
 
 def test_anchor_skip_rows_and_a_foreign_anchor(anchor_run: tuple[TrainConfig, TransformerConfig, Path], tmp_path: Path) -> None:
