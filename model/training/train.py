@@ -281,6 +281,10 @@ def load_anchor(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig) -> Tr
     anchor_cfg = TransformerConfig.load(d / "config.json")
     if replace(anchor_cfg, dropout=model_cfg.dropout) != model_cfg:
         raise ValueError(f"{d} has another shape than the run")
+    if model_cfg.dropout:
+        # with dropout the KL is the dropout's noise (about 0.25 nats per token against a stage's drift of
+        # 0.01-0.02), and pulling on it moved the model's own distribution away from the anchor's
+        raise ValueError("an anchored stage trains without dropout (--dropout 0): the KL compares the model's distribution with the anchor's")
     anchor = Transformer(anchor_cfg).to(torch.device(cfg.device))
     anchor.load_state_dict({k: v.float() for k, v in load_file(str(d / "model.safetensors")).items()})
     return anchor.eval().requires_grad_(False)

@@ -211,5 +211,7 @@ def test_anchor_skip_rows_and_a_foreign_anchor(anchor_run: tuple[TrainConfig, Tr
     with pytest.raises(ValueError, match="another tokenizer"):
         load_anchor(replace(cfg, anchor_from=str(anchor_dir)), run, mcfg)
     shutil.copy(anchor_dir / "sentencepiece.model", run / "sentencepiece.model")
+    with pytest.raises(ValueError, match="without dropout"):
+        load_anchor(replace(cfg, anchor_from=str(anchor_dir)), run, replace(TransformerConfig.load(anchor_dir / "config.json"), dropout=0.1))
     with pytest.raises(ValueError, match="another shape"):
         load_anchor(replace(cfg, anchor_from=str(anchor_dir)), run, replace(TransformerConfig.load(anchor_dir / "config.json"), d_model=64))
