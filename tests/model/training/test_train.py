@@ -133,7 +133,7 @@ def anchor_run(splits: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return cfg, mcfg, export(Path(cfg.run_dir), d / "export", dtype=torch.float32)
 
 
-def test_anchored_loss_is_the_blend_of_reference_and_anchor_per_token(anchor_run: tuple[TrainConfig, TransformerConfig, Path], tmp_path: Path) -> None:
+def test_anchored_loss_adds_the_anchor_kl_to_the_reference_loss_per_token(anchor_run: tuple[TrainConfig, TransformerConfig, Path], tmp_path: Path) -> None:
     from rendition.model.tokenizer import PAD_ID, Tokenizer
     from rendition.model.training.train import Data, Session, collate, load_anchor, load_examples, read_tsv
 
