@@ -271,13 +271,18 @@ def start(cfg: TrainConfig, model_cfg: TransformerConfig, run: Path) -> tuple[Tr
     return model, opt, state
 
 
+def require_run_tokenizer(model_dir: Path, run: Path) -> None:
+    """Refuse a model directory whose SentencePiece model is not the run's."""
+    if (model_dir / "sentencepiece.model").read_bytes() != (run / "sentencepiece.model").read_bytes():
+        raise ValueError(f"{model_dir} has another tokenizer than the run")
+
+
 def load_anchor(cfg: TrainConfig, run: Path, model_cfg: TransformerConfig) -> Transformer:
     """The frozen anchor model (``cfg.anchor_from``): it must have the run's shape and tokenizer."""
     d = Path(cfg.anchor_from)
     if not cfg.anchor_weight >= 0.0:
         raise ValueError(f"the anchor weight must be >= 0, not {cfg.anchor_weight}")
-    if (d / "sentencepiece.model").read_bytes() != (run / "sentencepiece.model").read_bytes():
-        raise ValueError(f"{d} has another tokenizer than the run")
+    require_run_tokenizer(d, run)
     anchor_cfg = TransformerConfig.load(d / "config.json")
     if replace(anchor_cfg, dropout=model_cfg.dropout) != model_cfg:
         raise ValueError(f"{d} has another shape than the run")
@@ -411,11 +416,11 @@ def train(cfg: TrainConfig, model_cfg: TransformerConfig, splits_dir: Path = SPL
     corpus = read_corpus_pairs(Path(cfg.corpus), cfg.upsample, cfg.cap, lang, cfg.seed) if cfg.corpus else None
     tok = run_tokenizer(cfg, run, corpus, splits_dir)
     model_cfg = run_model_config(cfg, run, model_cfg, tok)
+    anchor = load_anchor(cfg, run, model_cfg) if cfg.anchor_from else None  # (refused before the data's minutes of loading)
     skip = {x for x in cfg.anchor_skip.split(",") if x}
     data = load_data(cfg, tok, corpus, splits_dir, source_pairs(Path(cfg.corpus), skip, lang) if cfg.corpus and skip else frozenset())
     print(f"{len(data.train)} training examples, {len(data.valid)} validation examples", flush=True)
     model, opt, state = start(cfg, model_cfg, run)
-    anchor = load_anchor(cfg, run, model_cfg) if cfg.anchor_from else None
     if anchor is not None:
         print(f"anchored to {cfg.anchor_from}: {sum(data.anchored)} of {len(data.train)} examples, weight {cfg.anchor_weight}", flush=True)
     with (run / "log.jsonl").open("a") as log:
@@ -442,8 +447,7 @@ def export(
         other_dir, w = Path(blend[0]), float(blend[1])
         if not 0.0 <= w <= 1.0:
             raise ValueError(f"the blend weight must be in [0, 1], not {w}")
-        if (other_dir / "sentencepiece.model").read_bytes() != (run_dir / "sentencepiece.model").read_bytes():
-            raise ValueError(f"{other_dir} has another tokenizer than the run")
+        require_run_tokenizer(other_dir, run_dir)
         other = load_file(str(other_dir / "model.safetensors"))
         if other.keys() != weights.keys() or any(other[k].shape != v.shape for k, v in weights.items()):
             raise ValueError(f"{other_dir} has another shape than the run")
