@@ -89,8 +89,8 @@ def _catalog_rows(pkg_dir: Path, lang: str = "fr") -> list[Row]:
     return rows
 
 
-def extract_all(cache: Path, workers: int = 2, lang: str = "fr") -> list[Path]:
-    pkgs = debian.fetch(cache, debian.manifest_path(lang), lang)
+def extract_all(cache: Path, workers: int = 2, lang: str = "fr", refresh_pins: bool = False) -> list[Path]:
+    pkgs = debian.fetch(cache, debian.manifest_path(lang), lang, refresh_pins)
     dest = cache / "extract"
     with ProcessPoolExecutor(workers) as ex:
         return list(ex.map(debian.extract, [deb for _, deb in pkgs], [dest] * len(pkgs), chunksize=8))
@@ -224,12 +224,13 @@ def build(
     corpus_dir: Path = CORPUS_DIR,
     rewrite_splits: bool = False,
     pair: str = "en-fr",
+    refresh_pins: bool = False,
 ) -> Counter:
     """Write the training corpus and its counts; the held-out splits only where no file is
     committed (``rewrite_splits``: write them all).  Training never holds a pair of a committed
-    split, whichever build chose it."""
+    split, whichever build chose it.  ``refresh_pins``: see ``debian.fetch``."""
     lang = pair_language(pair)
-    pkg_dirs = extract_all(cache, lang=lang)
+    pkg_dirs = extract_all(cache, lang=lang, refresh_pins=refresh_pins)
     lex = None
     if lang == "fr":
         lex = daily.sentence_lexicon(cache / "extract")
@@ -266,8 +267,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cache", type=Path, default=None, help="downloaded .deb files and their extracted members (default: data/build/debian, en-de: data/build/debian.en-de)")
     ap.add_argument("--ddtp", type=Path, default=None, help="folder with Translation-{en,fr,de}.xz (default: as `rendition data`)")
     ap.add_argument("--rewrite-splits", action="store_true", help="write the held-out splits of this build over the committed ones")
+    ap.add_argument("--refresh-pins", action="store_true",
+                    help="where the archive no longer has a pinned version (a point release replaced it), take its current one and rewrite the pin")
     a = ap.parse_args(argv)
     cache = a.cache or REPO_DATA / "build" / ("debian" if a.pair == "en-fr" else f"debian.{a.pair}")
-    counts = build(cache, a.ddtp, rewrite_splits=a.rewrite_splits, pair=a.pair)
+    counts = build(cache, a.ddtp, rewrite_splits=a.rewrite_splits, pair=a.pair, refresh_pins=a.refresh_pins)
     for src in PAIR_SOURCES[a.pair] + ("phrases", "everyday"):
         print(src, " ".join(f"{k}={v}" for (s, k), v in sorted(counts.items()) if s == src))

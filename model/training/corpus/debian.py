@@ -98,14 +98,36 @@ def _deb_fields(deb: Path) -> tuple[str, str]:
     return fields["Package"], fields["Version"]
 
 
-def _apt_download(specs: list[str], dest: Path) -> None:
+def _apt_download(specs: list[str], dest: Path) -> list[str]:
+    """Download ``specs`` (``name=version`` or ``name``) into ``dest``; returns the ones the archive
+    no longer has (``apt-get download`` refuses a whole group for one, so a refused group is
+    retried one by one)."""
+    gone = []
     for i in range(0, len(specs), 50):
-        subprocess.run(["apt-get", "download", "-q", *specs[i : i + 50]], cwd=dest, check=True, capture_output=True)
+        group = specs[i : i + 50]
+        if subprocess.run(["apt-get", "download", "-q", *group], cwd=dest, capture_output=True).returncode:
+            for spec in group:
+                if subprocess.run(["apt-get", "download", "-q", spec], cwd=dest, capture_output=True).returncode:
+                    gone.append(spec)
+    return gone
 
 
-def fetch(cache: Path, manifest: Path = MANIFEST, lang: str = "fr") -> list[tuple[Package, Path]]:
+class StalePins(RuntimeError):
+    """Pinned versions that the archive no longer serves (a point release replaced them)."""
+
+
+def _download_all(specs: list[str], dest: Path) -> list[str]:
+    """``_apt_download`` in four parallel parts; the specs the archive no longer has."""
+    with ThreadPoolExecutor(4) as ex:
+        return [g for gone in ex.map(lambda c: _apt_download(c, dest), [specs[i::4] for i in range(4) if specs[i::4]]) for g in gone]
+
+
+def fetch(cache: Path, manifest: Path = MANIFEST, lang: str = "fr", refresh_pins: bool = False) -> list[tuple[Package, Path]]:
     """Download (or find in ``cache/debs``) every package of the manifest, verified by sha256.
 
+    A pinned version the archive no longer serves (bookworm's point releases and security updates
+    replace a package's version) is an error naming them (``StalePins``); with ``refresh_pins``
+    the archive's current version of each is taken instead and its pin rewritten in the manifest.
     Without a manifest, the packages shipping ``lang`` are selected from the archive's Contents
     index and the manifest is written from what was downloaded."""
     debs = cache / "debs"
@@ -113,10 +135,24 @@ def fetch(cache: Path, manifest: Path = MANIFEST, lang: str = "fr") -> list[tupl
     if manifest.exists():
         pkgs = read_manifest(manifest)
         missing = [p for p in pkgs if not (debs / p.filename).exists()]
-        if missing:
-            chunks = [[f"{p.name}={p.version}" for p in missing[i::4]] for i in range(4)]
-            with ThreadPoolExecutor(4) as ex:
-                list(ex.map(lambda c: _apt_download(c, debs), [c for c in chunks if c]))
+        gone = set(_download_all([f"{p.name}={p.version}" for p in missing], debs)) if missing else set()
+        if gone and not refresh_pins:
+            raise StalePins(
+                f"the archive no longer has {len(gone)} pinned version(s) of {manifest.name}: {', '.join(sorted(gone))}; "
+                "`rendition data --corpus --refresh-pins` takes their current versions and rewrites their pins"
+            )
+        if gone:
+            names = sorted(g.split("=", 1)[0] for g in gone)
+            if still := _download_all(names, debs):
+                raise StalePins(f"the archive has no version of {', '.join(still)}")
+            fresh = {}
+            for deb in debs.glob("*.deb"):
+                if deb.name.split("_", 1)[0] in names:
+                    name, version = _deb_fields(deb)
+                    fresh[name] = Package(name, version, sha256(deb), deb.name)
+            pkgs = [fresh.get(p.name, p) if f"{p.name}={p.version}" in gone else p for p in pkgs]
+            header = manifest.read_text(encoding="utf-8").splitlines()[0]
+            write_manifest(pkgs, manifest, header.split("rebuilt by `", 1)[1].split("`", 1)[0])
         out = []
         for p in pkgs:
             got = sha256(debs / p.filename)
@@ -126,9 +162,8 @@ def fetch(cache: Path, manifest: Path = MANIFEST, lang: str = "fr") -> list[tupl
         return out
     names = select_from_contents(cache, lang)
     have = {f.name.split("_", 1)[0] for f in debs.glob("*.deb")}
-    todo = [n for n in names if n not in have]
-    with ThreadPoolExecutor(4) as ex:
-        list(ex.map(lambda c: _apt_download(c, debs), [todo[i::4] for i in range(4) if todo[i::4]]))
+    if absent := _download_all([n for n in names if n not in have], debs):
+        raise StalePins(f"the archive has no version of {', '.join(absent)}")
     out = []
     for deb in sorted(debs.glob("*.deb")):
         name, version = _deb_fields(deb)

@@ -154,6 +154,63 @@ def test_the_committed_manifest_pins_every_package() -> None:
     assert {"wesnoth-1.16-httt", "dict-freedict-eng-fra", "gnome-user-docs"} <= {p.name for p in pkgs}
 
 
+# An archive as `apt-get download` sees it, on PATH: it serves the versions listed in $ARCHIVE
+# ("name version" lines, the first of a name its current one) as real .deb files built by dpkg-deb,
+# and like apt refuses a whole command, downloading nothing, when one spec names a version it lacks.
+FAKE_APT = r"""#!/usr/bin/env bash
+set -e
+shift 2  # download -q
+for spec in "$@"; do
+    name=${spec%%=*}; want=${spec#*=}; [ "$want" = "$spec" ] && want=$(awk -v n="$name" '$1==n {print $2; exit}' "$ARCHIVE")
+    grep -qx "$name $want" "$ARCHIVE" || { echo "E: Version '$want' for '$name' was not found" >&2; exit 100; }
+done
+for spec in "$@"; do
+    name=${spec%%=*}; want=${spec#*=}; [ "$want" = "$spec" ] && want=$(awk -v n="$name" '$1==n {print $2; exit}' "$ARCHIVE")
+    d=$(mktemp -d); mkdir "$d/DEBIAN"
+    printf 'Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: t <t@t>\nDescription: t\n' "$name" "$want" > "$d/DEBIAN/control"
+    dpkg-deb -Zgzip --build "$d" "${name}_${want}_all.deb" >/dev/null; rm -r "$d"
+done
+"""
+
+
+@pytest.fixture
+def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "apt-get").write_text(FAKE_APT)
+    (bin_dir / "apt-get").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("ARCHIVE", str(tmp_path / "archive.txt"))
+    return tmp_path / "archive.txt"
+
+
+def _pin(cache: Path, name: str, version: str) -> debian.Package:
+    """The manifest row of the file the fake archive serves for name=version (downloaded once to learn its digest)."""
+    where = cache / "pins"
+    where.mkdir(parents=True, exist_ok=True)
+    assert not debian._apt_download([f"{name}={version}"], where)
+    deb = where / f"{name}_{version}_all.deb"
+    return debian.Package(name, version, debian.sha256(deb), deb.name)
+
+
+def test_a_pinned_version_the_archive_dropped_is_named_and_refreshed_on_request(tmp_path: Path, archive: Path) -> None:
+    archive.write_text("kept 1.0\nmoved 2.0-1\nmoved 2.0-2\n")
+    pins = [_pin(tmp_path, "kept", "1.0"), _pin(tmp_path, "moved", "2.0-1")]
+    manifest = tmp_path / "manifest.tsv"
+    debian.write_manifest(pins, manifest, "rendition data --corpus")
+    archive.write_text("kept 1.0\nmoved 2.0-2\n")  # a point release replaced moved 2.0-1
+    with pytest.raises(debian.StalePins, match=r"moved=2\.0-1.*--refresh-pins"):
+        debian.fetch(tmp_path / "cache", manifest)
+    assert debian.read_manifest(manifest) == pins  # (nothing rewritten without asking)
+
+    got = debian.fetch(tmp_path / "cache", manifest, refresh_pins=True)
+    assert [(p.name, p.version, path.name) for p, path in got] == [("kept", "1.0", "kept_1.0_all.deb"), ("moved", "2.0-2", "moved_2.0-2_all.deb")]
+    assert all(debian.sha256(path) == p.sha256 for p, path in got)
+    assert debian.read_manifest(manifest) == [p for p, _ in got]  # the new pin, with its digest
+    assert manifest.read_text().startswith("# package\tversion\tsha256\tfile (Debian bookworm main; rebuilt by `rendition data --corpus`)")
+    assert debian.fetch(tmp_path / "cache", manifest) == got  # and the next build takes it as pinned
+
+
 def test_split_keeps_held_out_text_out_of_training(tmp_path: Path) -> None:
     (tmp_path / "valid.en-fr.tsv").write_text("DDTP valid source\tSource DDTP\n", encoding="utf-8")
     (tmp_path / "test.en-fr.tsv").write_text("", encoding="utf-8")
