@@ -67,6 +67,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import loadgen  # noqa: E402
 from bench_engine import test_sentences  # noqa: E402
 from loadgen import LoadResult, percentile, raw_closed_loop, run_load  # noqa: E402
 
@@ -254,7 +255,7 @@ def http_efficiency(
     extra = {} if client == "raw" else {"seconds": 600}
 
     def closed_loop_run(n: int, body) -> LoadResult:
-        return asyncio.run(load(url, body=body, concurrency=in_flight, max_requests=n, timeout=300, **extra))
+        return (loadgen.run if client == "raw" else asyncio.run)(load(url, body=body, concurrency=in_flight, max_requests=n, timeout=300, **extra))
 
     closed_loop_run(in_flight, lambda i: translate_body(texts[i % len(texts)]))  # warm-up
     kinds = server_translator(url)

@@ -146,6 +146,46 @@ async def run_load(
     return LoadResult(sorted(records, key=lambda r: r.index), time.perf_counter() - t0, skipped)
 
 
+class _Exchange(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection of ``raw_closed_loop``: ``send`` writes a request and
+    returns a future of (status, head fields, body), read by Content-Length as bytes arrive."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.waiter: asyncio.Future | None = None
+        self.head: tuple[int, dict[str, str], int] | None = None  # status, fields, body length
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def send(self, request: bytes) -> asyncio.Future:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        return self.waiter
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if self.head is None:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            lines = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
+            fields = {k.lower(): v for k, _, v in (line.partition(": ") for line in lines[1:])}
+            self.head = (int(lines[0].split()[1]), fields, int(fields.get("content-length", 0)))
+            del self.buf[: end + 4]
+        status, fields, length = self.head
+        if len(self.buf) >= length:
+            answer, self.buf, self.head = bytes(self.buf[:length]), self.buf[length:], None
+            if self.waiter is not None and not self.waiter.done():
+                self.waiter.set_result((status, fields, answer))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(exc or ConnectionResetError("the server closed the connection"))
+
+
 async def raw_closed_loop(
     url: str,
     *,
@@ -156,11 +196,11 @@ async def raw_closed_loop(
     timeout: float = 60.0,
 ) -> LoadResult:
     """The closed loop of ``run_load`` (``concurrency`` workers, ``max_requests`` requests) on a lean
-    client: one keep-alive HTTP/1.1 connection per worker over asyncio streams, bodies encoded
-    before the clock starts, answers read by their Content-Length.  It spends a fraction of
-    httpx's CPU per request, so a benchmark on the server's own cores measures the server rather
-    than the client.  Any 2xx answer is read and dropped; other statuses are recorded with their
-    first 300 bytes."""
+    client: one keep-alive HTTP/1.1 connection per worker (an ``asyncio.Protocol``, no streams),
+    bodies encoded before the clock starts, answers read by their Content-Length.  It spends a
+    fraction of httpx's CPU per request, so a benchmark on the server's own cores measures the
+    server rather than the client.  Any 2xx answer is read and dropped; other statuses are recorded
+    with their first 300 bytes."""
     host, _, port = url.split("://", 1)[1].rstrip("/").partition(":")
     payloads = []
     for i in range(max_requests):
@@ -170,37 +210,60 @@ async def raw_closed_loop(
         payloads.append(head.encode() + data)
     records: list[Record] = []
     counter = itertools.count()
+    loop = asyncio.get_running_loop()
     t0 = time.perf_counter()
 
-    async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, i: int) -> Record:
-        start = time.perf_counter()
-        writer.write(payloads[i])
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split()[1])
-        fields = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
-        fields = {k.lower(): v for k, v in fields.items()}
-        answer = await asyncio.wait_for(reader.readexactly(int(fields.get("content-length", 0))), timeout)
-        rec = Record(i, start - t0, time.perf_counter() - start, status, fields.get("retry-after"))
-        if status >= 400:
-            rec.error = answer[:300].decode(errors="replace")
-        return rec
+    def expire(waiter: asyncio.Future) -> None:
+        if not waiter.done():
+            waiter.set_exception(asyncio.TimeoutError(f"no answer within {timeout} s"))
+
+    async def connect() -> tuple[asyncio.Transport, _Exchange]:
+        return await loop.create_connection(_Exchange, host, int(port or 80))
 
     async def worker() -> None:
-        reader, writer = await asyncio.open_connection(host, int(port or 80))
+        transport, conn = await connect()
         try:
             while (i := next(counter)) < max_requests:
+                start = time.perf_counter()
                 try:
-                    records.append(await exchange(reader, writer, i))
-                except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+                    waiter = conn.send(payloads[i])
+                    timer = loop.call_later(timeout, expire, waiter)
+                    try:
+                        status, fields, answer = await waiter
+                    finally:
+                        timer.cancel()
+                    rec = Record(i, start - t0, time.perf_counter() - start, status, fields.get("retry-after"))
+                    if status >= 400:
+                        rec.error = answer[:300].decode(errors="replace")
+                    records.append(rec)
+                except (OSError, asyncio.TimeoutError) as e:
                     records.append(Record(i, 0.0, time.perf_counter() - t0, 0, error=f"{type(e).__name__}: {e}"[:300]))
-                    writer.close()
-                    reader, writer = await asyncio.open_connection(host, int(port or 80))
+                    transport.close()
+                    transport, conn = await connect()
         finally:
-            writer.close()
+            transport.close()
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return LoadResult(sorted(records, key=lambda r: r.index), time.perf_counter() - t0)
+
+
+def event_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop for a client: uvloop's where installed (a fraction of the default loop's
+    CPU per request), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def run(coroutine: Any) -> Any:
+    """``asyncio.run`` on ``event_loop()``."""
+    loop = event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
 
 
 def percentile(values: list[float], q: float) -> float:

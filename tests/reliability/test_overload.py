@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 
+import loadgen  # noqa: E402
 import pytest
 from loadgen import DEFAULT_TEXTS, raw_closed_loop, run_load, summarize, translate_body
 
@@ -105,3 +106,5 @@ def test_the_lean_client_answers_as_httpx_does(server):
     assert all(400 <= r.status < 500 for r in raw.records if r.index % 5 == 0)
     assert all(r.status == 200 for r in raw.records if r.index % 5)
     assert all(r.error for r in raw.records if r.status >= 400)
+    on_uvloop = loadgen.run(raw_closed_loop(server.url, body=body, concurrency=3, max_requests=12, timeout=30))  # (as bench_serving runs it)
+    assert [r.status for r in on_uvloop.records] == [r.status for r in ref.records]
