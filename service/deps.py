@@ -4,8 +4,8 @@ queue, with the request's timeout and client-disconnect handling, is ``rendition
 
 from __future__ import annotations
 
-import asyncio
 import hmac
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
@@ -22,6 +22,33 @@ from rendition.service.errors import APIError, invalid
 from rendition.service.metrics import Metrics
 from rendition.service.queues import Queue
 from rendition.service.settings import Settings
+
+
+class Deadline:
+    """The drain deadline: set once; each request's work watches it and is stopped then
+    (``rendition.service.inference.run_queued``: 503 + Retry-After)."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._watchers: set[Callable[[str], None]] = set()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        for stop in list(self._watchers):
+            stop("shutdown")
+
+    def watch(self, stop: Callable[[str], None]) -> None:
+        """``stop("shutdown")`` at the deadline (at once when it has passed)."""
+        if self._set:
+            stop("shutdown")
+        else:
+            self._watchers.add(stop)
+
+    def unwatch(self, stop: Callable[[str], None]) -> None:
+        self._watchers.discard(stop)
 
 
 @dataclass
@@ -42,7 +69,7 @@ class AppState:
     model_thread: ThreadPoolExecutor | None = None  # loads and warms up the models (rendition.service.app)
     embedding_thread: ThreadPoolExecutor | None = None  # the encoder's batches
     ledger: Ledger = field(default_factory=lambda: Ledger(0.0))  # estimated work in flight (rendition.service.admission)
-    deadline: asyncio.Event = field(default_factory=asyncio.Event)  # set at the drain deadline: running work -> 503
+    deadline: Deadline = field(default_factory=lambda: Deadline())  # set at the drain deadline: running work -> 503
 
 
 # The dependencies are ``async def``: FastAPI runs a plain ``def`` dependency on its thread pool,
