@@ -30,7 +30,7 @@ import ctypes
 import ctypes.util
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter
@@ -38,7 +38,7 @@ from fastapi.routing import APIRoute
 from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from rendition.service.deps import AppState, auth_error, key_is_valid, require_api_key
+from rendition.service.deps import ON_DISCONNECT, AppState, auth_error, key_is_valid, require_api_key
 from rendition.service.errors import APIError
 from rendition.service.queues import Queue
 from rendition.service.routers.ui import wants_html
@@ -94,6 +94,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._head_size = 0
+        self.scope[ON_DISCONNECT] = []  # type: ignore[literal-required]
 
     def on_url(self, url: bytes) -> None:
         self._grow(len(url))
@@ -125,7 +126,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        cycle = self.cycle
         super().connection_lost(exc)
+        if cycle is not None and cycle.disconnected:  # (a request still unanswered)
+            calls: list[Callable[[], None]] = cycle.scope.get(ON_DISCONNECT) or []  # type: ignore[assignment]
+            for call in calls:
+                call()
 
     def _headers_timed_out(self) -> None:
         self._header_timer = None

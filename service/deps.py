@@ -23,6 +23,12 @@ from rendition.service.metrics import Metrics
 from rendition.service.queues import Queue
 from rendition.service.settings import Settings
 
+# A request's scope key under the service's HTTP protocol (``rendition.service.connections``): the
+# calls it makes should the client go away before the request is answered
+# (``rendition.service.inference.run_queued``), where a task waiting for the ASGI http.disconnect
+# message would be one more task per request.
+ON_DISCONNECT = "rendition.on_disconnect"
+
 
 class Deadline:
     """The drain deadline: set once; each request's work watches it and is stopped then

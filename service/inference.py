@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 
 from rendition.model.translation.pairs import Leg, UnsupportedPair
-from rendition.service.deps import AppState, engine_or_503, translator_queue
+from rendition.service.deps import ON_DISCONNECT, AppState, engine_or_503, translator_queue
 from rendition.service.engines import (
     EmbeddingJob,
     EmbeddingOutput,
@@ -167,8 +167,8 @@ async def run_queued(
     state: AppState = request.app.state.rendition
     state.ledger.observe(queue.name, len(payloads))  # sentences per request, for the gate (rendition.service.connections)
     # The request's own task awaits the work; a timeout, a disconnect or the drain deadline cancels
-    # it with the reason (one timer and one watching task, where waiting on three tasks cost the
-    # event loop a tenth of a one-sentence request).  The reason becomes the `reason` label of
+    # it with the reason (a timer, a callback on the connection and one on the deadline, where
+    # waiting on three tasks cost the event loop a tenth of a one-sentence request).  The reason becomes the `reason` label of
     # rendition_dropped_sentences_total (the queue reads it from the CancelledError).
     task = asyncio.current_task()
     assert task is not None
@@ -181,7 +181,10 @@ async def run_queued(
 
     loop = asyncio.get_running_loop()
     timer = loop.call_later(settings.request_timeout_s, stop, "timeout")
-    gone = loop.create_task(_watch_disconnect(request, stop))
+    hooks = request.scope.get(ON_DISCONNECT)  # (the service's own protocol; else a task waits for http.disconnect)
+    if hooks is not None:
+        hooks.append(functools.partial(stop, "disconnected"))
+    gone = None if hooks is not None else loop.create_task(_watch_disconnect(request, stop))
     state.deadline.watch(stop)
     try:
         try:
@@ -205,7 +208,8 @@ async def run_queued(
         raise APIError(503, str(e), kind="shutting_down") from None
     finally:
         timer.cancel()
-        gone.cancel()
+        if gone is not None:
+            gone.cancel()
         state.deadline.unwatch(stop)
     if why[0] == "disconnected":
         raise APIError(499, "client closed the request", kind="client_disconnected")
