@@ -25,10 +25,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.scheduler import TranslationScheduler
+from rendition.model.translation.scheduler import Ticket, TranslationScheduler
 from rendition.model.translation.search import Hypothesis
 from rendition.service import tracing
 from rendition.service.admission import ServiceRate
@@ -125,14 +124,15 @@ class LoopMailbox:
         os.close(self._write_fd)
 
 
-def _settle(done: asyncio.Future, source: Future) -> None:
-    """``done`` (the loop's) takes ``source``'s (a ticket's) result or exception."""
-    if done.cancelled():
+def _settle(done: asyncio.Future, ticket: Ticket) -> None:
+    """``done`` (the loop's) takes the ticket's result or exception."""
+    if done.cancelled() or ticket.outcome is None:
         return
-    if (exc := source.exception()) is not None:
-        done.set_exception(exc)
+    result, error = ticket.outcome
+    if error is not None:
+        done.set_exception(error)
     else:
-        done.set_result(source.result())
+        done.set_result(result)
 
 
 class TranslationQueue:
@@ -225,9 +225,8 @@ class TranslationQueue:
         trace = tracing.capture()
         mailbox = self._mailbox_on(asyncio.get_running_loop())
         on_result = None if progress is None else functools.partial(mailbox.post, progress)
-        ticket = self.scheduler.submit(list(payloads), key, on_result)
         done: asyncio.Future[list[list[Hypothesis]]] = mailbox.loop.create_future()
-        ticket.future.add_done_callback(functools.partial(mailbox.post, _settle, done))
+        ticket = self.scheduler.submit(list(payloads), key, on_result, on_done=functools.partial(mailbox.post, _settle, done))
         try:
             out = await done
         except asyncio.CancelledError as e:

@@ -89,6 +89,9 @@ class Observer(Protocol):
     def finished(self, tokens: int, compute_s: float) -> None: ...  # a sentence done: its tokens, time in a search
 
 
+_RESOLVING = threading.Lock()  # a ticket's outcome and its future, made on demand from any thread
+
+
 @dataclass(eq=False)
 class Ticket:
     """One request's sentences in the scheduler; ``future`` resolves to their n-best lists.
@@ -96,12 +99,16 @@ class Ticket:
     steps its sentences took part in (per worker, a step counted once however many of them it
     ran) and the largest cache they ran in.  ``on_result(i, steps)``, when given, is called (on the
     worker's thread) the step sentence ``i`` is done, with the decoding steps it took part in,
-    before ``future`` resolves."""
+    before ``future`` resolves; ``on_done(ticket)`` once the ticket is resolved (``outcome``).
+    ``future`` is made when first asked for: a caller told by ``on_done`` never pays for one (a
+    ``concurrent.futures.Future`` builds a ``threading.Condition``, a few percent of what the
+    service's event loop spends on a one-sentence request)."""
 
     sources: list[list[int]]
     opts: TranslationOptions
     scheduler: TranslationScheduler | None = None
-    future: Future = field(default_factory=Future)
+    on_done: Callable[[Ticket], None] | None = None
+    outcome: tuple[list[list[Hypothesis]] | None, BaseException | None] | None = None  # (results, error) once resolved
     stats: SearchStats = field(default_factory=SearchStats)
     results: list[list[Hypothesis] | None] = field(default_factory=list)
     admitted: int = 0  # sentences handed to a worker so far (in order)
@@ -113,10 +120,45 @@ class Ticket:
     on_result: Callable[[int, int], None] | None = None
     steps: list[int] = field(default_factory=list)  # per sentence: the decoding steps it took part in
 
+    _future: Future | None = None
+
     def __post_init__(self) -> None:
         self.results = [None] * len(self.sources)
         self.steps = [0] * len(self.sources)
         self.remaining = len(self.sources)
+
+    @property
+    def future(self) -> Future:
+        """Resolves to the n-best lists per sentence (or the error)."""
+        with _RESOLVING:
+            if self._future is None:
+                self._future = Future()
+                if self.outcome is not None:
+                    result, error = self.outcome
+                    if error is not None:
+                        self._future.set_exception(error)
+                    else:
+                        self._future.set_result(result)
+            return self._future
+
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    def resolve(self, result: list[list[Hypothesis]] | None = None, error: BaseException | None = None) -> bool:
+        """Settle the ticket (once: False when it already was), then its future and ``on_done``."""
+        with _RESOLVING:
+            if self.outcome is not None:
+                return False
+            self.outcome = (result, error)
+            future = self._future
+        if future is not None:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+        if self.on_done is not None:
+            self.on_done(self)
+        return True
 
     @property
     def waiting(self) -> int:
@@ -180,14 +222,19 @@ class TranslationScheduler:
 
     # -- the caller's side ------------------------------------------------------------------------
     def submit(
-        self, sources: list[list[int]], opts: TranslationOptions, on_result: Callable[[int, int], None] | None = None
+        self,
+        sources: list[list[int]],
+        opts: TranslationOptions,
+        on_result: Callable[[int, int], None] | None = None,
+        on_done: Callable[[Ticket], None] | None = None,
     ) -> Ticket:
-        """Queue one request's sentences (token ids with the target tag and </s>); ``on_result``: see ``Ticket``."""
+        """Queue one request's sentences (token ids with the target tag and </s>); ``on_result``,
+        ``on_done``: see ``Ticket``."""
         if self.kv_cache_dtype is not None and opts.kv_cache_dtype is None:
             opts = replace(opts, kv_cache_dtype=self.kv_cache_dtype)
-        ticket = Ticket([list(s) for s in sources], opts, self, on_result=on_result)
+        ticket = Ticket([list(s) for s in sources], opts, self, on_done=on_done, on_result=on_result)
         if not sources:
-            ticket.future.set_result([])
+            ticket.resolve([])
             return ticket
         with self._cond:
             if self._closing:
@@ -350,18 +397,17 @@ class TranslationScheduler:
                 w.idle_since.pop(key, None)
             for t in tickets:
                 self.cancel(t)
-                if not t.future.done():
-                    t.future.set_exception(e)
+                t.resolve(error=e)
             return
         failed, search.failed = search.failed, []
         for sentence_key, err in failed:  # an encoder pass raised: those sentences' requests fail, nobody else's
             ticket, _ = cast("tuple[Ticket, int]", sentence_key)  # (a sentence's key: its ticket and index)
-            if ticket.future.done():
+            if ticket.done():
                 continue
             self.cancel(ticket)
             with self._cond:
                 self._drop_cancelled(w)
-            ticket.future.set_exception(err)
+            ticket.resolve(error=err)
         now = time.perf_counter()
         cache_bytes = search.cache.nbytes()
         for t in tickets:
@@ -392,8 +438,7 @@ class TranslationScheduler:
             if ticket.on_result is not None:
                 ticket.on_result(i, ticket.steps[i])
         for ticket in complete:
-            if not ticket.future.done():
-                ticket.future.set_result(ticket.results)
+            ticket.resolve(cast("list[list[Hypothesis]]", ticket.results))
 
 
 def step_units(sentences: list[tuple[Ticket, int]]) -> int:

@@ -23,6 +23,28 @@ def backend():
     return select_backend(random_model("kv", seed=21))
 
 
+def test_on_done_is_told_once_and_the_future_is_made_when_asked_for(backend) -> None:
+    sources = random_sources(5, 96, seed=4)
+    opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3)
+    sched = TranslationScheduler(backend, workers=2, threads=1, max_sentences=3)
+    told: list[object] = []
+    try:
+        ticket = sched.submit(sources, opts, on_done=told.append)
+        expected = sched.submit(sources, opts).future.result(timeout=120)
+        deadline = time.monotonic() + 60
+        while not ticket.done():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert told == [ticket] and ticket._future is None  # (nobody asked for a future: none was made)
+        assert ticket.outcome == (expected, None)
+        assert ticket.future.result(timeout=0) == expected  # made now, already resolved
+        assert not ticket.resolve(error=RuntimeError("late")) and told == [ticket]  # settled once
+        empty = sched.submit([], opts, on_done=told.append)
+        assert empty.done() and told[-1] is empty and empty.future.result(timeout=0) == []
+    finally:
+        sched.close()
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_results_equal_searches_alone(backend, workers: int) -> None:
     sources = random_sources(20, 96, seed=3)
