@@ -69,6 +69,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import loadgen  # noqa: E402
 from bench_engine import test_sentences  # noqa: E402
+from checkout import tree_env  # noqa: E402
 from loadgen import LoadResult, percentile, raw_closed_loop, run_load  # noqa: E402
 
 SEED = 17
@@ -90,6 +91,8 @@ def serve(
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory() as outside:
         python = os.path.abspath(python) if python else None  # (the server starts in another directory)
+        if not python:
+            env = tree_env(root, outside, env)  # (another checkout: its own tree)
         proc = subprocess.Popen([python or sys.executable, "-m", "rendition.service.main", "--port", str(port)],
                                 cwd=outside if python else root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:

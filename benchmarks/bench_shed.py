@@ -26,6 +26,9 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from checkout import tree_env  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [f"Sentence number {i} of the request, with a few more words in it." for i in range(8)]
 
@@ -69,7 +72,8 @@ def main() -> None:
                RENDITION_TRUNCATE_TRANSLATIONS="1", RENDITION_MAX_CONNECTIONS="2000")
     if args.translator:
         env["RENDITION_TRANSLATOR_PATH"] = args.translator
-    with tempfile.NamedTemporaryFile("w+b", suffix=".log") as log:
+    with tempfile.NamedTemporaryFile("w+b", suffix=".log") as log, tempfile.TemporaryDirectory() as scratch:
+        env = tree_env(args.root, scratch, env)  # (another checkout: its own tree)
         proc = subprocess.Popen([sys.executable, "-m", "rendition.service.main", "--port", str(port)], cwd=args.root, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
