@@ -168,8 +168,9 @@ async def run_queued(
     state.ledger.observe(queue.name, len(payloads))  # sentences per request, for the gate (rendition.service.connections)
     # The request's own task awaits the work; a timeout, a disconnect or the drain deadline cancels
     # it with the reason (a timer, a callback on the connection and one on the deadline, where
-    # waiting on three tasks cost the event loop a tenth of a one-sentence request).  The reason becomes the `reason` label of
-    # rendition_dropped_sentences_total (the queue reads it from the CancelledError).
+    # waiting on three tasks cost the event loop a tenth of a one-sentence request).  The reason
+    # becomes the `reason` label of rendition_dropped_sentences_total (the queue reads it from the
+    # CancelledError).
     task = asyncio.current_task()
     assert task is not None
     why: list[str] = []
@@ -192,8 +193,10 @@ async def run_queued(
         except asyncio.CancelledError:
             if not why:
                 raise  # (not ours: the server's own cancellation)
-            if hasattr(task, "uncancel"):  # Python >= 3.11: this cancellation is answered, not propagated
-                task.uncancel()
+            # Python >= 3.11: this cancellation is answered here, not propagated (unless another
+            # one, the server's, came too)
+            if hasattr(task, "uncancel") and task.uncancel() > 0:
+                raise
         else:
             why.append("done")  # (a timer or watcher firing from now on changes nothing)
             return out
