@@ -121,9 +121,10 @@ class Batcher(Generic[P, K, R]):
         key: K,
         tokens: Sequence[int] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        admitted: bool = False,
     ) -> list[R]:
         """Queue the sentences of one request; return their results in order (``progress(i, 1)``
-        as each is done: one model pass).
+        as each is done: one model pass; ``admitted``: see ``rendition.service.queues.Queue``).
 
         Raises ``QueueFull`` at once when they do not fit, ``BatchFailed`` when their batch raised.
         Cancelling the awaiting task drops the sentences that have not started running."""
@@ -131,7 +132,7 @@ class Batcher(Generic[P, K, R]):
             raise BatcherClosed(f"the {self.name} batcher is shutting down")
         if not payloads:
             return []
-        if len(self._queue) + len(payloads) > self.max_queue:
+        if not admitted and len(self._queue) + len(payloads) > self.max_queue:
             raise QueueFull(self.name, self.retry_after())
         job: _Job[R] = _Job(asyncio.get_running_loop().create_future(), [None] * len(payloads), len(payloads), progress=progress)
         tokens = costs if tokens is None else tokens

@@ -106,6 +106,7 @@ class TranslationJob:
     target: str
     options: TranslationOptions = TranslationOptions()
     truncate: bool = False  # a translation ended by its length limit is kept (marked), else TranslationTooLong
+    admitted: bool = False  # a later part of an accepted request (second decoding, pivot leg): never refused for a full queue
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ async def run(
     queue: Queue[K, R],
     job: J,
     admit: Callable[[list[list[int]]], AbstractContextManager[Progress | None]] | None = None,
+    admitted: bool = False,
 ) -> Out:
     """One job through ``engine`` and its ``queue`` (``engine_or_503``).
 
@@ -63,7 +64,9 @@ async def run(
     key = engine.key(job)
     costs = [engine.cost(x, key) for x in ids]
     with admit(ids) if admit is not None else contextlib.nullcontext() as progress:
-        raw = await run_queued(request, settings, queue, ids, costs, key=key, tokens=[len(x) for x in ids], progress=progress)
+        raw = await run_queued(
+            request, settings, queue, ids, costs, key=key, tokens=[len(x) for x in ids], progress=progress, admitted=admitted
+        )
     return engine.post(job, ids, raw)
 
 
@@ -103,7 +106,9 @@ async def translate(
         if len(legs) != 1:
             raise UnsupportedLanguagePair(f"{job.source}-{job.target} goes through English: two jobs, one per leg")
         engine, queue = translator_queue(state, legs[0].translator)
-        return await run(request, settings, engine, queue, job, None if admit is None else functools.partial(admit, engine))
+        return await run(
+            request, settings, engine, queue, job, None if admit is None else functools.partial(admit, engine), job.admitted
+        )
     except UnsupportedLanguagePair as e:
         raise _pair_error(e) from None
 
@@ -134,15 +139,16 @@ async def _submit_in_chunks(
     key: K,
     tokens: Sequence[int] | None,
     progress: Progress | None,
+    admitted: bool = False,
 ) -> list[R]:
     if len(payloads) <= max_queue:
-        return await queue.submit(payloads, costs, key, tokens, progress)
+        return await queue.submit(payloads, costs, key, tokens, progress, admitted=admitted)
     step = max(1, max_queue // 2)
     out: list[R] = []
     for i in range(0, len(payloads), step):
         part = slice(i, i + step)
         shifted = None if progress is None else functools.partial(_shifted, progress, i)
-        out += await queue.submit(payloads[part], costs[part], key, None if tokens is None else tokens[part], shifted)
+        out += await queue.submit(payloads[part], costs[part], key, None if tokens is None else tokens[part], shifted, admitted=admitted)
     return out
 
 
@@ -159,6 +165,7 @@ async def run_queued(
     key: K,
     tokens: Sequence[int] | None = None,
     progress: Progress | None = None,
+    admitted: bool = False,
 ) -> list[R]:
     """Queue a request's sentences, wait for their results (``progress(i, steps)`` as each is done); map overload/timeout/disconnect/model
     errors to 429/504/499/500.  A timeout or a disconnect drops the sentences still queued.  A
@@ -189,7 +196,7 @@ async def run_queued(
     state.deadline.watch(stop)
     try:
         try:
-            out = await _submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens, progress)
+            out = await _submit_in_chunks(queue, settings.max_queue, payloads, costs, key, tokens, progress, admitted)
         except asyncio.CancelledError:
             if not why:
                 raise  # (not ours: the server's own cancellation)

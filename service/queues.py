@@ -59,8 +59,11 @@ class Queue(Protocol[K_contra, R]):
         key: K_contra,
         tokens: Sequence[int] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        admitted: bool = False,
     ) -> list[R]:
-        """Queue one request's sentences (token ids) and return their results in order;
+        """Queue one request's sentences (token ids) and return their results in order
+        (``admitted``: a later part of a request already accepted, a second decoding or a pivot's
+        second leg, queued whatever the queue holds: nothing accepted is refused halfway);
         ``progress(i, steps)``, when given, is called on the event loop as sentence ``i`` is done,
         with the model passes it took (the translator: decoding steps; the encoder: 1).  Raises
         ``QueueFull`` at once when they do not fit, ``BatchFailed`` when the model raised,

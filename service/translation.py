@@ -143,7 +143,8 @@ def engine_decoder(
         return admit
 
     async def decode(batch: pipeline.Batch) -> pipeline.Decoded:
-        job = TranslationJob(batch.sentences, source, target, batch.options, truncate=batch.second or allow_cut)
+        later = batch.second or not first_leg  # (the request was accepted with its first decoding)
+        job = TranslationJob(batch.sentences, source, target, batch.options, truncate=batch.second or allow_cut, admitted=later)
         admit = admit_units(batch.options) if batch.second or not first_leg else admit_job(batch)
         try:
             out = await inference.translate(request, state, settings, job, admit)

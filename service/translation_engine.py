@@ -210,6 +210,7 @@ class TranslationQueue:
         key: TranslationOptions,
         tokens: Sequence[int] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        admitted: bool = False,
     ) -> list[list[Hypothesis]]:
         """``progress(i, steps)`` is called on the event loop as sentence ``i`` is done, with the
         decoding steps it took part in."""
@@ -217,7 +218,7 @@ class TranslationQueue:
             raise BatcherClosed(f"the {self.name} queue is shutting down")
         if not payloads:
             return []
-        if self.queued + len(payloads) > self.max_queue:
+        if not admitted and self.queued + len(payloads) > self.max_queue:
             raise QueueFull(self.name, self.retry_after())
         m = self.metrics
         if m:
