@@ -102,17 +102,22 @@ def test_full_queue_rejects_at_once_and_cancel_drops_queued_work():
             await b.submit([4, 5], [1, 1], None)  # 3 + 2 > 4
         assert exc.value.retry_after >= 1
         assert b.queued == 3
+        # a later part of an accepted request (a second decoding): queued whatever the queue holds
+        later = asyncio.ensure_future(b.submit([4, 5], [1, 1], None, admitted=True))
+        await asyncio.sleep(0.01)
+        assert b.queued == 5
         queued.cancel(msg="disconnected")
         await asyncio.sleep(0.01)
-        assert b.queued == 0
+        assert b.queued == 2
         model.gate.set()
         assert await running == [0]
+        assert await later == [40, 50]
         await b.stop()
         dropped = metrics.registry.get_sample_value("rendition_dropped_sentences_total", {"model": "m", "reason": "disconnected"})
         return model, dropped
 
     model, dropped = run(main())
-    assert [p for _, p in model.batches] == [[0]]  # the cancelled sentences never ran
+    assert [p for _, p in model.batches] == [[0], [4, 5]]  # the cancelled sentences never ran
     assert dropped == 3
 
 
