@@ -207,9 +207,6 @@ async def run_queued(
         else:
             why.append("done")  # (a timer or watcher firing from now on changes nothing)
             return out
-        finally:
-            if not why:
-                why.append("failed")
     except QueueFull as e:
         raise APIError(429, str(e), kind="queue_full", headers={"Retry-After": str(e.retry_after)}) from None
     except BatchFailed as e:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.scheduler import Ticket, TranslationScheduler
+from rendition.model.translation.scheduler import Ticket, TranslationScheduler, settle
 from rendition.model.translation.search import Hypothesis
 from rendition.service import tracing
 from rendition.service.admission import ServiceRate
@@ -126,13 +126,8 @@ class LoopMailbox:
 
 def _settle(done: asyncio.Future, ticket: Ticket) -> None:
     """``done`` (the loop's) takes the ticket's result or exception."""
-    if done.cancelled() or ticket.outcome is None:
-        return
-    result, error = ticket.outcome
-    if error is not None:
-        done.set_exception(error)
-    else:
-        done.set_result(result)
+    if not done.cancelled() and ticket.outcome is not None:
+        settle(done, ticket.outcome)
 
 
 class TranslationQueue:

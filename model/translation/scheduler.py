@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 import torch
 
@@ -92,6 +92,15 @@ class Observer(Protocol):
 _RESOLVING = threading.Lock()  # a ticket's outcome and its future, made on demand from any thread
 
 
+def settle(future: Any, outcome: tuple[Any, BaseException | None]) -> None:
+    """``future`` (concurrent or asyncio) takes a ticket's ``outcome``: its error, else its results."""
+    result, error = outcome
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 @dataclass(eq=False)
 class Ticket:
     """One request's sentences in the scheduler; ``future`` resolves to their n-best lists.
@@ -134,11 +143,7 @@ class Ticket:
             if self._future is None:
                 self._future = Future()
                 if self.outcome is not None:
-                    result, error = self.outcome
-                    if error is not None:
-                        self._future.set_exception(error)
-                    else:
-                        self._future.set_result(result)
+                    settle(self._future, self.outcome)
             return self._future
 
     def done(self) -> bool:
@@ -152,10 +157,7 @@ class Ticket:
             self.outcome = (result, error)
             future = self._future
         if future is not None:
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(result)
+            settle(future, self.outcome)
         if self.on_done is not None:
             self.on_done(self)
         return True
