@@ -37,7 +37,7 @@ from rendition.model.text.glossary import Glossary, GlossaryError, load_glossary
 from rendition.model.text.segment import InputTooLong
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.pairs import Leg, PairTable, package_dirs
-from rendition.model.translation.search import Hypothesis, max_output_lengths
+from rendition.model.translation.search import Hypothesis, ended_by_limit
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, KV_CACHE_DTYPES, Translator
 from rendition.model.weights import ModelLoadError
 
@@ -98,8 +98,7 @@ def translator_decoder(translator: Translator, target: str, batch_size: int = 32
                 raw[k] = h
             bar.update(len(hyps))
         bar.close()
-        limits = max_output_lengths([len(x) for x in sources], batch.options)
-        cut = [len(h[0].tokens) + 1 >= limit for h, limit in zip(raw, limits)]
+        cut = ended_by_limit(sources, raw, batch.options)
         return pipeline.Decoded(translator.postprocess(raw), cut, sum(len(x) - 2 for x in sources))
 
     return decode

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -247,6 +247,14 @@ def max_output_lengths(src_lens: list[int], opts: TranslationOptions) -> list[in
     where numpy's calls cost several times as much and torch's release the GIL."""
     a, b, cap = _float32(opts.max_length_a), _float32(opts.max_length_b), max(1, opts.max_length)
     return [min(max(int(_float32(_float32(n * a) + b)), 1), cap) for n in src_lens]
+
+
+def ended_by_limit(sources: Sequence[Sequence[int]], results: Sequence[Sequence[Hypothesis]], opts: TranslationOptions) -> list[bool]:
+    """Per source (tokens with the target tag and </s>): whether its best hypothesis reached its
+    length limit (``max_output_lengths``) instead of ending with </s>: a cut translation, which
+    the text pipeline decodes once more (``rendition.model.text.pipeline.fallback_options``)."""
+    limits = max_output_lengths([len(x) for x in sources], opts)
+    return [len(hyps[0].tokens) + 1 >= limit for hyps, limit in zip(results, limits)]
 
 
 def encoder_buckets(lengths: list[int], slack: float = 1.25) -> list[list[int]]:
