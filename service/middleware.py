@@ -17,8 +17,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import sys
 import time
 import uuid
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -27,6 +30,7 @@ from rendition.service.errors import error_response
 from rendition.service.logs import access, request_id
 from rendition.service.metrics import Metrics
 
+T = TypeVar("T")
 _RID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _RID_PREFIX = uuid.uuid4().hex[:16]  # a generated id: this process's random prefix and a sequence number
 _RID_SEQUENCE = itertools.count()
@@ -36,6 +40,15 @@ def new_request_id() -> str:
     """32 hex digits, unique per process and (by the random prefix) across processes; no system
     call per request (``uuid4`` reads os.urandom, which releases the GIL on the event loop)."""
     return f"{_RID_PREFIX}{next(_RID_SEQUENCE):016x}"
+
+
+async def _within(seconds: float | None, work: Coroutine[Any, Any, T]) -> T:
+    """``await work`` under a deadline (``asyncio.TimeoutError`` past it): on Python >= 3.11 a
+    deadline on this task (``asyncio.timeout``), where ``asyncio.wait_for`` makes a task per call."""
+    if sys.version_info < (3, 11):
+        return await asyncio.wait_for(work, seconds)
+    async with asyncio.timeout(seconds):
+        return await work
 
 
 class ServiceMiddleware:
@@ -88,7 +101,7 @@ class ServiceMiddleware:
                 return
             try:
                 limit, limit_name = self.body_limits.get(path, (self.max_body, "RENDITION_MAX_BODY_BYTES"))
-                body_receive = await asyncio.wait_for(self._limited_body(scope, receive, headers, limit), self.body_timeout)
+                body_receive = await _within(self.body_timeout, self._limited_body(scope, receive, headers, limit))
             except asyncio.TimeoutError:
                 self.metrics.errors.labels("body_timeout").inc()
                 release_memory()

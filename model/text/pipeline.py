@@ -16,6 +16,7 @@ options give the same translations through every one of them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -100,6 +101,7 @@ class Guarded:
     spans: Marked = field(default_factory=lambda: Marked(""))
 
 
+@functools.lru_cache(maxsize=64)  # (once per request on the service's event loop: the options are few)
 def fallback_options(opts: TranslationOptions, ngram: int) -> TranslationOptions | None:
     """The options of the second decoding of a sentence whose translation reached its length limit
     (a repetition loop): no n-gram of ``ngram`` tokens twice; None when that is off (0) or the
