@@ -216,6 +216,7 @@ class TranslationScheduler:
         self.nice = nice
         self._cond = threading.Condition()
         self._waiting: list[Ticket] = []  # tickets with sentences not yet admitted, oldest first
+        self._queued = 0  # their sentences not yet admitted (read by the service per request: kept, not summed)
         self._closing = False
         self._workers = [_Worker(i) for i in range(workers)]
         for w in self._workers:
@@ -242,6 +243,7 @@ class TranslationScheduler:
             if self._closing:
                 raise RuntimeError("the scheduler is closed")
             self._waiting.append(ticket)
+            self._queued += len(sources)
             self._cond.notify_all()
         return ticket
 
@@ -252,14 +254,14 @@ class TranslationScheduler:
             never_ran = 0 if ticket.cancelled else ticket.waiting
             ticket.cancelled = True
             if ticket in self._waiting:
+                self._queued -= ticket.waiting
                 self._waiting.remove(ticket)
             self._cond.notify_all()
         return never_ran
 
     @property
     def waiting_sentences(self) -> int:
-        with self._cond:
-            return sum(t.waiting for t in self._waiting)
+        return self._queued
 
     @property
     def running_sentences(self) -> int:
@@ -283,7 +285,7 @@ class TranslationScheduler:
     def _share(self) -> int:
         """Under the lock: the sentences each worker may run, the running and waiting ones spread
         evenly over the workers."""
-        total = sum(len(o.owned) for o in self._workers) + sum(t.waiting for t in self._waiting)
+        total = sum(len(o.owned) for o in self._workers) + self._queued
         return max(1, -(-total // len(self._workers)))
 
     def _admit(self, w: _Worker) -> int:
@@ -301,6 +303,7 @@ class TranslationScheduler:
             if n == 0 and self.max_sentences - len(w.owned) < self.refill:
                 return n  # (a full search is refilled a few sentences at a time: one encoder pass for them)
             ticket.admitted += 1
+            self._queued -= 1
             ticket.running += 1
             if ticket.admitted == len(ticket.sources):
                 self._waiting.remove(ticket)

@@ -113,8 +113,10 @@ def test_a_cancelled_request_leaves_at_the_next_step_and_the_next_one_runs(backe
         gone = sched.submit(random_sources(16, 96, seed=7), opts)
         while sched.running_sentences < 8:
             time.sleep(0.001)
+        assert sched.waiting_sentences == 8
         assert gone.cancel() == 8  # the 8 not admitted never run
         assert gone.cancelled and gone.cancel() == 0  # (a second cancel drops nothing more)
+        assert sched.waiting_sentences == 0
         deadline = time.monotonic() + 5
         while sched.running_sentences:
             assert time.monotonic() < deadline
@@ -125,6 +127,7 @@ def test_a_cancelled_request_leaves_at_the_next_step_and_the_next_one_runs(backe
         assert steps < 60
         src = random_sources(2, 96, seed=8)
         after = sched.submit(src, TranslationOptions(beam_size=4)).future.result()
+        assert sched.waiting_sentences == 0
         for s, h in zip(src, after):
             assert_same(h, alone(backend, s, TranslationOptions(beam_size=4)))
         assert gone.stats.decode_steps == steps  # the steps after it left are not its
