@@ -263,8 +263,8 @@ def check_usable(tokenizer: Tokenizer, ids: Sequence[Sequence[int]], where: Sequ
     mostly ``<unk>`` (a script the tokenizer does not cover), naming the characters it cannot read."""
     fallback, blank = _vocab_facts(id(tokenizer.sp), tokenizer.sp)
     for seq, loc, text in zip(ids, where, texts):
-        unknown = sum(i == UNK_ID for i in seq)
-        known = sum(i != UNK_ID and i not in blank for i in seq)
+        unknown = seq.count(UNK_ID)
+        known = len(seq) - unknown - sum(map(blank.__contains__, seq))  # (UNK_ID is not in blank)
         if not known:
             raise invalid(loc, "decodes to no usable tokens (nothing in it is in the model's vocabulary)", "no_usable_tokens")
         if not fallback and unknown > UNSUPPORTED_SHARE * (unknown + known):

@@ -34,6 +34,8 @@ class Metrics:
         self.in_flight = Gauge("rendition_requests_in_flight", "HTTP requests being served", ["route"], registry=r)
         self.errors = Counter("rendition_errors", "errors by type", ["type"], registry=r)
         self._answered: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+        self._in_flight: dict[str, Gauge] = {}
+        self._translated: dict[tuple[str, str], Counter] = {}
 
     def answered(self, method: str, route: str, status: int, seconds: float) -> None:
         """One answered request: its count and latency (the labelled series looked up once per label values)."""
@@ -44,6 +46,19 @@ class Metrics:
             )
         series[0].inc()
         series[1].observe(seconds)
+
+    def in_flight_of(self, route: str) -> Gauge:
+        """The in-flight gauge of one route (looked up once per route)."""
+        if (gauge := self._in_flight.get(route)) is None:
+            gauge = self._in_flight[route] = self.in_flight.labels(route)
+        return gauge
+
+    def translated(self, pair: str, route: str, texts: int) -> None:
+        """Texts translated for one language pair, ``route`` "direct" or "english" (the series looked up once)."""
+        key = (pair, route)
+        if (series := self._translated.get(key)) is None:
+            series = self._translated[key] = self.translations.labels(pair, route)
+        series.inc(texts)
 
     def _batching(self, r: CollectorRegistry) -> None:
         """The queues, the batches and the translator's running searches."""

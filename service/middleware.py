@@ -89,7 +89,7 @@ class ServiceMiddleware:
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode())]
             await send(message)
 
-        in_flight = self.metrics.in_flight.labels(path if path in self.known_paths else "unmatched")
+        in_flight = self.metrics.in_flight_of(path if path in self.known_paths else "unmatched")
         in_flight.inc()
         try:
             refused = self.gate(scope) if self.gate is not None else None

@@ -52,7 +52,7 @@ def make_options(settings: Settings, fields: Mapping[str, str] | None = None, **
         return invalid((fields or {}).get(option, option), message, kind)
 
     try:
-        opts = TranslationOptions(**values)
+        opts = _options(tuple(sorted(values.items())))
     except InvalidOption as e:
         raise refuse(e.field, str(e), e.kind) from None
     if opts.beam_size > settings.max_beam_size:
@@ -82,6 +82,13 @@ def make_options(settings: Settings, fields: Mapping[str, str] | None = None, **
             "max_length_out_of_range",
         )
     return opts
+
+
+@lru_cache(maxsize=256)
+def _options(values: tuple[tuple[str, Any], ...]) -> TranslationOptions:
+    """``TranslationOptions`` checked once per distinct request values (the route's defaults, mostly),
+    not once per request on the event loop."""
+    return TranslationOptions(**dict(values))
 
 
 @lru_cache(maxsize=4)
@@ -196,7 +203,7 @@ async def translate_texts(
             param=field,
         ) from None
     _count(state, result)
-    state.metrics.translations.labels(f"{source}-{target}", "direct" if len(legs) == 1 else "english").inc(len(texts))
+    state.metrics.translated(f"{source}-{target}", "direct" if len(legs) == 1 else "english", len(texts))
     if result.cut and not allow_cut:
         raise _cut_error(state, texts, source, legs[-1], opts, settings, field, result)
     for i, t in enumerate(result.translations):
