@@ -7,7 +7,8 @@ providers (MIT), and the companies and products of ``BRANDS`` (written for this 
 
 Each line: a name, its kind (person, brand), then per language (English, French) 1 where it is also a common word of that
 language (its lowercase form occurs at least ``--min-lowercase`` times on that side of the corpus
-given: "Mark", "Summer" in English, "Pierre", "Marie" in French), else 0.  Such a name is kept only
+given: "Mark", "Summer" in English, "Pierre", "Marie" in French), else 0, then a person's gender
+where Faker lists the name as only female (f) or only male (m), else empty.  Such a name is kept only
 where its capital says it is a name (``names.name_spans``).
 Place names that French and English write differently (Jordan/Jordanie, Georgia/Géorgie...) are
 left out: a translation must translate them.
@@ -41,16 +42,28 @@ BRANDS = (
     "Vinci Visa Volkswagen Volvo Walmart Windows Word Yahoo Zoom"
 ).split()
 OUT = Path(__file__).resolve().parents[1] / "model" / "text" / "names.tsv"
+HEADER = "# name\tkind\talso a common English word\talso a common French word\tgender (scripts/build_names.py)\n"
 
 
-def faker_names() -> set[str]:
+def _faker(attrs: tuple[str, ...]) -> set[str]:
     names: set[str] = set()
     for locale in LOCALES:
         provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-        for attr in ("first_names", "first_names_female", "first_names_male"):
+        for attr in attrs:
             value = getattr(provider, attr, ())
             names |= set(value.keys() if isinstance(value, dict) else value)
-    return {n for n in names if re.fullmatch(WORD, n) and n not in PLACES}
+    return names
+
+
+def faker_names() -> set[str]:
+    return {n for n in _faker(("first_names", "first_names_female", "first_names_male")) if re.fullmatch(WORD, n) and n not in PLACES}
+
+
+def genders() -> dict[str, str]:
+    """A first name -> "f" or "m" where Faker's locales list it under one gender only ("Camille", in
+    both, has none)."""
+    female, male = _faker(("first_names_female",)), _faker(("first_names_male",))
+    return {n: "f" for n in female - male} | {n: "m" for n in male - female}
 
 
 def main() -> None:
@@ -69,8 +82,11 @@ def main() -> None:
             for lang, text in (("en", en), ("fr", fr)):
                 counts[lang].update(w for w in re.findall(r"[a-zß-öø-ÿ]+", text) if w in lower)
     common = lambda lang, n: int(counts[lang][n.lower()] >= args.min_lowercase)  # noqa: E731
-    rows = sorted(f"{n}\t{kinds[n]}\t{common('en', n)}\t{common('fr', n)}" for n in names)
-    header = "# name\tkind\talso a common English word\talso a common French word (scripts/build_names.py)\n"
+    gender = genders()
+    rows = sorted(
+        f"{n}\t{kinds[n]}\t{common('en', n)}\t{common('fr', n)}\t{gender.get(n, '') if kinds[n] == 'person' else ''}" for n in names
+    )
+    header = HEADER
     args.out.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
     both = sum(common("en", n) or common("fr", n) for n in names)
     print(f"{len(rows)} names, {both} also common words -> {args.out}")

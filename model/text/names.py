@@ -39,16 +39,17 @@ _SURNAME = re.compile(rf" (?!(?:And|Et|The|Le|La|Les|De|Du|Des|Of|From|To|À|En|
 
 
 @lru_cache(maxsize=1)
-def _table() -> tuple[dict[str, tuple[bool, bool]], frozenset[str]]:
+def _table() -> tuple[dict[str, tuple[bool, bool]], dict[str, str]]:
+    """(every name -> its common-word flags, every person's first name -> "f", "m" or "")."""
     text = resources.files("rendition.model.text").joinpath("names.tsv").read_text(encoding="utf-8")
-    flags, people = {}, set()
+    flags, people = {}, {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
-            name, kind, en, fr = line.split("\t")
+            name, kind, en, fr, gender = line.split("\t")
             flags[name] = (en == "1", fr == "1")
             if kind == "person":
-                people.add(name)
-    return flags, frozenset(people)
+                people[name] = gender
+    return flags, people
 
 
 def known_names() -> dict[str, tuple[bool, bool]]:
@@ -59,6 +60,13 @@ def known_names() -> dict[str, tuple[bool, bool]]:
 def is_person(name: str) -> bool:
     """A listed person's first name (or a compound of two: "Jean-Pierre")."""
     return all(part in _table()[1] for part in name.split("-"))
+
+
+def gender(name: str) -> str | None:
+    """"f" or "m" for a person's name whose first name is listed with one gender only ("Sarah",
+    "Emily Watson", "Jean-Pierre": its first part), else None ("Camille", a company, not a name)."""
+    first = name.split(" ")[0].split("-")[0]
+    return _table()[1].get(first) or None if is_person(name.split(" ")[0]) else None
 
 
 def _common(flags: tuple[bool, bool], language: str | None) -> bool:

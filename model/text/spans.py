@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 
 from rendition.model.text.glossary import Marked
-from rendition.model.text.names import name_spans
-from rendition.model.text.stand_ins import free, padding
+from rendition.model.text.names import gender, name_spans
+from rendition.model.text.stand_ins import PERSONS, free, padding
 
 _KINDS = {
     "backticks": r"`[^`\n]+`",
@@ -147,14 +147,21 @@ def _overlaps(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
 
 def protect(text: str, stand_ins: tuple[str, ...], language: str | None = None) -> Marked:
     """``text`` with each span replaced by a free stand-in (``Marked.terms``: stand-in -> the span);
-    spans beyond the free stand-ins stay as they are."""
+    spans beyond the free stand-ins stay as they are.  In English (``language`` "en") a person's
+    name of a known gender takes a first name of that gender (``stand_ins.PERSONS``) while one is free."""
     found = spans(text, language)
     unused = free(stand_ins, text)
+    persons = {g: free(firsts, text) for g, firsts in PERSONS.items()} if language == "en" else {}
     terms: dict[str, str] = {}
     out, last = [], 0
-    for start, end in found[: len(unused)]:
-        stand_in = unused.pop(0)
-        terms[stand_in] = text[start:end]
+    for start, end in found:
+        span = text[start:end]
+        pool = persons.get(gender(span) or "") if persons else None
+        pool = pool if pool else unused
+        if not pool:
+            continue
+        stand_in = pool.pop(0)
+        terms[stand_in] = span
         before, after = padding(text, start, end)
         out += [text[last:start], before, stand_in, after]
         last = end

@@ -74,6 +74,23 @@ def test_the_pipeline_gives_names_stand_ins_and_puts_them_back() -> None:
     assert spans.protect("Pierre et Louise", (), "fr").text == "Pierre et Louise"  # no stand-in free: left as is
 
 
+def test_an_english_persons_name_stands_in_as_a_first_name_of_its_gender() -> None:
+    """In English a person's name takes a first name of its gender the translator copies (a letter
+    hides whose the name is: "Does X buy bread?" -> "X achète-t-il"); a name of no known gender, a
+    company and a French sentence's names take letters."""
+    assert names.gender("Sarah") == "f" and names.gender("Emily Watson") == "f" and names.gender("Pierre Martin") == "m"
+    assert names.gender("Camille") is None and names.gender("Airbus") is None
+    g = pipeline.protect("Does Sarah know Pierre, Camille and Airbus?", pipeline.Protection(), "en")
+    assert g.text == "Does Anna know Paul, X and Y?"
+    assert Glossary.restore(g.spans, "Anna connaît-elle Paul, X et Y ?").text == "Sarah connaît-elle Pierre, Camille et Airbus ?"
+    taken = pipeline.protect("Anna told Sophie about Paul and Louis.", pipeline.Protection(), "en")
+    assert taken.text == "Anna told Lisa about Marc and David."  # (a first name the text holds is no stand-in)
+    assert taken.spans.terms == {"Lisa": "Sophie", "Marc": "Paul", "David": "Louis"}
+    many = pipeline.protect("Sophie, Louise, Emma and Chloe came.", pipeline.Protection(), "en")
+    assert many.text == "Anna, Lisa, Sarah and X came."  # (past the first names of her gender: letters)
+    assert pipeline.protect("Sophie ne travaille pas.", pipeline.Protection(), "fr").text == "X ne travaille pas."
+
+
 def test_a_glossary_term_comes_before_a_name() -> None:
     """A user's glossary may translate a name: its term takes the name before the names do."""
     g = pipeline.protect(
