@@ -10,8 +10,8 @@ language (its lowercase form occurs at least ``--min-lowercase`` times on that s
 given: "Mark", "Summer" in English, "Pierre", "Marie" in French), else 0, then a person's gender
 where Faker lists the name as only female (f) or only male (m), else empty.  Such a name is kept only
 where its capital says it is a name (``names.name_spans``).
-Place names that French and English write differently (Jordan/Jordanie, Georgia/Géorgie...) are
-left out: a translation must translate them.
+Place names that French and English write differently (Jordan/Jordanie, Georgia/Géorgie...) and
+the months, days and feasts (April, June, Noël) are left out: a translation must translate them.
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ LOCALES = ("fr_FR", "fr_CA", "fr_CH", "fr_BE", "fr_QC", "en_US", "en_GB", "en_IE
 PLACES = set(
     "Africa America Asia Austin Carolina China Dakota Florida Georgia India Israel Jamaica Jordan Kenya "
     "Normandie Virginia Brittany Bretagne Lorraine Savannah Sydney Egypt Ireland Scotland Wales France".split()
+)
+# Months, days and feasts that a language always writes with a capital, so that no lowercase count
+# flags them as common words ("in June", "à Noël"): a translation must translate them.
+CALENDAR = set(
+    "January February March April May June July August September October November December Monday Tuesday "
+    "Wednesday Thursday Friday Saturday Sunday Christmas Easter Noël Pâques Toussaint Pentecôte".split()
 )
 # Companies and products often named in everyday text, one word each (a name written with inner
 # capitals, "LibreOffice", "PayPal", or in capitals, "IBM", is kept as code or left to the model;
@@ -56,7 +62,7 @@ def _faker(attrs: tuple[str, ...]) -> set[str]:
 
 
 def faker_names() -> set[str]:
-    return {n for n in _faker(("first_names", "first_names_female", "first_names_male")) if re.fullmatch(WORD, n) and n not in PLACES}
+    return {n for n in _faker(("first_names", "first_names_female", "first_names_male")) if re.fullmatch(WORD, n) and n not in PLACES | CALENDAR}
 
 
 def genders() -> dict[str, str]:

@@ -43,6 +43,9 @@ def test_names_are_found(text: str, language: str, kept: list[str]) -> None:
         ("Word count", "en"),
         ("THOMAS IS HERE", "en"),
         ("Copy C:\\Users\\Emily\\notes.txt", "en"),  # inside a path: the path is the span
+        ("My cousin is getting married in June.", "en"),  # months and feasts, always capitalised, are no names
+        ("See you in April or May.", "en"),
+        ("On se voit à Noël.", "fr"),
     ],
 )
 def test_common_words_and_title_case_are_not_names(text: str, language: str) -> None:
