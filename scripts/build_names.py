@@ -11,7 +11,8 @@ given: "Mark", "Summer" in English, "Pierre", "Marie" in French), else 0, then a
 where Faker lists the name as only female (f) or only male (m), else empty.  Such a name is kept only
 where its capital says it is a name (``names.name_spans``).
 Place names that French and English write differently (Jordan/Jordanie, Georgia/Géorgie...) and
-the months, days and feasts (April, June, Noël) are left out: a translation must translate them.
+the words always written with a capital (``ALWAYS_CAPITALISED``: April, June, Noël, Christian) are
+left out: a translation must translate them.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ PLACES = set(
     "Africa America Asia Austin Carolina China Dakota Florida Georgia India Israel Jamaica Jordan Kenya "
     "Normandie Virginia Brittany Bretagne Lorraine Savannah Sydney Egypt Ireland Scotland Wales France".split()
 )
-# Months, days and feasts that a language always writes with a capital, so that no lowercase count
-# flags them as common words ("in June", "à Noël"): a translation must translate them.
-CALENDAR = set(
+# Words a language always writes with a capital, so that no lowercase count flags them as common
+# words: months, days and feasts ("in June", "à Noël"), and the English adjectives of peoples and
+# faiths that are first names too ("a Christian church", "the Norman conquest", "the Roman empire").
+# A translation must translate them.
+ALWAYS_CAPITALISED = set(
     "January February March April May June July August September October November December Monday Tuesday "
-    "Wednesday Thursday Friday Saturday Sunday Christmas Easter Noël Pâques Toussaint Pentecôte".split()
+    "Wednesday Thursday Friday Saturday Sunday Christmas Easter Noël Pâques Toussaint Pentecôte "
+    "Christian Norman Roman Scot".split()
 )
 # Companies and products often named in everyday text, one word each (a name written with inner
 # capitals, "LibreOffice", "PayPal", or in capitals, "IBM", is kept as code or left to the model;
@@ -62,7 +66,7 @@ def _faker(attrs: tuple[str, ...]) -> set[str]:
 
 
 def faker_names() -> set[str]:
-    return {n for n in _faker(("first_names", "first_names_female", "first_names_male")) if re.fullmatch(WORD, n) and n not in PLACES | CALENDAR}
+    return {n for n in _faker(("first_names", "first_names_female", "first_names_male")) if re.fullmatch(WORD, n) and n not in PLACES | ALWAYS_CAPITALISED}
 
 
 def genders() -> dict[str, str]:

@@ -46,6 +46,7 @@ def test_names_are_found(text: str, language: str, kept: list[str]) -> None:
         ("My cousin is getting married in June.", "en"),  # months and feasts, always capitalised, are no names
         ("See you in April or May.", "en"),
         ("On se voit à Noël.", "fr"),
+        ("It is an old Christian church.", "en"),  # an adjective of a faith, not Christian the person
     ],
 )
 def test_common_words_and_title_case_are_not_names(text: str, language: str) -> None:
