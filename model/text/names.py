@@ -65,8 +65,8 @@ def is_person(name: str) -> bool:
 def gender(name: str) -> str | None:
     """"f" or "m" for a person's name whose first name is listed with one gender only ("Sarah",
     "Emily Watson", "Jean-Pierre": its first part), else None ("Camille", a company, not a name)."""
-    first = name.split(" ")[0].split("-")[0]
-    return _table()[1].get(first) or None if is_person(name.split(" ")[0]) else None
+    first = name.split(" ")[0]
+    return (_table()[1][first.split("-")[0]] or None) if is_person(first) else None
 
 
 def _common(flags: tuple[bool, bool], language: str | None) -> bool:

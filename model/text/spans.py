@@ -150,6 +150,8 @@ def protect(text: str, stand_ins: tuple[str, ...], language: str | None = None) 
     spans beyond the free stand-ins stay as they are.  In English (``language`` "en") a person's
     name of a known gender takes a first name of that gender (``stand_ins.PERSONS``) while one is free."""
     found = spans(text, language)
+    if not found:  # (most sentences: no stand-in to look for)
+        return Marked(text)
     unused = free(stand_ins, text)
     persons = {g: free(firsts, text) for g, firsts in PERSONS.items()} if language == "en" else {}
     terms: dict[str, str] = {}
