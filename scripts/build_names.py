@@ -66,7 +66,8 @@ def _faker(attrs: tuple[str, ...]) -> set[str]:
 
 
 def faker_names() -> set[str]:
-    return {n for n in _faker(("first_names", "first_names_female", "first_names_male")) if re.fullmatch(WORD, n) and n not in PLACES | ALWAYS_CAPITALISED}
+    names = _faker(("first_names", "first_names_female", "first_names_male"))
+    return {n for n in names if re.fullmatch(WORD, n) and n not in PLACES | ALWAYS_CAPITALISED}
 
 
 def genders() -> dict[str, str]:
@@ -96,8 +97,7 @@ def main() -> None:
     rows = sorted(
         f"{n}\t{kinds[n]}\t{common('en', n)}\t{common('fr', n)}\t{gender.get(n, '') if kinds[n] == 'person' else ''}" for n in names
     )
-    header = HEADER
-    args.out.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    args.out.write_text(HEADER + "\n".join(rows) + "\n", encoding="utf-8")
     both = sum(common("en", n) or common("fr", n) for n in names)
     print(f"{len(rows)} names, {both} also common words -> {args.out}")
 
