@@ -274,6 +274,10 @@ def create_app(
         "with LibreTranslate- and OpenAI-compatible routes.",
         lifespan=lifespan,
         responses=errors.ERROR_RESPONSES,
+        # Tracing is the service's own (``rendition.service.tracing``); FastAPI's native OpenTelemetry
+        # (FastAPI >= 0.16x; older versions keep the keyword as an extra) stays off, which also spares
+        # every request its look-up of the global providers.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.metrics = metrics
