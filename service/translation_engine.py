@@ -24,7 +24,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.scheduler import Ticket, TranslationScheduler, settle
@@ -71,13 +71,35 @@ class MetricsObserver:
             self.m.compute_seconds.labels(self.model).observe(compute_s)
 
 
+_HELD = threading.local()  # per thread: the mailboxes whose wake-up ``held_wakeups`` holds back
+
+
+@contextlib.contextmanager
+def held_wakeups() -> Iterator[None]:
+    """Calls posted on this thread inside wake their loops once, on the way out: a worker delivers
+    everything a decoding step finished (the scheduler's ``deliveries``), and the loop wakes once
+    for it, not as soon as the first call lands (then again for those posted after it ran)."""
+    if getattr(_HELD, "boxes", None) is not None:  # (nested: the outer one wakes)
+        yield
+        return
+    boxes: list[LoopMailbox] = []
+    _HELD.boxes = boxes
+    try:
+        yield
+    finally:
+        _HELD.boxes = None
+        for box in boxes:
+            box.wake()
+
+
 class LoopMailbox:
     """Calls handed from the workers' threads to the event loop, run there in batches: the first call
     posted while none is pending wakes the loop with a byte on a pipe (``os.write`` releases the GIL
-    for the system call), and the loop then runs every call posted so far, in order.  One wake-up
-    serves all the sentences a step finishes, of both workers; ``call_soon_threadsafe`` per call
-    made the worker write with the GIL held, and the loop it woke often took the core from it there
-    (docs/benchmarks.md).  After ``close`` (the loop is done with it) posts are dropped."""
+    for the system call; inside ``held_wakeups``, on its way out), and the loop then runs every call
+    posted so far, in order.  One wake-up serves all the sentences a step finishes;
+    ``call_soon_threadsafe`` per call made the worker write with the GIL held, and the loop it woke
+    often took the core from it there (docs/benchmarks.md).  After ``close`` (the loop is done with
+    it) posts are dropped."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
@@ -98,8 +120,18 @@ class LoopMailbox:
             self._calls.append((fn, args))
             wake, self._pending = not self._pending, True
         if wake:
-            with contextlib.suppress(BlockingIOError):  # (a full pipe: the loop has a wake-up waiting)
-                os.write(self._write_fd, b"\0")
+            held: list[LoopMailbox] | None = getattr(_HELD, "boxes", None)
+            if held is None:
+                self.wake()
+            elif self not in held:
+                held.append(self)
+
+    def wake(self) -> None:
+        """Wake the loop (from any thread) to run what was posted."""
+        with self._lock:  # (``close`` closes the pipe only after marking it closed under this lock)
+            if not self._closed:
+                with contextlib.suppress(BlockingIOError):  # (a full pipe: the loop has a wake-up waiting)
+                    os.write(self._write_fd, b"\0")
 
     def drain(self) -> None:
         """On the loop: run the calls posted so far."""
@@ -163,6 +195,7 @@ class TranslationQueue:
             translator.backend, workers=workers, threads=threads, max_sentences=max_batch_size,
             max_tokens=max_batch_tokens, observer=self.observer, kv_cache_dtype=translator.kv_cache_dtype,
             nice=nice, join_delay_s=delay_ms / 1000,  # (testing aid, RENDITION_BATCH_DELAY_MS: sentences joining take this long)
+            deliveries=held_wakeups,
         )  # fmt: skip
         self._closing = False
         self._mailbox: LoopMailbox | None = None  # the workers' results to the event loop (made on the first submit)

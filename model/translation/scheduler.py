@@ -38,12 +38,14 @@ in its serial parts (``benchmarks/bench_engine.py`` measures both).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, cast
 
@@ -199,11 +201,14 @@ class TranslationScheduler:
         kv_cache_dtype: torch.dtype | None = None,
         join_delay_s: float = 0.0,
         nice: int = 0,
+        deliveries: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     ):
         """``threads``: torch and kernel threads per worker (0: the cores torch sees / workers);
         ``join_delay_s``: a testing aid, a pause whenever sentences join a worker's searches (a slow model);
         ``nice``: the workers' threads run this much nicer than the process (Linux: per thread), so that
-        short work beside them (an event loop, embeddings) gets a core at once."""
+        short work beside them (an event loop, embeddings) gets a core at once; ``deliveries``: the
+        ``on_result`` and ``on_done`` calls of the sentences a decoding step finished are made inside
+        one such context (the service's: one wake-up of its event loop for all of them)."""
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.model = model
@@ -214,6 +219,7 @@ class TranslationScheduler:
         self.kv_cache_dtype = kv_cache_dtype
         self.join_delay_s = join_delay_s
         self.nice = nice
+        self._deliveries = deliveries
         self._cond = threading.Condition()
         self._waiting: list[Ticket] = []  # tickets with sentences not yet admitted, oldest first
         self._queued = 0  # their sentences not yet admitted (read by the service per request: kept, not summed)
@@ -439,11 +445,14 @@ class TranslationScheduler:
                     self.observer.finished(len(hyps[0].tokens) + 1 if hyps else 0, now - ticket.started[i])
                 if ticket.remaining == 0:
                     complete.append(ticket)
-        for ticket, i in reported:
-            if ticket.on_result is not None:
-                ticket.on_result(i, ticket.steps[i])
-        for ticket in complete:
-            ticket.resolve(cast("list[list[Hypothesis]]", ticket.results))
+        if not reported and not complete:
+            return
+        with self._deliveries():
+            for ticket, i in reported:
+                if ticket.on_result is not None:
+                    ticket.on_result(i, ticket.steps[i])
+            for ticket in complete:
+                ticket.resolve(cast("list[list[Hypothesis]]", ticket.results))
 
 
 def step_units(sentences: list[tuple[Ticket, int]]) -> int:

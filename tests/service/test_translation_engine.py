@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from rendition.service.translation_engine import LoopMailbox
+from rendition.service.translation_engine import LoopMailbox, held_wakeups
 
 
 def pending_bytes(fd: int) -> int:
@@ -77,3 +77,45 @@ def test_a_mailbox_of_a_closed_loop_closes_without_running_anything() -> None:
     assert seen == []
     with pytest.raises(OSError):
         os.fstat(box._read_fd)  # (its pipe is closed)
+
+
+def test_calls_posted_inside_held_wakeups_wake_the_loop_once_on_the_way_out() -> None:
+    """A worker delivers a decoding step's results inside ``held_wakeups``: the loop, free all the
+    while, runs nothing until the context ends, then everything, in order, after one wake-up."""
+
+    async def main() -> tuple[list[int], list[int], int, int]:
+        box = LoopMailbox(asyncio.get_running_loop())
+        seen: list[int] = []
+        posted, leaving, before = threading.Event(), threading.Event(), []
+
+        def worker() -> None:
+            with held_wakeups():
+                for k in range(5):
+                    box.post(seen.append, k)
+                with held_wakeups():  # (nested: the outer one wakes)
+                    box.post(seen.append, 5)
+                posted.set()
+                leaving.wait(5)
+                before.append(pending_bytes(box._read_fd))
+
+        t = threading.Thread(target=worker)
+        t.start()
+        while not posted.is_set():
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # (the loop is free: a wake-up would have run the calls)
+        early = list(seen)
+        leaving.set()
+        t.join()  # (the loop does not run until this coroutine yields: the wake-up is still unread)
+        wake_ups = pending_bytes(box._read_fd)
+        for _ in range(50):
+            if len(seen) == 6:
+                break
+            await asyncio.sleep(0.01)
+        box.close()
+        box.wake()  # (after close: nothing written, no error)
+        return early, seen, before[0], wake_ups
+
+    early, seen, before, wake_ups = asyncio.run(main())
+    assert early == [] and before == 0
+    assert wake_ups == 1
+    assert seen == [0, 1, 2, 3, 4, 5]

@@ -3,11 +3,13 @@ with one or two workers, a fair share per request, cancellation, failures kept t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 
 import pytest
 from test_continuous import alone, assert_same, random_model, random_sources  # (this directory is on sys.path)
@@ -43,6 +45,49 @@ def test_on_done_is_told_once_and_the_future_is_made_when_asked_for(backend) -> 
         assert empty.done() and told[-1] is empty and empty.future.result(timeout=0) == []
     finally:
         sched.close()
+
+
+def test_a_steps_results_are_delivered_inside_one_deliveries_context(backend) -> None:
+    """Every ``on_result`` and ``on_done`` call of a decoding step is made inside one ``deliveries``
+    context (the service wakes its event loop once per step), on the worker's thread."""
+    sources = random_sources(6, 96, seed=5)
+    opts = TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3)
+    inside: dict[int, int] = {}  # thread -> the context depth now
+    contexts: list[list[str]] = []  # per context entered: the calls made inside it
+    outside: list[str] = []
+
+    @contextlib.contextmanager
+    def deliveries() -> Iterator[None]:
+        me = threading.get_ident()
+        inside[me] = inside.get(me, 0) + 1
+        contexts.append([])
+        try:
+            yield
+        finally:
+            inside[me] -= 1
+
+    def called(what: str) -> None:
+        (contexts[-1] if inside.get(threading.get_ident()) else outside).append(what)
+
+    finished_at: dict[int, int] = {}  # sentence -> its step count (all join at the first step: the step it ended)
+
+    def result(i: int, steps: int) -> None:
+        finished_at[i] = steps
+        called(f"result {i}")
+
+    sched = TranslationScheduler(backend, workers=1, threads=1, max_sentences=6, deliveries=deliveries)
+    try:
+        ticket = sched.submit(sources, opts, on_result=result, on_done=lambda t: called("done"))
+        ticket.future.result(timeout=120)
+        deadline = time.monotonic() + 60
+        while not contexts or contexts[-1][-1:] != ["done"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        sched.close()
+    assert outside == []
+    assert sorted(c for calls in contexts for c in calls) == sorted([f"result {i}" for i in range(6)] + ["done"])
+    assert len(contexts) == len(set(finished_at.values()))  # one per step that finished sentences, however many
 
 
 @pytest.mark.parametrize("workers", [1, 2])
