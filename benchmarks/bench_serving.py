@@ -463,6 +463,7 @@ def main() -> None:
         help="more server settings, e.g. RENDITION_TORCH_THREADS=1",
     )
     p.add_argument("--n", type=int, default=256, help="(a) requests")
+    p.add_argument("--rounds", type=int, default=3, help="(a) runs of each side, taking turns (each side's fastest counts)")
     p.add_argument("--reference", choices=["scheduler", "core"], default="scheduler",
                    help="(a) in-process: the scheduler at the server's layout, or one batch search")  # fmt: skip
     p.add_argument("--client", choices=["raw", "httpx"], default="raw",
@@ -485,7 +486,7 @@ def main() -> None:
         a = b = c = {}
         if "a" in args.parts:
             reference = (args.reference, args.workers or 0, args.threads or 0)
-            a = progress("a", http_efficiency(url, texts, args.in_flight, reference, client=args.client))
+            a = progress("a", http_efficiency(url, texts, args.in_flight, reference, rounds=args.rounds, client=args.client))
         if "b" in args.parts:
             b = progress("b", open_loop(url, mixed_pool(), args.in_flight, args.capacity_seconds, args.seconds))
         if "c" in args.parts:
