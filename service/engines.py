@@ -30,7 +30,7 @@ import torch
 
 from rendition.model.embedding.encoder import DEFAULT_ENCODER, SentenceEncoder
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.search import Hypothesis, max_output_lengths
+from rendition.model.translation.search import Hypothesis, max_output_lengths, reached_limit
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translation, Translator
 from rendition.model.weights import resolve_device
 from rendition.service.metrics import Metrics
@@ -168,9 +168,9 @@ class TranslationEngine:
         limit, not by EOS) raises ``TranslationTooLong`` unless ``job.truncate``; without it, cut
         hypotheses further down the n-best are dropped."""
         limits = max_output_lengths([len(x) for x in ids], job.options)
-        cut = [len(hyps[0].tokens) + 1 >= limit for hyps, limit in zip(raw, limits)]
+        cut = [reached_limit(hyps[0], limit) for hyps, limit in zip(raw, limits)]
         if not job.truncate:  # (a cut sentence keeps its cut hypotheses, for the error's ``output``)
-            raw = [hyps if c else [h for h in hyps if len(h.tokens) + 1 < limit] for hyps, c, limit in zip(raw, cut, limits)]
+            raw = [hyps if c else [h for h in hyps if not reached_limit(h, limit)] for hyps, c, limit in zip(raw, cut, limits)]
         translations = self.translator.postprocess(raw)
         out = TranslationOutput(
             translations,

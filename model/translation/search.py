@@ -249,12 +249,18 @@ def max_output_lengths(src_lens: list[int], opts: TranslationOptions) -> list[in
     return [min(max(int(_float32(_float32(n * a) + b)), 1), cap) for n in src_lens]
 
 
+def reached_limit(hyp: Hypothesis, limit: int) -> bool:
+    """Whether ``hyp`` was ended by its length limit (``max_output_lengths``, EOS counted) rather
+    than by </s>."""
+    return len(hyp.tokens) + 1 >= limit
+
+
 def ended_by_limit(sources: Sequence[Sequence[int]], results: Sequence[Sequence[Hypothesis]], opts: TranslationOptions) -> list[bool]:
     """Per source (tokens with the target tag and </s>): whether its best hypothesis reached its
     length limit (``max_output_lengths``) instead of ending with </s>: a cut translation, which
     the text pipeline decodes once more (``rendition.model.text.pipeline.fallback_options``)."""
     limits = max_output_lengths([len(x) for x in sources], opts)
-    return [len(hyps[0].tokens) + 1 >= limit for hyps, limit in zip(results, limits)]
+    return [reached_limit(hyps[0], limit) for hyps, limit in zip(results, limits)]
 
 
 def encoder_buckets(lengths: list[int], slack: float = 1.25) -> list[list[int]]:
