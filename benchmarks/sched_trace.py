@@ -105,6 +105,13 @@ def parse_sleep_causes(text: str, t0: float, t1: float, tids: set[int]) -> colle
     return counts
 
 
+def threads_of(tasks: dict[str, dict], pid: int) -> list[str]:
+    """The task names of process ``pid``'s threads (``python[pid]`` its main thread,
+    ``python[tid/pid]`` the others), the busiest first."""
+    mine = [n for n in tasks if n == f"python[{pid}]" or (n.startswith("python[") and n.endswith(f"/{pid}]"))]
+    return sorted(mine, key=lambda n: -tasks[n]["run"])
+
+
 def tid_of(name: str) -> int:
     m = re.search(r"\[(\d+)", name)
     return int(m[1]) if m else -1
@@ -152,8 +159,7 @@ def main() -> None:
         t1 = time.monotonic()
         stop(perf)
         tasks = timehist(data, t0, t1)
-        mine = sorted((n for n in tasks if n.startswith("python[") and f"/{me}]" in n), key=lambda n: -tasks[n]["run"])
-        workers = mine[:2]
+        workers = [n for n in threads_of(tasks, me) if n != f"python[{me}]"][:2]
         report("in-process closed loop", tasks, t1 - t0, workers, {w: "workers computing" for w in workers})
         if args.gil:
             print("  worker sleeps by cause:", dict(gil_waits(data, t0, t1, {tid_of(w) for w in workers})))
@@ -182,14 +188,10 @@ def main() -> None:
             t1 = time.monotonic()
             stop(perf)
             tasks = timehist(data, t0, t1)
-            server = sorted((n for n in tasks if n.startswith("python[") and (f"/{pid}]" in n or n == f"python[{pid}]")),
-                            key=lambda n: -tasks[n]["run"])  # fmt: skip
             loop = f"python[{pid}]"
-            workers = [n for n in server if n != loop][:2]
-            roles = {w: "workers computing" for w in workers} | {loop: "event loop"}
-            roles |= {
-                n: "client" for n in tasks if n.startswith("python[") and (f"/{me}]" in n or n == f"python[{me}]")
-            }
+            workers = [n for n in threads_of(tasks, pid) if n != loop][:2]
+            roles = {n: "client" for n in threads_of(tasks, me)} | {w: "workers computing" for w in workers}
+            roles[loop] = "event loop"
             report("HTTP", tasks, t1 - t0, workers, roles)
             if args.gil:
                 print("  worker sleeps by cause:", dict(gil_waits(data, t0, t1, {tid_of(w) for w in workers})))

@@ -25,13 +25,13 @@ TIMEHIST = """\
 def test_timehist_sums_each_tasks_turns_inside_the_window_and_bins_its_sleeps() -> None:
     tasks = st.parse_timehist(TIMEHIST, 32110.0, 32111.0)
     worker = tasks["python[8872/8864]"]
-    assert (worker["run"], worker["rq"], worker["sleep"]) == pytest.approx(
-        (6.5, 0.21, 3.05)
-    )  # the last turn is outside
+    # (the last turn is outside the window)
+    assert (worker["run"], worker["rq"], worker["sleep"]) == pytest.approx((6.5, 0.21, 3.05))
     assert worker["bins"][0] == [1, 0.05] and worker["bins"][4] == [1, 3.0]  # <= 0.1 ms and 2-5 ms
     assert sum(n for n, _ in worker["bins"]) == 2
     assert tasks["python[8864]"]["run"] == 0.3 and tasks["<idle>"]["run"] == 1.25
     assert "perf[8914]" not in tasks  # before the window
+    assert st.threads_of(tasks, 8864) == ["python[8872/8864]", "python[8864]"]  # the busiest first
 
 
 SCRIPT = """\
