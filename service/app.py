@@ -31,6 +31,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from rendition.model.embedding.encoder import SentenceEncoder
+from rendition.model.threads import name_native_thread
 from rendition.model.translation.pairs import PairTable, package_dirs, read_languages
 from rendition.model.translation.scheduler import worker_layout
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
@@ -81,7 +82,13 @@ def _set_threads(s: Settings) -> None:
 def _set_loader_threads() -> None:
     """The model thread only loads and warms up, on one thread, so that it keeps no OpenMP team
     beside the translation workers' (rendition.model.translation.scheduler.worker_layout)."""
+    name_native_thread("model-loader")
     torch.set_num_threads(1)
+
+
+def _set_embedding_thread(threads: int) -> None:
+    name_native_thread("embed")
+    torch.set_num_threads(threads)
 
 
 def _load_models(state: AppState, translator: Translator | None, encoder: SentenceEncoder | None) -> None:
@@ -194,7 +201,7 @@ async def _start(
         # (torch.set_num_threads is process-wide for torch.get_num_threads, which the kernels read:
         # the embedding thread sets what the workers set.)
         state.embedding_thread = ThreadPoolExecutor(
-            1, thread_name_prefix="rendition-embed", initializer=lambda: torch.set_num_threads(threads)
+            1, thread_name_prefix="rendition-embed", initializer=functools.partial(_set_embedding_thread, threads)
         )
         state.queues["encoder"] = Batcher(
             "encoder", state.encoder.core, max_batch_tokens=s.max_batch_tokens, max_batch_size=s.max_batch_size,

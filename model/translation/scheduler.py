@@ -52,6 +52,7 @@ from typing import Any, Protocol, cast
 import torch
 
 from rendition.model.kernels import native
+from rendition.model.threads import name_native_thread
 from rendition.model.translation.options import SearchStats, TranslationOptions
 from rendition.model.translation.search import BeamSearch, Hypothesis, Seq2Seq
 from rendition.model.weights import release_freed_memory
@@ -342,6 +343,7 @@ class TranslationScheduler:
         ticket.running -= 1
 
     def _work(self, w: _Worker) -> None:
+        name_native_thread(f"translate-{w.index}")  # (what top -H, perf and py-spy show)
         torch.set_num_threads(self.threads)
         if self.nice > 0 and hasattr(os, "setpriority"):
             try:  # (on Linux a thread's own priority: this worker's alone)

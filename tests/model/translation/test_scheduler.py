@@ -289,6 +289,19 @@ def test_workers_run_nicer_than_the_process(backend) -> None:
         sched.close()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads name themselves through Linux's /proc")
+def test_workers_are_named_for_the_operating_system(backend) -> None:
+    """``top -H``, ``perf`` and py-spy show a worker as ``translate-N`` (its ``comm``), not ``python``."""
+    sched = TranslationScheduler(backend, workers=2, threads=1)
+    try:
+        sched.submit(random_sources(2, 96, seed=9), TranslationOptions(beam_size=2, max_length_a=1.0, max_length_b=3)).future.result()
+        workers = sorted((t for t in threading.enumerate() if t.name.startswith("rendition-translate-")), key=lambda t: t.name)
+        comm = [open(f"/proc/self/task/{t.native_id}/comm").read().strip() for t in workers]
+        assert comm == ["translate-0", "translate-1"]
+    finally:
+        sched.close()
+
+
 def test_a_busy_worker_hands_the_heaps_free_pages_back(backend, monkeypatch) -> None:
     """Under steady load a worker is never idle long enough to drop its searches; it still calls
     ``release_freed_memory`` (glibc's malloc_trim) every ``TRIM_EVERY_S`` while it steps."""
