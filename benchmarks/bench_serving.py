@@ -20,7 +20,8 @@ for a before/after comparison), waits for ``/health/ready`` and measures, in thi
     time, no HTTP): its seconds / HTTP seconds is HTTP's own share of the loss, the rest is what
     the in-flight limit and the drain at the end cost any server.  Also the requests' p50/p99
     latency, the CPU time per request of the server's event-loop thread (Linux schedstat; the least
-    of the rounds: it competes with the workers for the same cores) and, from ``/metrics`` over the run, the translator's mean batch
+    of the rounds: it competes with the workers for the same cores), the workers' core-seconds on a core,
+    waiting for one and asleep over the fastest run of each closed loop (``worker_times``) and, from ``/metrics`` over the run, the translator's mean batch
     (``rendition_batch_size``: sentences per decoding step) and a sentence's mean time queued and computing (``rendition_queue_wait_seconds``,
     ``rendition_compute_seconds``), each when the server exports it.
 (b) Open loop: single sentences of mixed lengths (drawn with a fixed seed from the DDTP and
@@ -123,6 +124,31 @@ def loop_cpu_seconds(url: str) -> float:
         return float("nan")
 
 
+def worker_schedstat(pid: int) -> dict[str, tuple[float, float]]:
+    """Per translation worker of process ``pid`` (its threads named ``translate-N``,
+    ``rendition.model.threads``): seconds on a core and seconds waiting for one so far (Linux
+    schedstat); {} where they cannot be read."""
+    out = {}
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            if (task / "comm").read_text().startswith("translate-"):
+                on_core, waiting = (task / "schedstat").read_text().split()[:2]
+                out[task.name] = (int(on_core) / 1e9, int(waiting) / 1e9)
+    except (OSError, ValueError):
+        return {}
+    return out
+
+
+def worker_times(before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]], seconds: float) -> dict:
+    """The workers' core-seconds over a run of ``seconds`` (``worker_schedstat`` before and after),
+    summed: on a core, runnable but waiting for one (the cores the event loop, the client and the
+    rest took from them), asleep (the rest: waits for the GIL, and for work in the drain at the end)."""
+    both = [t for t in after if t in before]
+    on_core = sum(after[t][0] - before[t][0] for t in both)
+    waiting = sum(after[t][1] - before[t][1] for t in both)
+    return {"on_core": round(on_core, 2), "waiting": round(waiting, 2), "asleep": round(len(both) * seconds - on_core - waiting, 2)}
+
+
 def _ready(url: str) -> bool:
     try:
         return httpx.get(f"{url}/health/ready", timeout=2).status_code == 200
@@ -211,7 +237,7 @@ def in_process_seconds(
     tr.core(sources[:8], opts())  # warm-up
     seconds = float("inf")
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0, w0 = time.perf_counter(), worker_schedstat(os.getpid())
         if in_flight:
             closed_loop(tr.scheduler, requests, opts, in_flight)
         else:
@@ -219,11 +245,17 @@ def in_process_seconds(
             again = [s for s, c in zip(sources, ended_by_limit(sources, results, opts())) if c]
             if again:
                 tr.core(again, second_options(opts()))
-        seconds = min(seconds, time.perf_counter() - t0)
+        if (took := time.perf_counter() - t0) < seconds:
+            seconds = took
+            IN_PROCESS_WORKERS.clear()
+            IN_PROCESS_WORKERS.update(worker_times(w0, worker_schedstat(os.getpid()), took))
     tr.close()
     torch.set_num_threads(1)  # this process's pool stays quiet while the server is measured
     time.sleep(1.0)
     return seconds
+
+
+IN_PROCESS_WORKERS: dict = {}  # the workers' times of in_process_seconds's fastest round (``worker_times``)
 
 
 def service_sentences(tr, texts: list[str]) -> list[list[list[int]]]:
@@ -300,16 +332,20 @@ def http_efficiency(
     kinds = server_translator(url)
     h0 = histogram_sums(url)
     res, client_cpu, local, loop, loop_cpu = None, 0.0, float("inf"), float("inf"), float("inf")
+    workers: dict = {}
+    workers_local: dict = {}
     for _ in range(rounds):  # (the three in turn, so that a slow spell of the machine hits them alike)
         local = min(local, in_process_seconds(texts, *reference, kinds))
         # The same closed loop in-process (the scheduler at the server's layout, no HTTP): what the
         # in-flight limit and the drain at the end cost, apart from HTTP's own share.
-        loop = min(loop, in_process_seconds(texts, "scheduler", *reference[1:], kinds, in_flight=in_flight))
-        cpu0, loop0 = time.process_time(), loop_cpu_seconds(url)
+        if (took := in_process_seconds(texts, "scheduler", *reference[1:], kinds, in_flight=in_flight)) < loop:
+            loop, workers_local = took, dict(IN_PROCESS_WORKERS)
+        cpu0, loop0, w0 = time.process_time(), loop_cpu_seconds(url), worker_schedstat(SERVER_PIDS.get(url, -1))
         run = closed_loop_run(len(texts), lambda i: translate_body(texts[i]))
         loop_cpu = min(loop_cpu, loop_cpu_seconds(url) - loop0)
         if res is None or run.seconds < res.seconds:
             res, client_cpu = run, time.process_time() - cpu0
+            workers = worker_times(w0, worker_schedstat(SERVER_PIDS.get(url, -1)), run.seconds)
     means = histogram_means(h0, histogram_sums(url))
     out = latencies(res)
     return out | {"n": len(texts), "in_flight": in_flight, "reference": reference[0], "compute_type": kinds["compute_type"],
@@ -317,7 +353,8 @@ def http_efficiency(
                   "efficiency": round(local / res.seconds, 3), "client": client,
                   "client_cpu_ms_per_request": round(client_cpu / len(texts) * 1e3, 2),
                   "loop_cpu_ms_per_request": round(loop_cpu / len(texts) * 1e3, 2),
-                  "in_process_loop_s": round(loop, 3), "http_share": round(loop / res.seconds, 3), "mean_batch": round(means["rendition_batch_size"], 1),
+                  "in_process_loop_s": round(loop, 3), "http_share": round(loop / res.seconds, 3),
+                  "workers_http": workers, "workers_in_process": workers_local, "mean_batch": round(means["rendition_batch_size"], 1),
                   "mean_queue_ms": round(means["rendition_queue_wait_seconds"] * 1e3, 1),
                   "mean_compute_ms": round(means["rendition_compute_seconds"] * 1e3, 1)}  # fmt: skip
 
@@ -407,6 +444,15 @@ def progress(part: str, result: dict) -> dict:
     return result
 
 
+def _workers_note(a: dict) -> str:
+    """The workers' core-seconds, HTTP against the in-process closed loop (where schedstat was read)."""
+    h, p = a.get("workers_http"), a.get("workers_in_process")
+    if not h or not p:
+        return ""
+    fmt = lambda w: f"{w['on_core']:.2f} / {w['waiting']:.2f} / {w['asleep']:.2f}"  # noqa: E731
+    return f" workers' core-s on a core / waiting for one / asleep: HTTP {fmt(h)}, in-process closed loop {fmt(p)};"
+
+
 def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) -> None:
     print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  server: {args.python or args.root}")
     print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}")
@@ -419,6 +465,7 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
          f" (the same closed loop in-process {a['in_process_loop_s']:.2f} s: HTTP's share {a['http_share']:.2f});"
          f" client {a['client']}, {a['client_cpu_ms_per_request']} ms CPU per request;"
          f" the server's event loop {a['loop_cpu_ms_per_request']} ms CPU per request;"
+         f"{_workers_note(a)}"
          f" mean batch {a['mean_batch']}; per sentence: queued {a['mean_queue_ms']} ms, computing"
          f" {a['mean_compute_ms']} ms"))  # fmt: skip
     if b:

@@ -106,10 +106,15 @@ def parse_sleep_causes(text: str, t0: float, t1: float, tids: set[int]) -> colle
 
 
 def threads_of(tasks: dict[str, dict], pid: int) -> list[str]:
-    """The task names of process ``pid``'s threads (``python[pid]`` its main thread,
-    ``python[tid/pid]`` the others), the busiest first."""
-    mine = [n for n in tasks if n == f"python[{pid}]" or (n.startswith("python[") and n.endswith(f"/{pid}]"))]
+    """The task names of process ``pid``'s threads (``NAME[pid]`` its main thread, ``NAME[tid/pid]``
+    the others: ``python``, or the name a thread gave itself), the busiest first."""
+    mine = [n for n in tasks if n.endswith((f"[{pid}]", f"/{pid}]"))]
     return sorted(mine, key=lambda n: -tasks[n]["run"])
+
+
+def workers_of(tasks: dict[str, dict], pid: int) -> list[str]:
+    """Process ``pid``'s translation workers (its threads named ``translate-N``, ``rendition.model.threads``)."""
+    return [n for n in threads_of(tasks, pid) if n.startswith("translate-")]
 
 
 def tid_of(name: str) -> int:
@@ -159,7 +164,7 @@ def main() -> None:
         t1 = time.monotonic()
         stop(perf)
         tasks = timehist(data, t0, t1)
-        workers = [n for n in threads_of(tasks, me) if n != f"python[{me}]"][:2]
+        workers = workers_of(tasks, me)
         report("in-process closed loop", tasks, t1 - t0, workers, {w: "workers computing" for w in workers})
         if args.gil:
             print("  worker sleeps by cause:", dict(gil_waits(data, t0, t1, {tid_of(w) for w in workers})))
@@ -189,7 +194,7 @@ def main() -> None:
             stop(perf)
             tasks = timehist(data, t0, t1)
             loop = f"python[{pid}]"
-            workers = [n for n in threads_of(tasks, pid) if n != loop][:2]
+            workers = workers_of(tasks, pid)
             roles = {n: "client" for n in threads_of(tasks, me)} | {w: "workers computing" for w in workers}
             roles[loop] = "event loop"
             report("HTTP", tasks, t1 - t0, workers, roles)

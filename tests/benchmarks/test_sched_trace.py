@@ -19,6 +19,8 @@ TIMEHIST = """\
    32110.000300 [0001]  python[8864]                        0.700      0.100      0.300
    32110.000400 [0000]  <idle>                              0.000      0.000      1.250
    32111.500000 [0000]  python[8872/8864]                   9.000      0.000      1.000
+   32110.000500 [0001]  translate-1[8873/8864]              0.100      0.000      0.200
+   32110.000600 [0000]  perf[8864/9000]                     0.100      0.000      0.400
 """
 
 
@@ -31,7 +33,8 @@ def test_timehist_sums_each_tasks_turns_inside_the_window_and_bins_its_sleeps() 
     assert sum(n for n, _ in worker["bins"]) == 2
     assert tasks["python[8864]"]["run"] == 0.3 and tasks["<idle>"]["run"] == 1.25
     assert "perf[8914]" not in tasks  # before the window
-    assert st.threads_of(tasks, 8864) == ["python[8872/8864]", "python[8864]"]  # the busiest first
+    assert st.threads_of(tasks, 8864) == ["python[8872/8864]", "python[8864]", "translate-1[8873/8864]"]  # the busiest first
+    assert st.workers_of(tasks, 8864) == ["translate-1[8873/8864]"]  # (by the name a worker gives itself)
 
 
 SCRIPT = """\
