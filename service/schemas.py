@@ -21,7 +21,10 @@ class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str | list[str] = Field(description="one text or a list of texts")
-    source: str = Field(min_length=1, max_length=16, description=f"source language code, e.g. en; {PAIRS_NOTE}")
+    source: str = Field(
+        min_length=1, max_length=16,
+        description=f'source language code, e.g. en, or "auto" (detected per text among the loaded languages); {PAIRS_NOTE}',
+    )  # fmt: skip
     target: str = Field(min_length=1, max_length=16, description="target language code, e.g. fr")
     beam_size: int | None = Field(None, ge=1, description="beam width (default RENDITION_DEFAULT_BEAM_SIZE)")
     num_hypotheses: int = Field(1, ge=1, description="n-best hypotheses per text (<= beam_size)")
@@ -60,11 +63,17 @@ class Hypothesis(BaseModel):
     score: float
 
 
+class DetectedLanguage(BaseModel):
+    confidence: float = Field(description="percent, 0-100")
+    language: str
+
+
 class TranslationResult(BaseModel):
     text: str
     score: float | None = None
     hypotheses: list[Hypothesis] | None = None
     truncated: bool | None = Field(None, description="true when a sentence was cut at its length limit (truncate)")
+    detected_language: DetectedLanguage | None = Field(None, description='the text\'s language, with source "auto"')
 
 
 class TranslateUsage(BaseModel):
@@ -74,7 +83,10 @@ class TranslateUsage(BaseModel):
 
 class TranslateResponse(BaseModel):
     results: list[TranslationResult]
-    model: str = Field(description="the translator that answered; through English, both joined by '+'")
+    model: str = Field(
+        description="the translator that answered; through English, both joined by '+'; with source \"auto\", "
+        "those of every detected language, joined by ', ', or \"none\" when every text was already in the target language"
+    )
     usage: TranslateUsage
 
 
@@ -104,11 +116,6 @@ class DetectRequest(BaseModel):
 
     q: str | list[str]
     api_key: str | None = None
-
-
-class DetectedLanguage(BaseModel):
-    confidence: float = Field(description="percent, 0-100")
-    language: str
 
 
 class Language(BaseModel):

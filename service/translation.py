@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -30,9 +31,10 @@ from rendition.model.translation.pairs import Leg
 from rendition.model.translation.search import max_output_lengths
 from rendition.model.translation.translator import Translation
 from rendition.service import admission, inference
-from rendition.service.deps import AppState, translator_queue
+from rendition.service.deps import AppState, loaded_languages, translator_queue
 from rendition.service.engines import TranslationEngine, TranslationJob, TranslationTooLong
 from rendition.service.errors import APIError, invalid
+from rendition.service.schemas import DetectedLanguage
 from rendition.service.settings import Settings
 
 
@@ -215,6 +217,72 @@ async def translate_texts(
                 "too_few_hypotheses",
             )
     return result.translations, result.source_tokens, result.truncated
+
+
+def detected_language(candidates: list[tuple[str, float]]) -> DetectedLanguage:
+    """The detector's ranking -> its first language with its confidence in percent."""
+    language, p = candidates[0]
+    return DetectedLanguage(confidence=round(100 * p, 1), language=language)
+
+
+@dataclass
+class Pieces:
+    """``translate_pieces``'s answer, per text: its pieces' translations, whether one was cut, its
+    source language (given or detected) and, with ``source`` "auto", the detector's ranking."""
+
+    translations: list[list[Translation]]
+    cut: list[bool]
+    sources: list[str]
+    found: list[list[tuple[str, float]]] | None
+    source_tokens: int
+
+
+async def translate_pieces(
+    request: Request,
+    state: AppState,
+    settings: Settings,
+    texts: list[str],
+    pieces: list[list[str]],
+    source: str,
+    target: str,
+    options_for: Callable[[str], TranslationOptions],
+    glossary_for: Callable[[str], Glossary | None],
+    field: str = "text",
+    truncate: bool | None = None,
+) -> Pieces:
+    """Each text's pieces (the text itself, or the text nodes of an HTML document) through
+    ``translate_texts``, from ``source``, or with ``source`` "auto" from each text's detected
+    language (the language detector over the loaded translators' languages; a text detected in the
+    target language is its own translation): one job per source language, with that language's
+    options and glossary (``options_for``, ``glossary_for``).  A text without pieces is left out."""
+    found: list[list[tuple[str, float]]] | None = None
+    if source == "auto":
+        det = detector(loaded_languages(state))
+        found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
+        sources = [f[0][0] for f in found]
+    else:
+        inference.check_pair(state, source, target)
+        sources = [source] * len(texts)
+    out: list[list[Translation]] = [[] for _ in texts]
+    cut, tokens = [False] * len(texts), 0
+    for src in dict.fromkeys(sources):
+        idx = [i for i, s in enumerate(sources) if s == src and pieces[i]]
+        flat = [p for i in idx for p in pieces[i]]
+        if not flat:
+            continue
+        if src == target:
+            done, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
+        else:
+            done, n, flat_cut = await translate_texts(
+                request, state, settings, flat, src, target, options_for(src), truncate, field=field, glossary=glossary_for(src)
+            )
+            tokens += n
+        k = 0
+        for i in idx:
+            out[i] = done[k : k + len(pieces[i])]
+            cut[i] = any(flat_cut[k : k + len(pieces[i])])
+            k += len(pieces[i])
+    return Pieces(out, cut, sources, found, tokens)
 
 
 def _count_retried(state: AppState, retried: list[bool]) -> None:

@@ -24,8 +24,7 @@ from starlette.datastructures import UploadFile
 
 from rendition.model.documents import FORMATS
 from rendition.model.translation.options import TranslationOptions
-from rendition.model.translation.translator import Translation
-from rendition.service import glossaries, inference
+from rendition.service import glossaries
 from rendition.service.deps import (
     AppState,
     as_list,
@@ -41,7 +40,7 @@ from rendition.service.errors import APIError
 from rendition.service.routing import LeanRoute
 from rendition.service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
 from rendition.service.settings import Settings
-from rendition.service.translation import detector, make_options, translate_texts
+from rendition.service.translation import detected_language, detector, make_options, translate_pieces
 
 router = APIRouter(tags=["libretranslate"], route_class=LeanRoute)
 
@@ -129,11 +128,6 @@ async def _parse_body(request: Request, model: type[Body]) -> Body:
     return cast(Body, body)  # (model_validate of a type[Body] is a Body)
 
 
-def detected(candidates: list[tuple[str, float]]) -> DetectedLanguage:
-    language, p = candidates[0]
-    return DetectedLanguage(confidence=round(100 * p, 1), language=language)
-
-
 # -- HTML: translate the text nodes, keep the markup ---------------------------------------------
 
 _SKIP_TAGS = frozenset({"script", "style", "template", "noscript"})
@@ -184,40 +178,15 @@ async def translate(
 ) -> dict:
     body: LibreTranslateRequest = await _parse_body(request, LibreTranslateRequest)
     texts = as_list(body.q, "q", settings)
-    languages = loaded_languages(state)
     opts = options(settings, body.alternatives)
     n = opts.num_hypotheses
     html = [HtmlDoc(t) for t in texts] if body.format == "html" else None
     pieces = [d.texts for d in html] if html else [[t] for t in texts]  # what gets translated, per text
-    found = None
-    if body.source == "auto":
-        det = detector(languages)
-        found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
-        sources = [f[0][0] for f in found]
-    else:
-        inference.check_pair(state, body.source, body.target)
-        sources = [body.source] * len(texts)
-
-    # one batch per source language; a text detected in the target language is its own translation
-    results: list[list[Translation]] = [[] for _ in texts]
-    cut = [False] * len(texts)
-    for source in dict.fromkeys(sources):
-        idx = [i for i, s in enumerate(sources) if s == source and pieces[i]]
-        flat = [p for i in idx for p in pieces[i]]
-        if not flat:
-            continue
-        if source == body.target:
-            done, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
-        else:
-            glossary = glossaries.resolve(settings, source, body.target, body.glossary, body.glossary_name)
-            done, _, flat_cut = await translate_texts(
-                request, state, settings, flat, source, body.target, opts, field="q", glossary=glossary
-            )
-        k = 0
-        for i in idx:
-            results[i] = done[k : k + len(pieces[i])]
-            cut[i] = any(flat_cut[k : k + len(pieces[i])])
-            k += len(pieces[i])
+    got = await translate_pieces(
+        request, state, settings, texts, pieces, body.source, body.target, lambda _: opts,
+        lambda source: glossaries.resolve(settings, source, body.target, body.glossary, body.glossary_name), field="q",
+    )  # fmt: skip
+    results, cut, found = got.translations, got.cut, got.found
 
     def render(i: int, k: int) -> str:
         """Text i with every piece's k-th hypothesis (or its last)."""
@@ -236,7 +205,7 @@ async def translate(
         ]
         out["alternatives"] = alts[0] if single else alts
     if found is not None:
-        langs = [detected(f).model_dump() for f in found]
+        langs = [detected_language(f).model_dump() for f in found]
         out["detectedLanguage"] = langs[0] if single else langs
     if any(cut):
         out["truncated"] = cut[0] if single else cut

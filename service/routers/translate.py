@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 
 from rendition.model.translation.options import TranslationOptions
+from rendition.model.translation.translator import Translation
 from rendition.service import glossaries, inference
 from rendition.service.deps import AppState, as_list, get_settings, get_state, require_api_key, translator_queue
 from rendition.service.engines import TranslationEngine
@@ -12,7 +13,7 @@ from rendition.service.errors import invalid
 from rendition.service.routing import LeanRoute
 from rendition.service.schemas import Hypothesis, TranslateRequest, TranslateResponse, TranslateUsage, TranslationResult
 from rendition.service.settings import Settings
-from rendition.service.translation import make_options, translate_texts
+from rendition.service.translation import detected_language, make_options, translate_pieces, translate_texts
 
 router = APIRouter(tags=["translation"], dependencies=[Depends(require_api_key)], route_class=LeanRoute)
 
@@ -53,12 +54,19 @@ async def translate(
     settings: Settings = Depends(get_settings),
 ) -> TranslateResponse:
     texts = as_list(body.text, "text", settings)
+    if body.source == "auto":
+        return await _translate_detected(body, request, state, settings, texts)
     engines = [translator_queue(state, leg.translator)[0] for leg in inference.route(state, body.source, body.target)]
     opts = request_options(settings, body, engines[-1])  # (a target prefix is in the last translator's tokens)
     glossary = glossaries.resolve(settings, body.source, body.target, body.glossary, body.glossary_name)
     translations, source_tokens, cut = await translate_texts(
         request, state, settings, texts, body.source, body.target, opts, body.truncate, glossary=glossary
     )
+    usage = TranslateUsage(source_tokens=source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
+    return TranslateResponse(results=_results(body, translations, cut), model="+".join(e.name for e in engines), usage=usage)
+
+
+def _results(body: TranslateRequest, translations: list[Translation], cut: list[bool]) -> list[TranslationResult]:
     results = []
     for t, was_cut in zip(translations, cut):
         r = TranslationResult(text=t.text, truncated=True if was_cut else None)
@@ -66,5 +74,29 @@ async def translate(
             r.score = t.score
             r.hypotheses = [Hypothesis(text=x, score=s) for x, s in t.hypotheses]
         results.append(r)
-    usage = TranslateUsage(source_tokens=source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
-    return TranslateResponse(results=results, model="+".join(e.name for e in engines), usage=usage)
+    return results
+
+
+async def _translate_detected(
+    body: TranslateRequest, request: Request, state: AppState, settings: Settings, texts: list[str]
+) -> TranslateResponse:
+    """``source: "auto"``: each text from its detected language (``translate_pieces``); a text
+    already in the target language comes back as it is."""
+
+    def engines(source: str) -> list[TranslationEngine]:
+        return [translator_queue(state, leg.translator)[0] for leg in inference.route(state, source, body.target)]
+
+    got = await translate_pieces(
+        request, state, settings, texts, [[t] for t in texts], "auto", body.target,
+        lambda source: request_options(settings, body, engines(source)[-1]),
+        lambda source: glossaries.resolve(settings, source, body.target, body.glossary, body.glossary_name),
+        truncate=body.truncate,
+    )  # fmt: skip
+    assert got.found is not None  # (detected)
+    translations = [t[0] for t in got.translations]
+    results = _results(body, translations, got.cut)
+    for r, found in zip(results, got.found):
+        r.detected_language = detected_language(found)
+    models = dict.fromkeys("+".join(e.name for e in engines(s)) for s in got.sources if s != body.target)
+    usage = TranslateUsage(source_tokens=got.source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
+    return TranslateResponse(results=results, model=", ".join(models) or "none", usage=usage)

@@ -77,6 +77,29 @@ def test_json_batch_with_auto_detects_each_text(server, shipped):
     assert body["translatedText"] == [EN, direct(shipped, FR, "fr", "en")[0]]
 
 
+def test_the_native_route_detects_each_text_with_source_auto(server, shipped):
+    """``POST /v1/translate`` with ``source: "auto"``: each text from its detected language, that
+    language in its result; one already in the target language comes back as it is."""
+    r = server.http.post("/v1/translate", json={"text": [EN, FR], "source": "auto", "target": "en", "return_scores": True})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    det = LanguageDetector(("en", "fr"))
+    got = [x["detected_language"] for x in body["results"]]
+    assert [d["language"] for d in got] == ["en", "fr"]
+    assert [d["confidence"] for d in got] == [round(100 * det.detect(t)[0][1], 1) for t in (EN, FR)]
+    assert [x["text"] for x in body["results"]] == [EN, direct(shipped, FR, "fr", "en")[0]]
+    assert body["results"][0]["score"] == 0.0 and body["model"] == "rendition-translator"
+    alone = server.http.post("/v1/translate", json={"text": FR, "source": "fr", "target": "en"}).json()
+    assert body["usage"] == alone["usage"]  # (only the French text was translated)
+    assert "detected_language" not in alone["results"][0]  # (only with auto)
+    # every text already in the target language: nothing is translated
+    same = server.http.post("/v1/translate", json={"text": EN, "source": "auto", "target": "en"}).json()
+    assert same["results"][0]["text"] == EN and same["model"] == "none" and same["usage"]["source_tokens"] == 0
+    # a target no loaded translator reaches: the same 400 as with a given source
+    bad = server.http.post("/v1/translate", json={"text": EN, "source": "auto", "target": "xx"})
+    assert bad.status_code == 400 and "unsupported language pair en-xx" in bad.text
+
+
 def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
     html = (
         '<div class="doc" data-x=\'1\'><h1>Development files</h1>\n'
