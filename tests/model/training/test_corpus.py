@@ -168,7 +168,7 @@ for spec in "$@"; do
     name=${spec%%=*}; want=${spec#*=}; [ "$want" = "$spec" ] && want=$(awk -v n="$name" '$1==n {print $2; exit}' "$ARCHIVE")
     d=$(mktemp -d); mkdir "$d/DEBIAN"
     printf 'Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: t <t@t>\nDescription: t\n' "$name" "$want" > "$d/DEBIAN/control"
-    dpkg-deb -Zgzip --build "$d" "${name}_${want}_all.deb" >/dev/null; rm -r "$d"
+    SOURCE_DATE_EPOCH=1 dpkg-deb -Zgzip --build "$d" "${name}_${want}_all.deb" >/dev/null; rm -r "$d"  # (the same bytes each time: no clock in them)
 done
 """
 
