@@ -149,7 +149,10 @@ def test_one_pairs_full_queue_refuses_only_its_own_requests(start_server, models
 
     with ThreadPoolExecutor(6) as pool:
         flood = [pool.submit(post, flooded) for _ in range(5)]
+        deadline = time.monotonic() + 60
         while srv.sample("rendition_queue_depth") < 2:  # (the other queues are empty)
+            if time.monotonic() > deadline or all(f.done() for f in flood):  # (bounded: never a hang)
+                pytest.fail(f"the flooded queue never held 2 sentences: {[f.result().status_code for f in flood if f.done()]}")
             time.sleep(0.05)
         r = post(other)
         assert r.status_code == 200, (r.text, r.headers)  # (its own queue is empty: not refused for the other pair's)
