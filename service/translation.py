@@ -219,9 +219,8 @@ async def translate_texts(
     return result.translations, result.source_tokens, result.truncated
 
 
-def detected_language(candidates: list[tuple[str, float]]) -> DetectedLanguage:
-    """The detector's ranking -> its first language with its confidence in percent."""
-    language, p = candidates[0]
+def detected_language(language: str, p: float) -> DetectedLanguage:
+    """One of the detector's candidates (a language and its probability), its confidence in percent."""
     return DetectedLanguage(confidence=round(100 * p, 1), language=language)
 
 

@@ -38,7 +38,7 @@ from rendition.service.deps import (
 )
 from rendition.service.errors import APIError
 from rendition.service.routing import LeanRoute
-from rendition.service.schemas import DetectedLanguage, DetectRequest, Language, LibreTranslateRequest
+from rendition.service.schemas import DetectRequest, Language, LibreTranslateRequest
 from rendition.service.settings import Settings
 from rendition.service.translation import detected_language, detector, make_options, translate_pieces
 
@@ -205,7 +205,7 @@ async def translate(
         ]
         out["alternatives"] = alts[0] if single else alts
     if found is not None:
-        langs = [detected_language(f).model_dump() for f in found]
+        langs = [detected_language(*f[0]).model_dump() for f in found]
         out["detectedLanguage"] = langs[0] if single else langs
     if any(cut):
         out["truncated"] = cut[0] if single else cut
@@ -221,7 +221,7 @@ async def detect(
     body: DetectRequest = await _parse_body(request, DetectRequest)
     texts = as_list(body.q, "q", settings)
     det = detector(loaded_languages(state))
-    out = [[DetectedLanguage(confidence=round(100 * p, 1), language=lang) for lang, p in det.detect(t)] for t in texts]
+    out = [[detected_language(lang, p) for lang, p in det.detect(t)] for t in texts]
     return out[0] if isinstance(body.q, str) else out
 
 

@@ -56,7 +56,7 @@ async def translate(
     texts = as_list(body.text, "text", settings)
     if body.source == "auto":
         return await _translate_detected(body, request, state, settings, texts)
-    engines = [translator_queue(state, leg.translator)[0] for leg in inference.route(state, body.source, body.target)]
+    engines = _engines(state, body.source, body.target)
     opts = request_options(settings, body, engines[-1])  # (a target prefix is in the last translator's tokens)
     glossary = glossaries.resolve(settings, body.source, body.target, body.glossary, body.glossary_name)
     translations, source_tokens, cut = await translate_texts(
@@ -64,6 +64,11 @@ async def translate(
     )
     usage = TranslateUsage(source_tokens=source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
     return TranslateResponse(results=_results(body, translations, cut), model="+".join(e.name for e in engines), usage=usage)
+
+
+def _engines(state: AppState, source: str, target: str) -> list[TranslationEngine]:
+    """The translators of ``source`` -> ``target``: one, or two through English (400 when none)."""
+    return [translator_queue(state, leg.translator)[0] for leg in inference.route(state, source, target)]
 
 
 def _results(body: TranslateRequest, translations: list[Translation], cut: list[bool]) -> list[TranslationResult]:
@@ -82,13 +87,14 @@ async def _translate_detected(
 ) -> TranslateResponse:
     """``source: "auto"``: each text from its detected language (``translate_pieces``); a text
     already in the target language comes back as it is."""
+    engines: dict[str, list[TranslationEngine]] = {}  # per detected language (looked up once)
 
-    def engines(source: str) -> list[TranslationEngine]:
-        return [translator_queue(state, leg.translator)[0] for leg in inference.route(state, source, body.target)]
+    def options_for(source: str) -> TranslationOptions:
+        engines[source] = _engines(state, source, body.target)
+        return request_options(settings, body, engines[source][-1])
 
     got = await translate_pieces(
-        request, state, settings, texts, [[t] for t in texts], "auto", body.target,
-        lambda source: request_options(settings, body, engines(source)[-1]),
+        request, state, settings, texts, [[t] for t in texts], "auto", body.target, options_for,
         lambda source: glossaries.resolve(settings, source, body.target, body.glossary, body.glossary_name),
         truncate=body.truncate,
     )  # fmt: skip
@@ -96,7 +102,7 @@ async def _translate_detected(
     translations = [t[0] for t in got.translations]
     results = _results(body, translations, got.cut)
     for r, found in zip(results, got.found):
-        r.detected_language = detected_language(found)
-    models = dict.fromkeys("+".join(e.name for e in engines(s)) for s in got.sources if s != body.target)
+        r.detected_language = detected_language(*found[0])
+    models = ["+".join(e.name for e in used) for used in engines.values()]  # (in the order the languages came)
     usage = TranslateUsage(source_tokens=got.source_tokens, target_tokens=sum(len(t.tokens) for t in translations))
     return TranslateResponse(results=results, model=", ".join(models) or "none", usage=usage)
