@@ -212,13 +212,14 @@ def server_translator(url: str) -> dict:
 
 def in_process_seconds(
     texts: list[str], reference: str, workers: int, threads: int, kinds: dict, rounds: int = 1, in_flight: int = 0
-) -> float:
+) -> tuple[float, dict]:
     """The model work the service does for ``texts`` (``service_sentences``, and the second decoding
     of a sentence cut by its length limit), in-process, on the server's compute type and K/V cache
     type (``kinds``: ``server_translator``): as one ``Translator.core`` call, on the batch path
     (``reference`` "core") or the step-level scheduler at ``workers`` x ``threads`` (0: auto); the
     fastest of ``rounds`` calls.  ``in_flight`` > 0: instead of one call, the scheduler runs the
-    requests as (a)'s closed loop does, each a ticket of its own and ``in_flight`` at a time, without HTTP."""
+    requests as (a)'s closed loop does, each a ticket of its own and ``in_flight`` at a time, without HTTP.
+    Returns the seconds and the workers' times over that fastest call (``worker_times``)."""
     import torch
 
     from rendition.model.translation.search import ended_by_limit
@@ -235,7 +236,7 @@ def in_process_seconds(
     sources = [s for r in requests for s in r]
     opts = route_options
     tr.core(sources[:8], opts())  # warm-up
-    seconds = float("inf")
+    seconds, workers = float("inf"), {}
     for _ in range(rounds):
         t0, w0 = time.perf_counter(), worker_schedstat(os.getpid())
         if in_flight:
@@ -246,16 +247,11 @@ def in_process_seconds(
             if again:
                 tr.core(again, second_options(opts()))
         if (took := time.perf_counter() - t0) < seconds:
-            seconds = took
-            IN_PROCESS_WORKERS.clear()
-            IN_PROCESS_WORKERS.update(worker_times(w0, worker_schedstat(os.getpid()), took))
+            seconds, workers = took, worker_times(w0, worker_schedstat(os.getpid()), took)
     tr.close()
     torch.set_num_threads(1)  # this process's pool stays quiet while the server is measured
     time.sleep(1.0)
-    return seconds
-
-
-IN_PROCESS_WORKERS: dict = {}  # the workers' times of in_process_seconds's fastest round (``worker_times``)
+    return seconds, workers
 
 
 def service_sentences(tr, texts: list[str]) -> list[list[list[int]]]:
@@ -335,11 +331,12 @@ def http_efficiency(
     workers: dict = {}
     workers_local: dict = {}
     for _ in range(rounds):  # (the three in turn, so that a slow spell of the machine hits them alike)
-        local = min(local, in_process_seconds(texts, *reference, kinds))
+        local = min(local, in_process_seconds(texts, *reference, kinds)[0])
         # The same closed loop in-process (the scheduler at the server's layout, no HTTP): what the
         # in-flight limit and the drain at the end cost, apart from HTTP's own share.
-        if (took := in_process_seconds(texts, "scheduler", *reference[1:], kinds, in_flight=in_flight)) < loop:
-            loop, workers_local = took, dict(IN_PROCESS_WORKERS)
+        took, took_workers = in_process_seconds(texts, "scheduler", *reference[1:], kinds, in_flight=in_flight)
+        if took < loop:
+            loop, workers_local = took, took_workers
         cpu0, loop0, w0 = time.process_time(), loop_cpu_seconds(url), worker_schedstat(SERVER_PIDS.get(url, -1))
         run = closed_loop_run(len(texts), lambda i: translate_body(texts[i]))
         loop_cpu = min(loop_cpu, loop_cpu_seconds(url) - loop0)
