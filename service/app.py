@@ -51,6 +51,7 @@ from rendition.service.engines import (
 from rendition.service.metrics import Metrics
 from rendition.service.middleware import ServiceMiddleware
 from rendition.service.routers import embeddings, files, libretranslate, system, tei, translate, ui
+from rendition.service.routing import DirectRoutes
 from rendition.service.settings import Settings
 from rendition.service.translation_engine import TranslationQueue
 
@@ -299,6 +300,7 @@ def create_app(
     paths = frozenset(
         getattr(route, "path", "") for routes in (app.routes, *(r.routes for r in routers)) for route in routes
     ) - {""}
+    app.add_middleware(DirectRoutes)  # (the innermost: added first)
     if settings.cors_origins:  # off by default: browsers on other origins get no CORS headers
         app.add_middleware(
             CORSMiddleware,

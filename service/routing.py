@@ -1,7 +1,7 @@
 """``LeanRoute``: FastAPI's route class for the routes every request of a busy server goes through.
 
 FastAPI's request handler solves each route's dependency tree per request (``solve_dependencies``):
-about a quarter of what the event loop spends on a one-sentence ``POST /v1/translate``, on the same
+a large share of what the event loop spends on a one-sentence ``POST /v1/translate``, on the same
 thread as every other request's parsing and answer (docs/benchmarks.md, the service benchmark).
 This service's routes have one shape: a JSON body model, the ``Request``, maybe the ``Response`` for
 headers, and ``async def`` dependencies that take only the request and each other (the app state,
@@ -12,6 +12,9 @@ is built, and runs them directly; body validation and response serialisation sta
 Whatever is not on the plain path goes to FastAPI's handler unchanged: a route of another shape
 (then never lean), and per request a body that is not JSON or does not validate (FastAPI writes the
 error), or dependency overrides (tests).  ``tests/service/test_routing.py`` compares the two.
+
+``DirectRoutes`` (middleware, the app's innermost) then takes a request for a method and path that a
+lean route has answered straight to that route's lean handler, past Starlette's routing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import email.message
 import functools
 import inspect
 from collections.abc import Callable, Coroutine
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +33,11 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, serialize_response
 from fastapi.utils import is_body_allowed_for_status_code
+from starlette._exception_handler import wrap_app_handling_exceptions  # (FastAPI's routes use it too)
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _DUMP_JSON = "dump_json" in inspect.signature(serialize_response).parameters  # FastAPI >= 0.120: bytes from pydantic
 
@@ -129,20 +136,21 @@ class LeanRoute(APIRoute):
         if dump_json:
             serialize = functools.partial(serialize, dump_json=True)
 
-        async def handler(request: Request) -> Response:
+        async def lean(request: Request) -> Response | None:
+            """The answer on the plain path; None where FastAPI's handler must answer."""
             if overrides is not None and getattr(overrides, "dependency_overrides", None):
-                return await full(request)
+                return None
             values: dict[str, Any] = {}
             if body_field is not None:
                 if not _is_json(request.headers.get("content-type")) or not await request.body():
-                    return await full(request)
+                    return None
                 try:
                     raw = await request.json()
                 except Exception:  # malformed, not UTF-8, nested too deeply (RecursionError): FastAPI's 422 / 400
-                    return await full(request)
+                    return None
                 value, errors = body_field.validate(raw, {}, loc=("body",))
                 if errors:
-                    return await full(request)
+                    return None
                 values[body_name] = value  # type: ignore[index]
             cache: dict[Callable[..., Any], Any] = {}
             for need in plan:
@@ -173,6 +181,13 @@ class LeanRoute(APIRoute):
                 response.headers.raw.extend(sub.headers.raw)
             return response
 
+        async def handler(request: Request) -> Response:
+            direct = request.scope.get(_DIRECT)
+            if direct is not None and not request.scope.get("path_params"):
+                direct[0].learn(request.scope, lean)
+            response = await lean(request)
+            return response if response is not None else await full(request)
+
         return handler
 
 
@@ -188,3 +203,90 @@ async def _solve(need: _Call, request: Request, cache: dict[Callable[..., Any], 
         kwargs[need.request_param] = request
     cache[need.call] = value = await need.call(**kwargs)
     return value
+
+
+# -- direct routes ----------------------------------------------------------------------------------
+
+# scope key: (the DirectRoutes, the request's (method, path), the scope's keys then)
+_DIRECT = "rendition.direct_routes"
+LeanHandler = Callable[[Request], Coroutine[Any, Any, "Response | None"]]
+
+
+class DirectRoutes:
+    """ASGI middleware directly outside Starlette's ``ExceptionMiddleware`` (the app's innermost): a
+    request for a method and path that a lean route answered before goes straight to that route's
+    lean handler, past the exception middleware's own call, FastAPI's exit stacks and the router's
+    search of every route (docs/benchmarks.md: the event loop's work per request).
+
+    What the skipped layers do for such a request is done here as they do it: the route's scope
+    entries (learnt from the first request, the per-request exit stacks left out: a lean route has
+    none to fill), the app's exception handlers (Starlette's ``wrap_app_handling_exceptions`` with
+    the handlers the first request carried), and a request the lean path hands back (a bad body,
+    dependency overrides) goes through the whole stack with what was read of its body replayed.
+    Inside any other middleware (not the innermost) it passes every request through.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.enabled = isinstance(app, ExceptionMiddleware)
+        self._routes: dict[tuple[str, str], tuple[LeanHandler, dict[str, Any]]] = {}
+
+    def learn(self, scope: Scope, lean: LeanHandler) -> None:
+        """Called by a lean route's handler on the whole stack's path: the request's method and path
+        are now its route's, and what routing added to the scope (but the request's own exit stacks)
+        is the route's."""
+        _, key, before = scope[_DIRECT]
+        if key not in self._routes:
+            routing = {k: v for k, v in scope.items() if k not in before and not isinstance(v, AsyncExitStack)}
+            self._routes[key] = (lean, routing)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.enabled or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        key = (scope["method"], scope["path"])
+        route = self._routes.get(key)
+        if route is not None:
+            read: list[Message] = []
+            if await self._direct(route, scope, _recording(receive, read), send):
+                return
+            for name in route[1]:
+                scope.pop(name, None)
+            receive = _replaying(read, receive)
+        scope[_DIRECT] = (self, key, frozenset(scope) | {_DIRECT})
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _direct(route: tuple[LeanHandler, dict[str, Any]], scope: Scope, receive: Receive, send: Send) -> bool:
+        """Answer on the lean path; False (nothing sent) where the whole stack must answer."""
+        lean, routing = route
+        scope.update({k: dict(v) if isinstance(v, dict) else v for k, v in routing.items()})
+        request = Request(scope, receive, send)
+        answered = True
+
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            nonlocal answered
+            response = await lean(request)
+            if response is None:
+                answered = False
+            else:
+                await response(scope, receive, send)
+
+        await wrap_app_handling_exceptions(app, request)(scope, receive, send)
+        return answered
+
+
+def _recording(receive: Receive, read: list[Message]) -> Receive:
+    async def recording() -> Message:
+        message = await receive()
+        read.append(message)
+        return message
+
+    return recording
+
+
+def _replaying(read: list[Message], receive: Receive) -> Receive:
+    async def replaying() -> Message:
+        return read.pop(0) if read else await receive()
+
+    return replaying

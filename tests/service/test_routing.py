@@ -1,7 +1,8 @@
 """``rendition.service.routing.LeanRoute`` against FastAPI's own ``APIRoute``: the same app built with
 each answers every request byte for byte alike (valid bodies, every kind of bad body, a dependency
 that refuses, the ``Response`` parameter, dependency overrides), and the lean one does not run
-FastAPI's dependency solver on the plain path."""
+FastAPI's dependency solver on the plain path.  ``DirectRoutes`` then answers a learnt route's
+requests past the router, again byte for byte as FastAPI does."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from typing import Literal
 
 import fastapi.routing
 import pytest
+import starlette.routing
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
+from starlette.middleware.exceptions import ExceptionMiddleware
 
-from rendition.service.routing import LeanRoute
+from rendition.service.routing import DirectRoutes, LeanRoute
 
 
 class Item(BaseModel):
@@ -170,3 +174,116 @@ def test_the_services_hot_routes_are_lean():
     for hot in (("/v1/translate", "POST"), ("/v1/embeddings", "POST"), ("/embed", "POST"), ("/translate", "POST"),
                 ("/health/ready", "GET"), ("/health/live", "GET")):  # fmt: skip
         assert routes[hot], hot
+
+
+# -- DirectRoutes: a learnt method and path goes straight to the lean handler -----------------------
+
+
+def build_direct() -> FastAPI:
+    app = build(LeanRoute)
+    app.add_middleware(DirectRoutes)
+    return app
+
+
+def direct_of(app: FastAPI) -> DirectRoutes:
+    layer = app.middleware_stack
+    while not isinstance(layer, DirectRoutes):
+        layer = layer.app
+    return layer
+
+
+@pytest.fixture(scope="module")
+def direct_client():
+    with TestClient(build_direct()) as client:
+        yield client
+
+
+@pytest.mark.parametrize("case", range(len(requests())))
+def test_a_direct_answer_is_fastapis_own(clients, direct_client, case):
+    full, _ = clients
+    path, kwargs = requests()[case]
+    expected = answer(full, path, kwargs)
+    assert answer(direct_client, path, kwargs) == expected  # (the first: through the router, which it learns)
+    assert answer(direct_client, path, kwargs) == expected  # (then: straight to the route, or handed back)
+
+
+def test_a_learnt_route_skips_the_router_and_a_bad_body_goes_through_it(monkeypatch):
+    calls = []
+    router_call = starlette.routing.Router.__call__
+
+    async def counting(self, scope, receive, send):
+        if scope["type"] == "http":
+            calls.append(scope["path"])
+        await router_call(self, scope, receive, send)
+
+    monkeypatch.setattr(starlette.routing.Router, "__call__", counting)
+    key = {"x-key": "p-key"}
+    with TestClient(build_direct()) as client:
+        assert client.post("/items", json={"name": "x", "n": 2}, headers=key).status_code == 201
+        assert calls == ["/items"]
+        assert direct_of(client.app).enabled
+        for _ in range(3):
+            r = client.post("/items", json={"name": "y"}, headers=key)
+            assert r.status_code == 200 and r.json()["name"] == "py"
+        assert client.post("/items", json={"name": "x", "n": 3}, headers=key).status_code == 409  # the app's handler
+        assert client.post("/items", json={"name": "x"}).status_code == 401
+        assert calls == ["/items"]
+        bad = client.post("/items", json={"name": ""}, headers=key)  # handed back: FastAPI's 422, the body replayed
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "name"]
+        assert calls == ["/items", "/items"]
+        assert client.post("/plain", json={"other": [1]}, headers=key).status_code == 200  # another path: learnt anew
+        assert calls == ["/items", "/items", "/plain"]
+
+
+def test_what_a_request_brings_to_its_scope_is_its_own():
+    """An outer layer's per-request scope entry (the service's disconnect hook) is not learnt as the route's."""
+
+    router = APIRouter(route_class=LeanRoute)
+
+    @router.post("/who")
+    async def who(request: Request) -> dict:
+        return {"mine": request.scope["mine"], "route": request.scope["route"].path}
+
+    app = FastAPI()
+    app.include_router(router)
+    app.add_middleware(DirectRoutes)
+    inner = app.build_middleware_stack
+
+    def outer():
+        stack = inner()
+        seen = iter(range(100))
+
+        async def tagging(scope, receive, send):
+            if scope["type"] == "http":
+                scope["mine"] = next(seen)
+            await stack(scope, receive, send)
+
+        tagging.app = stack  # type: ignore[attr-defined]
+        return tagging
+
+    app.build_middleware_stack = outer
+    with TestClient(app) as client:
+        assert [client.post("/who").json() for _ in range(3)] == [{"mine": i, "route": "/who"} for i in range(3)]
+        assert direct_of(app)._routes.keys() == {("POST", "/who")}
+
+
+def test_inside_another_middleware_it_passes_every_request_through():
+    app = build(LeanRoute)
+    app.add_middleware(CORSMiddleware, allow_origins=["https://a.example"])
+    app.add_middleware(DirectRoutes)  # (outside CORS: not the innermost)
+    with TestClient(app) as client:
+        key = {"x-key": "p-key"}
+        assert [client.post("/items", json={"name": "x"}, headers=key).status_code for _ in range(2)] == [200, 200]
+        assert not direct_of(app).enabled and direct_of(app)._routes == {}
+
+
+def test_the_service_reaches_its_routes_directly_inside_its_middleware():
+    from rendition.service.app import create_app
+    from rendition.service.settings import Settings
+
+    for cors in ([], ["https://a.example"]):
+        app = create_app(Settings(cors_origins=cors), translator=None, encoder=None)
+        layer = app.build_middleware_stack()
+        while not isinstance(layer, DirectRoutes):
+            layer = layer.app
+        assert layer.enabled and isinstance(layer.app, ExceptionMiddleware), cors
