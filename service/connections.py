@@ -38,7 +38,7 @@ from fastapi.routing import APIRoute
 from starlette.types import Scope
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from rendition.service.deps import ON_DISCONNECT, AppState, auth_error, key_is_valid, require_api_key
+from rendition.service.deps import BODY_RECEIVED, ON_DISCONNECT, AppState, auth_error, key_is_valid, require_api_key
 from rendition.service.errors import APIError
 from rendition.service.queues import Queue
 from rendition.service.routers.ui import wants_html
@@ -112,6 +112,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
+        self.scope[BODY_RECEIVED] = True  # type: ignore[literal-required]  # (no body deadline to arm: ServiceMiddleware)
         self._head_pending = True  # the next request's, on this connection
 
     def on_response_complete(self) -> None:

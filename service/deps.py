@@ -28,6 +28,7 @@ from rendition.service.settings import Settings
 # (``rendition.service.inference.run_queued``), where a task waiting for the ASGI http.disconnect
 # message would be one more task per request.
 ON_DISCONNECT = "rendition.on_disconnect"
+BODY_RECEIVED = "rendition.body_received"  # scope key: True once the service's protocol holds the whole body
 
 
 class Deadline:

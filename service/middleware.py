@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rendition.service.connections import Gate, release_memory
+from rendition.service.deps import BODY_RECEIVED
 from rendition.service.errors import error_response
 from rendition.service.logs import access, request_id
 from rendition.service.metrics import Metrics
@@ -101,7 +102,9 @@ class ServiceMiddleware:
                 return
             try:
                 limit, limit_name = self.body_limits.get(path, (self.max_body, "RENDITION_MAX_BODY_BYTES"))
-                body_receive = await _within(self.body_timeout, self._limited_body(scope, receive, headers, limit))
+                reading = self._limited_body(scope, receive, headers, limit)
+                # (a body the service's protocol already holds whole is read at once: no deadline to keep)
+                body_receive = await (reading if scope.get(BODY_RECEIVED) else _within(self.body_timeout, reading))
             except asyncio.TimeoutError:
                 self.metrics.errors.labels("body_timeout").inc()
                 release_memory()

@@ -257,6 +257,15 @@ def test_3_slow_and_idle_connections_are_closed_and_abandoned_uploads_release_me
     reply = read_reply(s, timeout=6)
     s.close()
     assert status_of(reply) == 408 and b"RENDITION_BODY_TIMEOUT_S" in reply, reply[:300]
+    # a body whose rest comes within the deadline (the deadline armed: the headers came alone) is answered
+    body = b'{"text": "Hello.", "source": "en", "target": "fr"}'
+    s = connect(srv.port)
+    s.sendall(b"POST /v1/translate HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body))
+    time.sleep(1)
+    s.sendall(body)
+    reply = read_reply(s, timeout=30)
+    s.close()
+    assert status_of(reply) == 200 and b"\"results\"" in reply, reply[:300]
     # an idle keep-alive connection is closed after RENDITION_KEEP_ALIVE_S
     s = connect(srv.port)
     s.sendall(b"GET /health/live HTTP/1.1\r\nhost: x\r\n\r\n")
