@@ -2,9 +2,11 @@
 
 Request text is never logged (only counts, sizes and timings).  The access log (one line per
 request, ``access``) skips the ``logging`` machinery once ``setup_logging`` has run: the line is
-formatted directly and the lines of one event-loop iteration are written together, at its end, so
+formatted directly, and the lines of ``ACCESS_FLUSH_S`` are written together (``LineWriter``), so
 that the event loop makes one write (which releases the GIL and then waits to get it back from the
-translation workers) per iteration rather than one per request."""
+translation workers) per that interval rather than one per request or per loop iteration.  Any
+other log record first writes the access lines waiting (the order of the lines is kept), and the
+lines still waiting at exit are written then."""
 
 from __future__ import annotations
 
@@ -59,12 +61,18 @@ class _Timestamps:
         return f"{self.prefix}.{int((now - second) * 1000):03d}Z"
 
 
-class LineWriter:
-    """Lines written to ``stream`` together at the end of the current event-loop iteration (at
-    once when no loop runs in this thread)."""
+ACCESS_FLUSH_S = 0.1  # the longest an access line waits to be written (docs/benchmarks.md)
 
-    def __init__(self, stream: TextIO):
+
+class LineWriter:
+    """Lines written to ``stream`` together: ``delay_s`` after the first one waiting (0: at the end
+    of the current event-loop iteration); at once with ``max_lines`` waiting, when no loop runs in
+    this thread, on ``flush`` (the log handler's, before any other record) and at exit."""
+
+    def __init__(self, stream: TextIO, delay_s: float = 0.0, max_lines: int = 256):
         self.stream = stream
+        self.delay_s = delay_s
+        self.max_lines = max_lines
         self.lines: list[str] = []
         self.scheduled = False
         atexit.register(self.flush)
@@ -72,19 +80,36 @@ class LineWriter:
     def write(self, line: str) -> None:
         self.lines.append(line)
         if self.scheduled:
+            if len(self.lines) >= self.max_lines:
+                self.flush()
             return
         try:
-            asyncio.get_running_loop().call_soon(self.flush)
-            self.scheduled = True
+            loop = asyncio.get_running_loop()
         except RuntimeError:  # (no running loop)
             self.flush()
+            return
+        if self.delay_s > 0:
+            loop.call_later(self.delay_s, self.flush)
+        else:
+            loop.call_soon(self.flush)
+        self.scheduled = True
 
     def flush(self) -> None:
+        """Write the lines waiting (from any thread: a line added meanwhile waits for the next)."""
         self.scheduled = False
-        if self.lines:
-            text, self.lines = "".join(self.lines), []
-            self.stream.write(text)
+        lines, self.lines = self.lines, []
+        if lines:
+            self.stream.write("".join(lines))
             self.stream.flush()
+
+
+class _Handler(logging.StreamHandler):
+    """The root handler: the access lines waiting are written before the record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _access_writer is not None:
+            _access_writer.flush()
+        super().emit(record)
 
 
 _access = logging.getLogger("rendition.access")
@@ -110,8 +135,8 @@ def access(method: str, route: str, status: int, seconds: float) -> None:
 
 def setup_logging(level: str = "info") -> None:
     global _access_writer
-    _access_writer = LineWriter(sys.stderr)
-    handler = logging.StreamHandler(sys.stderr)
+    _access_writer = LineWriter(sys.stderr, ACCESS_FLUSH_S)
+    handler = _Handler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
