@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -112,6 +112,14 @@ class Server:
     def log(self) -> str:
         self._log.flush()
         return self.log_path.read_text(errors="replace")
+
+    def log_once(self, holds: Callable[[str], bool], timeout: float = 10.0) -> str:
+        """The log once ``holds(log)`` (or at the timeout): the access lines are written together,
+        up to ``rendition.service.logs.ACCESS_FLUSH_S`` after their requests were answered."""
+        deadline = time.monotonic() + timeout
+        while not holds(log := self.log()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return log
 
     def wait_ready(self, timeout: float = 90.0) -> Server:
         deadline = time.monotonic() + timeout
