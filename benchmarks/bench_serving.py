@@ -3,6 +3,7 @@
     python benchmarks/bench_serving.py [--port 0] [--workers W --threads T] [--python PY | --root DIR]
     scripts/installed-venv.sh build/installed && python benchmarks/bench_serving.py --python build/installed/venv/bin/python
     python benchmarks/bench_serving.py --quick        # smoke run: small N, short runs
+    python benchmarks/bench_serving.py --parts a --front floor   # (a)'s floor: the least a Python front does
 
 The script starts ``python -m rendition.service.main`` (``rendition serve``; with ``--root`` another checkout's,
 for a before/after comparison), waits for ``/health/ready`` and measures, in this order:
@@ -80,11 +81,14 @@ SEED = 17
 # -- the server -------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def serve(
-    root: Path, port: int, extra_env: dict[str, str], python: str | None = None, timeout: float = 300.0
+    root: Path, port: int, extra_env: dict[str, str], python: str | None = None, timeout: float = 300.0,
+    front: str = "service",
 ) -> Iterator[str]:
     """``python -m rendition.service.main`` on ``port`` (0: a free one); yields its URL once ready.  With
     ``python`` (an installed package's interpreter) it runs from an empty directory outside any source
-    tree, as a user's server does; without, this interpreter runs ``root``'s tree."""
+    tree, as a user's server does; without, this interpreter runs ``root``'s tree.  ``front`` "floor":
+    the same server with ``floor_front.FloorFront`` in front of its app (the least a Python front
+    can do for ``POST /v1/translate``)."""
     if port == 0:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -95,7 +99,8 @@ def serve(
         python = os.path.abspath(python) if python else None  # (the server starts in another directory)
         if not python:
             env = tree_env(root, outside, env)  # (another checkout: its own tree)
-        proc = subprocess.Popen([python or sys.executable, "-m", "rendition.service.main", "--port", str(port)],
+        entry = ["-m", "rendition.service.main"] if front == "service" else [str(ROOT / "benchmarks" / "floor_front.py")]
+        proc = subprocess.Popen([python or sys.executable, *entry, "--port", str(port)],
                                 cwd=outside if python else root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             deadline = time.monotonic() + timeout
@@ -452,7 +457,8 @@ def _workers_note(a: dict) -> str:
 
 def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) -> None:
     print(f"# bench_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  server: {args.python or args.root}")
-    print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}")
+    print(f"{os.cpu_count()} cores, load average at start {load0:.2f}; server env: {args.env or 'defaults'}"
+          + ("; front: the floor (benchmarks/floor_front.py), not the service" if args.front == "floor" else ""))
     print(f"{'measurement':<58}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}  other")
     rows = []
     if a:
@@ -485,7 +491,7 @@ def report(args: argparse.Namespace, a: dict, b: dict, c: dict, load0: float) ->
         fails = f"; {r['failed']} failed {r['failed_statuses']}" if r.get("failed") else ""
         cells = "".join(f"{r.get(k, float('nan')):>9.1f}" for k in ("p50_ms", "p99_ms", "max_ms"))
         print(f"{name:<58}{cells}  {other}{fails}")
-    print(json.dumps({"bench": "serving", "root": str(args.root), "env": args.env, "load_avg_start": load0,
+    print(json.dumps({"bench": "serving", "root": str(args.root), "env": args.env, "front": args.front, "load_avg_start": load0,
                       "http_efficiency": a, "open_loop": b, "embeddings": c}))  # fmt: skip
 
 
@@ -512,6 +518,9 @@ def main() -> None:
                    help="(a) in-process: the scheduler at the server's layout, or one batch search")  # fmt: skip
     p.add_argument("--client", choices=["raw", "httpx"], default="raw",
                    help="(a) the load generator: lean keep-alive HTTP/1.1 (loadgen.raw_closed_loop) or httpx")  # fmt: skip
+    p.add_argument("--front", choices=["service", "floor"], default="service",
+                   help="the server: the service, or the floor under (a): the service behind the least a Python"
+                        " front can do for /v1/translate (benchmarks/floor_front.py)")  # fmt: skip
     p.add_argument("--in-flight", type=int, default=64, help="concurrent translation requests in (a), (b) and (c)")
     p.add_argument("--capacity-seconds", type=float, default=20.0, help="(b) the saturating run")
     p.add_argument("--seconds", type=float, default=30.0, help="(b) arrivals per load level")
@@ -526,7 +535,7 @@ def main() -> None:
     args.env |= dict(kv.split("=", 1) for kv in args.env_pairs)
     load0 = os.getloadavg()[0]
     texts = test_sentences(n=args.n)
-    with serve(args.root, args.port, args.env, args.python) as url:
+    with serve(args.root, args.port, args.env, args.python, front=args.front) as url:
         a = b = c = {}
         if "a" in args.parts:
             reference = (args.reference, args.workers or 0, args.threads or 0)
