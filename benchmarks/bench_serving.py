@@ -73,6 +73,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import loadgen  # noqa: E402
 from bench_engine import test_sentences  # noqa: E402
 from checkout import tree_env  # noqa: E402
+from floor_front import pipeline_ids  # noqa: E402
 from loadgen import LoadResult, percentile, raw_closed_loop, run_load  # noqa: E402
 
 SEED = 17
@@ -260,14 +261,8 @@ def in_process_seconds(
 
 
 def service_sentences(tr, texts: list[str]) -> list[list[list[int]]]:
-    """Per text, the token ids the service's text pipeline hands the translator: its sentences
-    with the spans to keep as stand-ins (``rendition.model.text.pipeline``, the service's default
-    protection), each with the target tag and </s>."""
-    from rendition.model.text import pipeline
-
-    protection = pipeline.Protection()
-    docs = pipeline.split(texts, "en", route_options())
-    return [tr.preprocess([pipeline.protect(s, protection, "en").text for s in doc.sentences], "fr") for doc in docs]
+    """Per text, the token ids the service's text pipeline hands the translator (``floor_front.pipeline_ids``)."""
+    return [pipeline_ids(tr, text, "en", "fr", route_options()) for text in texts]
 
 
 def second_options(opts):

@@ -25,6 +25,17 @@ from typing import Any
 from starlette.types import Message, Receive, Scope, Send
 
 
+def pipeline_ids(translator: Any, text: str, source: str, target: str, opts: Any) -> list[list[int]]:
+    """The token ids the service's text pipeline hands ``translator`` for ``text``: its sentences
+    with the spans to keep as stand-ins (``rendition.model.text.pipeline``, the service's default
+    protection), each with the target tag and </s>."""
+    from rendition.model.text import pipeline
+
+    protection = pipeline.Protection()
+    sentences = pipeline.split([text], source, opts)[0].sentences
+    return translator.preprocess([pipeline.protect(s, protection, source).text for s in sentences], target)
+
+
 class FloorFront:
     """The service's app (``create_app``) behind the least ``POST /v1/translate`` can do."""
 
@@ -56,17 +67,11 @@ class FloorFront:
         translator = queue.engine.translator
         opts = request_options(self.app.state.settings, req, queue.engine)
         key = (req.text, req.source, req.target)
-        if (ids := self.sentences.get(key)) is None:  # as the pipeline splits and protects it
-            doc = pipeline.split([req.text], req.source, opts)[0]
-            protection = pipeline.Protection()
-            ids = translator.preprocess(
-                [pipeline.protect(s, protection, req.source).text for s in doc.sentences], req.target
-            )
-            self.sentences[key] = ids
+        if (ids := self.sentences.get(key)) is None:
+            ids = self.sentences[key] = pipeline_ids(translator, req.text, req.source, req.target, opts)
         results = list(await queue.submit(ids, [len(x) for x in ids], opts))
         again = [k for k, cut in enumerate(ended_by_limit(ids, results, opts)) if cut]
-        second = pipeline.fallback_options(opts, pipeline.DEFAULT_FALLBACK_NGRAM)
-        if again and second is not None:
+        if again and (second := pipeline.fallback_options(opts, pipeline.DEFAULT_FALLBACK_NGRAM)) is not None:
             redone = await queue.submit([ids[k] for k in again], [len(ids[k]) for k in again], second)
             for k, hyps in zip(again, redone):
                 results[k] = hyps

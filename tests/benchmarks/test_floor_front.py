@@ -3,7 +3,6 @@ server whose ``POST /v1/translate`` does the service's model work and nothing el
 are the service's for what the benchmark sends, a translation cut by its length limit is decoded
 a second time as the service does, and every other request reaches the service."""
 
-import os
 import sys
 from pathlib import Path
 
@@ -15,23 +14,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import bench_serving  # noqa: E402
 
+from tests.service.conftest import server_python  # noqa: E402
+
 PLAIN = [
     "The package provides tools for the command line.",
     "I am hungry. Where is the station?",  # two sentences, one job
 ]
 
 
-def _python() -> str | None:
-    """The installed package's interpreter where the suite has one (what bench_serving.py runs by default)."""
-    venv = os.environ.get("RENDITION_TEST_VENV")
-    return f"{venv}/bin/python" if venv else None
-
-
 @pytest.fixture(scope="module")
 def servers():
     with (
-        bench_serving.serve(bench_serving.ROOT, 0, {}, _python()) as service,
-        bench_serving.serve(bench_serving.ROOT, 0, {}, _python(), front="floor") as floor,
+        bench_serving.serve(bench_serving.ROOT, 0, {}, server_python()) as service,
+        bench_serving.serve(bench_serving.ROOT, 0, {}, server_python(), front="floor") as floor,
     ):
         yield service, floor
 
