@@ -106,9 +106,11 @@ def one_run(url: str, texts: list[str], in_flight: int) -> dict[str, float]:
     )
     client = time.process_time() - client0
     loop, switches = bench_serving.loop_cpu_seconds(url) - loop0, loop_switches(pid)
-    failed = sum(1 for r in result.records if not 200 <= r.status < 300)
-    if failed:
-        raise SystemExit(f"{failed} of {n} requests failed: the variants must serve every request to compare")
+    answered = bench_serving.latencies(result)
+    if answered["failed"]:
+        raise SystemExit(
+            f"{answered['failed']} of {n} requests failed ({answered['failed_statuses']}): the variants must serve every request to compare"
+        )
     workers1 = bench_serving.worker_schedstat(pid)
     workers = bench_serving.worker_times(workers0, workers1, result.seconds)
     return {
@@ -167,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"# ab_serving  {time.strftime('%Y-%m-%d %H:%M:%S')}  {os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.2f}"
     )
-    out = compare(variants, args.rounds, args.n, args.in_flight, os.path.abspath(args.python) if args.python else None)
+    out = compare(variants, args.rounds, args.n, args.in_flight, args.python)  # (serve makes the path absolute)
     labels = ("s", "loop ms", "loop vol", "loop invol", "on core", "waiting", "asleep", "client ms", "mean s")
     width = max(len(name) for name in out["medians"]) + 2
     print(
