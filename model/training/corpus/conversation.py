@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 SOURCE = "conversation"
 HELD_OUT = 0.02  # fraction of the instances held out for test, and as much for valid
 SPLIT_SIZE = 300  # pairs per committed split
-SENTENCES = 40_000
+SENTENCES = 45_000
 
 
 # ----------------------------------------------------------------------------- persons and verbs
@@ -246,14 +246,20 @@ class Instance:
     forms: list[tuple[str, str]]
     en_words: list[str] = field(default_factory=list)  # in an English translation
     fr_words: list[str] = field(default_factory=list)  # in a French translation
+    group: str = ""  # the instance whose split this one shares ("I am very hungry now." goes with "I am hungry.")
 
     @property
     def frame(self) -> str:
         return self.key.split("|")[0]
 
+    @property
+    def split(self) -> str:
+        """The split ("train", "valid" or "test"), by the key of its group."""
+        return split_of(self.group or self.key)
 
-def inst(key: str, forms: list[tuple[str, str]], en_words: Sequence[str] = (), fr_words: Sequence[str] = ()) -> Instance:
-    return Instance(key, [(finish(e, "en"), finish(f, "fr")) for e, f in forms], list(en_words), list(fr_words))
+
+def inst(key: str, forms: list[tuple[str, str]], en_words: Sequence[str] = (), fr_words: Sequence[str] = (), group: str = "") -> Instance:
+    return Instance(key, [(finish(e, "en"), finish(f, "fr")) for e, f in forms], list(en_words), list(fr_words), group)
 
 
 def question_forms(p: Person, verb: str, rest: str, word: str = "") -> list[str]:
@@ -285,6 +291,32 @@ WANTS = [("sleeping", "dormir", "dormir"), ("going out", "sortir", "sortir"), ("
          ("watching a film", "regarder un film", "film"), ("going for a walk", "me promener", "promener")]  # fmt: skip
 
 
+# the states in context (``f_state_more``): who, how, when, what for
+STATE_SUBJECTS = [ME, ME, ME, ME, YOU, YOU, WE, ON, YOU_PL, HE, SHE, THEY, *PEOPLE[::4]]
+STATE_ADVERBS = [("", ""), ("very ", "très "), ("a bit ", "un peu "), ("really ", "vraiment "), ("so ", "tellement "), ("still ", "encore "), ("always ", "toujours ")]
+STATE_ADVERBS_JUDGEMENT = [("", ""), ("really ", "vraiment "), ("absolutely ", "tout à fait "), ("always ", "toujours ")]  # right, wrong
+STATE_ADVERBS_NEG = [("", ""), ("very ", "très "), ("really ", "vraiment ")]
+STATE_TAILS = [("", ""), ("", ""), (" now", " maintenant"), (" today", " aujourd'hui"), (" too", " aussi"), (" tonight", " ce soir"), (" this morning", " ce matin")]
+STATE_TAILS_PAST = [("", ""), ("", ""), (" this morning", " ce matin"), (" yesterday", " hier"), (" last night", " hier soir"), (" too", " aussi")]
+STATE_TAILS_NEG = [("", ""), ("", ""), (" now", " maintenant"), (" today", " aujourd'hui"), (" either", " non plus")]
+STATE_OF = [(" of the dark", " du noir"), (" of dogs", " des chiens"), (" of spiders", " des araignées"), (" of the sea", " de la mer")]  # avoir peur de
+STATE_CLAUSES = {"faim": [(", let's eat", ", on mange"), (", is there anything to eat?", ", il y a quelque chose à manger ?")],
+                 "soif": [(", is there any water?", ", il y a de l'eau ?")], "froid": [(", close the window", ", ferme la fenêtre")],
+                 "chaud": [(", open the window", ", ouvre la fenêtre")], "sommeil": [(", I'm going to bed", ", je vais me coucher")]}  # fmt: skip
+STATE_LEADS = [("", ""), ("", ""), ("", ""), ("Oh, ", "Oh, "), ("Mum, ", "Maman, "), ("Dad, ", "Papa, "), ("Well, ", "Eh bien, "), ("Honestly, ", "Franchement, "), ("No, ", "Non, "),
+               ("Yes, ", "Oui, ")]  # (the last two not before a negation)  # fmt: skip
+CONTRACT = {"I": "I'm", "you": "you're", "he": "he's", "she": "she's", "we": "we're", "they": "they're"}
+
+
+def contract(text: str, subject: str, verb: str) -> str:
+    """English as it is spoken: "I am not" -> "I'm not", "he is not" -> "he isn't", "we were not"
+    -> "we weren't", "you are" -> "you're"."""
+    for full, short in ((f"{subject} am not", "I'm not"), (f"{subject} {verb} not", f"{subject} {verb}n't")):
+        if f" {full} " in f" {text} ":
+            return text.replace(full, short, 1)
+    return text.replace(f"{subject} {verb}", CONTRACT.get(subject, f"{subject} {verb}"), 1)
+
+
 # the lexicon's nouns a conversation names (its frequent words include senses no one talks about:
 # "well", "trump", "special"); their French word, gender and plural come from the lexicon
 EVERYDAY = frozenset("""
@@ -305,8 +337,9 @@ FURNITURE = frozenset("table chair bed desk couch sofa bench shelf".split())
 class Frames:
     """The frames; each method draws one instance."""
 
-    def __init__(self, nouns: Sequence[Noun], rng: random.Random) -> None:
+    def __init__(self, nouns: Sequence[Noun], rng: random.Random, side: random.Random | None = None) -> None:
         self.rng = rng
+        self.side = side or random.Random(0)  # the states in context draw from their own stream
         self.by_cat: dict[str, list[Noun]] = {}
         for n in nouns:
             if n.en in EVERYDAY:
@@ -351,7 +384,51 @@ class Frames:
             forms = [(en_q, f"{p.fr} n'{av} pas {fr} ?")]
         else:
             forms = [(f"{be} {p.en} {en}?", f) for f in question_forms(p, av, fr)]
+        if form in ("present", "very", "negative") and p.en in CONTRACT:  # "I'm hungry.", "He isn't cold."
+            forms.append((contract(forms[0][0], p.en, be), forms[0][1]))
         return inst(key, forms, [en], [fr])
+
+    # the same states in context: "Oh, I'm still hungry.", "We were a bit cold last night.",
+    # "Je n'ai plus faim.", "Tu as encore soif ?" (the split goes by the plain instance's)
+    def f_state_more(self) -> Instance | None:
+        p, (en, fr) = self.pick(STATE_SUBJECTS), self.pick(STATES)
+        kind = self.pick(["present", "present", "present", "past", "negative", "no_longer", "negative_past", "question"])
+        if kind == "question" and p == ME:
+            p = self.pick([YOU, YOU_PL, HE, SHE])
+        be, was, av = EN_BE[p.en_slot] if p.en != "I" else "am", EN_WAS[p.en_slot], FR_AVOIR[p.fr_slot]
+        adverbs = STATE_ADVERBS_JUDGEMENT if fr in ("raison", "tort") else STATE_ADVERBS
+        adv_en, adv_fr = self.pick(adverbs if kind in ("present", "past", "question") else STATE_ADVERBS_NEG if kind == "negative" else [("", "")])
+        negative = kind in ("negative", "no_longer", "negative_past")
+        if fr in ("raison", "tort"):
+            tails = STATE_TAILS_NEG[:2] + STATE_TAILS_NEG[-1:] if negative else STATE_TAILS[:2] + [(" too", " aussi")]
+        else:
+            tails = {"past": STATE_TAILS_PAST, "negative_past": STATE_TAILS_PAST[:-1] + STATE_TAILS_NEG[-1:], "negative": STATE_TAILS_NEG,
+                     "no_longer": STATE_TAILS_NEG[:2] + STATE_TAILS_NEG[-2:]}.get(kind, STATE_TAILS)  # fmt: skip
+            tails = tails + STATE_CLAUSES.get(fr, []) if kind == "present" else tails
+            tails = tails + STATE_OF if fr == "peur" and kind != "question" else tails
+        tail_en, tail_fr = self.pick(tails)
+        clause = tail_en.startswith(",")
+        lead_en, lead_fr = ("", "") if kind == "question" or clause else self.pick(STATE_LEADS[:-2] if negative else STATE_LEADS)
+        if not (adv_en or tail_en or lead_en) and kind in ("present", "past", "negative", "question"):
+            return None  # the plain instance (f_state)
+        stop = "" if tail_en.endswith("?") else "."
+        plain = "present" if kind == "present" else "past" if kind == "past" else "question" if kind == "question" else "negative"
+        group = f"state|{p.fr}|{fr}|{plain}"
+        if kind == "question":
+            forms = [(f"{be} {p.en} {adv_en}{en}{tail_en}?", f) for f in question_forms(p, av, f"{adv_fr}{fr}{tail_fr}")]
+        else:
+            verb_en = {"present": be, "past": was, "negative": be + " not", "no_longer": be + " not", "negative_past": was + " not"}[kind]
+            verb_fr = {"present": av, "past": "av" + FR_IMPARFAIT[p.fr_slot], "negative": f"ne {av} pas", "no_longer": f"ne {av} plus",
+                       "negative_past": f"ne av{FR_IMPARFAIT[p.fr_slot]} pas"}[kind]  # fmt: skip
+            after = " any more" if kind == "no_longer" else ""
+            fr_text = f"{lead_fr}{p.fr} {verb_fr} {adv_fr}{fr}{tail_fr}{stop}"
+            forms = [(f"{lead_en}{p.en} {verb_en} {adv_en}{en}{after}{tail_en}{stop}", fr_text)]
+            if kind == "no_longer":
+                forms.append((f"{lead_en}{p.en} {verb_en} {adv_en}{en} anymore{tail_en}{stop}", fr_text))
+            if kind != "past" and (p.en in CONTRACT or "not" in verb_en):
+                forms += [(contract(e, p.en, verb_en.split()[0]), f) for e, f in forms]
+        key = f"state|{p.fr}|{fr}|{kind}|{lead_fr}|{adv_fr}|{tail_fr}"
+        return inst(key, forms, [en], [fr], group=group)
 
     # avoir besoin de / avoir envie de <-> need / feel like
     def f_need(self) -> Instance | None:
@@ -734,7 +811,17 @@ class Frames:
     FRAMES = (("f_state", 4), ("f_need", 2), ("f_since", 5), ("f_ago", 3), ("f_there_is", 3), ("f_just", 2), ("f_going", 3), ("f_on", 2), ("f_question", 5),
               ("f_negation", 4), ("f_past", 4), ("f_reflexive", 2), ("f_name", 1), ("f_numbers", 3), ("f_exchange", 4))  # fmt: skip
 
+    MORE = 0.12  # the share of draws that put a state in context
+
     def draw(self) -> Instance | None:
+        """One instance.  The states in context come from a stream of their own, so that the other
+        frames draw the same instances (and held-out splits) with them as without."""
+        if self.side.random() < self.MORE:
+            main, self.rng = self.rng, self.side
+            try:
+                return self.f_state_more()
+            finally:
+                self.rng = main
         names, weights = zip(*self.FRAMES)
         method: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
         return method()
@@ -752,7 +839,7 @@ def split_of(key: str) -> str:
 
 def instances(nouns: Sequence[Noun], n: int, seed: int = 0, tries: int = 20) -> Iterator[Instance]:
     """``n`` distinct instances (fewer if the frames run out of new ones)."""
-    frames = Frames(nouns, random.Random(seed))
+    frames = Frames(nouns, random.Random(seed), random.Random(f"more|{seed}"))
     seen: set[str] = set()
     misses = 0
     while len(seen) < n and misses < n * tries:
@@ -767,7 +854,7 @@ def instances(nouns: Sequence[Noun], n: int, seed: int = 0, tries: int = 20) -> 
 def corpus_rows(nouns: Sequence[Noun], n: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
     """The training rows (``SOURCE``, English, French): every form of every instance not held out."""
     for i in instances(nouns, n, seed):
-        if split_of(i.key) == "train":
+        if i.split == "train":
             for en, fr in i.forms:
                 yield SOURCE, en, fr
 
@@ -779,7 +866,7 @@ def held_out(nouns: Sequence[Noun], split: str, size: int = SPLIT_SIZE, seed: in
     rng = random.Random(seed)
     by_frame: dict[str, list[tuple[Instance, str, str]]] = {}
     for i in instances(nouns, n, seed):
-        if split_of(i.key) == split:
+        if i.split == split:
             by_frame.setdefault(i.frame, []).append((i, *rng.choice(i.forms)))
     # (which instances a frame gives, by one hash; their order in the split, by another)
     queues = [sorted(rows, key=lambda r: _bucket("pick|" + r[0].key)) for _, rows in sorted(by_frame.items())]

@@ -23,7 +23,7 @@ NOUNS = [
 
 @pytest.fixture(scope="module")
 def instances() -> list[conversation.Instance]:
-    return list(conversation.instances(NOUNS, 12_000, seed=0))
+    return list(conversation.instances(NOUNS, 13_500, seed=0))
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,9 @@ def forms(instances: list[conversation.Instance]) -> set[tuple[str, str]]:
     "pair",
     [
         ("I am hungry.", "J'ai faim."),
+        ("I'm hungry.", "J'ai faim."),
+        ("I'm not hungry any more.", "Je n'ai plus faim."),
+        ("He isn't cold.", "Il n'a pas froid."),
         ("It has been raining since this morning.", "Il pleut depuis ce matin."),
         ("Can I pay by card?", "Est-ce que je peux payer par carte ?"),
         ("I'll call you back in ten minutes.", "Je te rappelle dans dix minutes."),
@@ -70,7 +73,7 @@ def test_french_elides_contracts_and_agrees(forms: set[tuple[str, str]]) -> None
         if m := re.match(r"(Elle|Elles|Marie|Claire|Sophie) (?:est|sont) (parti|arrivé|rentré|sorti|venu|allé)(\w*) ", fr):
             assert m.group(3) == ("es" if m.group(1) == "Elles" else "e"), fr
     sleeping = [(en, fr) for en, fr in forms if re.fullmatch(r"\w+ (was|were) sleeping when (Marie|Claire|Sophie|Anna|Léa) left\.", en)]
-    assert sleeping and all(re.search(r" dormai(s|t|ent) quand \w+ est partie\.$", fr) for _, fr in sleeping)  # imparfait, then passé composé
+    assert sleeping and all(re.search(r" dorm(ais|ait|ions|iez|aient) quand \w+ est partie\.$", fr) for _, fr in sleeping)  # imparfait, then passé composé
     assert conversation.elide("je ai vu de le pain à les enfants si il vient") == "j'ai vu du pain aux enfants s'il vient"
 
 
@@ -91,14 +94,26 @@ def test_every_pair_has_the_words_of_its_construction(instances: list[conversati
             assert all(has_word(fr, w) for w in i.fr_words), (fr, i.fr_words)
 
 
+def test_a_state_in_context_goes_with_its_plain_instance(instances: list[conversation.Instance]) -> None:
+    more = [i for i in instances if i.frame == "state" and i.group]
+    assert len({i.key.split("|")[3] for i in more}) == 6 and sum(i.key.split("|")[1] == "je" for i in more) > 200
+    assert all(i.split == conversation.split_of(i.group) and i.group.count("|") == 3 for i in more)
+    assert {i.split for i in more} == {"train", "valid", "test"}
+    assert conversation.contract("I am not hungry.", "I", "am") == "I'm not hungry."
+    assert conversation.contract("Oh, he was not cold.", "he", "was") == "Oh, he wasn't cold."
+    assert conversation.contract("we are cold.", "we", "are") == "we're cold."
+    english = [en for i in more for en, _ in i.forms]
+    assert not [en for en in english if re.search(r"\bnot \w+( \w+)? too\b|n't \w+( \w+)? too\b", en)]  # "not ... either"
+
+
 def test_held_out_instances_never_train(instances: list[conversation.Instance]) -> None:
-    split = {i.key: conversation.split_of(i.key) for i in instances}
+    split = {i.key: i.split for i in instances}
     assert 0.02 < sum(s != "train" for s in split.values()) / len(split) < 0.06
     train = {(en, fr) for _, en, fr in conversation.corpus_rows(NOUNS, 12_000, seed=0)}
     held = {f for i in instances if split[i.key] != "train" for f in i.forms}
     assert train and held and not train & held
     test = conversation.held_out(NOUNS, "test", size=50, n=12_000)
-    assert len(test) == 50 and all(conversation.split_of(i.key) == "test" for i, _, _ in test)
+    assert len(test) == 50 and all(i.split == "test" for i, _, _ in test)
     assert len({i.frame for i, _, _ in test}) >= 8  # the split mixes the frames
 
 
