@@ -10,7 +10,11 @@ overall and per category (family, food, animals, ...), with BLEU and chrF per ca
 ``conv.en-fr``: everyday conversation from held-out instances of the conversation frames
 (``rendition.model.training.corpus.conversation``), with the words that show each construction
 was translated as an idiom ("faim" for "hungry", "depuis" for "have been waiting"; ``<split>.conv.words.tsv``),
-reported per frame the same way."""
+reported per frame the same way.
+
+``--against DIR`` scores a second translator on the same sets and gives, per direction, this
+model's BLEU minus that one's with its 95% interval from a paired bootstrap (Koehn 2004: the test set's
+sentences resampled with replacement, both systems scored on each resample)."""
 
 from __future__ import annotations
 
@@ -81,7 +85,10 @@ def evaluate(
     limit: int | None = None,
     splits_dir: Path = SPLITS_DIR,
     length_penalty: float = 1.0,
+    keep_hypotheses: bool = False,
 ) -> dict[str, dict]:
+    """Scores per direction (``"en-fr"``, ``"conv fr-en"`` ...); ``keep_hypotheses``: each with
+    its ``hypotheses`` and ``references`` too (for ``paired_bootstrap``)."""
     import sacrebleu
     from sacrebleu.metrics import BLEU, CHRF
 
@@ -111,6 +118,8 @@ def evaluate(
                 "compute_type": translator.compute_type,
                 "shortlist": translator.shortlist is not None,
             }
+            if keep_hypotheses:
+                out[key] |= {"hypotheses": hyps, "references": refs}
             words_file = splits_dir / f"{split}.{source}.words.tsv"
             if source and words_file.exists():
                 table = read_words(words_file)
@@ -118,6 +127,28 @@ def evaluate(
                 need = [r[2] if tgt_lang == "fr" else r[1] for r in rows]
                 out[key]["words"] = word_hits(hyps, need, [r[0] for r in rows], refs, sources=srcs)
     return out
+
+
+def paired_bootstrap(
+    hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], resamples: int = 1000, seed: int = 12345
+) -> tuple[float, float, float]:
+    """BLEU(b) - BLEU(a) on the whole set and the 2.5% and 97.5% points of that difference over
+    ``resamples`` paired resamplings of the sentences (sacreBLEU's sufficient statistics per
+    sentence, summed per resample: each resample's BLEU is the corpus BLEU of those sentences)."""
+    import numpy as np
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    a = np.asarray(bleu._extract_corpus_statistics(list(hyps_a), [list(refs)]), dtype=np.int64)
+    b = np.asarray(bleu._extract_corpus_statistics(list(hyps_b), [list(refs)]), dtype=np.int64)
+
+    def score(stats: np.ndarray) -> float:
+        return bleu._compute_score_from_stats([int(x) for x in stats]).score
+
+    rng = np.random.default_rng(seed)
+    n = len(refs)
+    diffs = sorted(score(b[idx].sum(0)) - score(a[idx].sum(0)) for idx in (rng.integers(0, n, n) for _ in range(resamples)))
+    return score(b.sum(0)) - score(a.sum(0)), diffs[int(0.025 * resamples)], diffs[min(resamples - 1, int(0.975 * resamples))]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -135,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="the translator's compute type (rendition.model.kernels.compute_type); auto: int8 on a CPU that runs it",
     )  # fmt: skip
     add_storage_options(ap)
+    ap.add_argument("--against", type=Path, default=None, metavar="DIR",
+                    help="a translator to compare with: its scores too, and this model's BLEU minus its BLEU with the 95%% interval (paired bootstrap)")
     ap.add_argument("--output", type=Path, help="also write the results as JSON here")
     ap.add_argument("--show-misses", action="store_true", help="daily life, conversation: print each sentence whose translation misses some of its words")
     a = ap.parse_args(argv)
@@ -147,13 +180,27 @@ def main(argv: Sequence[str] | None = None) -> None:
         torch.set_num_threads(a.threads)
     tr = Translator.from_pretrained(a.model_dir, kv_cache_dtype=a.kv_cache_dtype, compute_type=a.compute_type, shortlist=a.shortlist)
     print(f"compute type {tr.compute_type}, back end {tr.backend.name}, shortlist {'on' if tr.shortlist else 'off'}")
-    res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty)
+    res = evaluate(tr, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty, keep_hypotheses=a.against is not None)
+    if a.against is not None:
+        other = Translator.from_pretrained(a.against, kv_cache_dtype=a.kv_cache_dtype, compute_type=a.compute_type, shortlist=a.shortlist)
+        res_b = evaluate(other, a.pairs, a.split, a.beam_size, a.limit, length_penalty=a.length_penalty, keep_hypotheses=True)
+        for direction, r in res.items():
+            rb = res_b[direction]
+            diff, lo, hi = paired_bootstrap(rb["hypotheses"], r["hypotheses"], r["references"])  # this model minus DIR
+            r["against"] = {"model_dir": str(a.against), "bleu": rb["bleu"], "chrf": rb["chrf"], "bleu_difference": round(diff, 2), "interval_95": [round(lo, 2), round(hi, 2)]}
+            if "words" in rb:
+                r["against"]["word_hit_rate"] = rb["words"]["hit_rate"]
+            del r["hypotheses"], r["references"]
     for lp in a.pairs:
         if not set(lp.rpartition(".")[2].split("-")) <= set(tr.languages):
             print(f"{lp}: skipped, the translator's languages are {', '.join(tr.languages)}")
     for direction, r in res.items():
         print(f"{direction}: BLEU {r['bleu']:.2f}  chrF {r['chrf']:.2f}  ({r['sentences']} sentences, beam {r['beam_size']}, alpha {r['length_penalty']})")
         print(f"  {r['bleu_signature']}\n  {r['chrf_signature']}")
+        if "against" in r:
+            o = r["against"]
+            print(f"  against {o['model_dir']}: BLEU {o['bleu']:.2f}  chrF {o['chrf']:.2f}  difference {o['bleu_difference']:+.2f} [{o['interval_95'][0]:+.2f}, {o['interval_95'][1]:+.2f}] (95%, paired bootstrap)"
+                  + (f"  words {o['word_hit_rate']:.1f}%" if "word_hit_rate" in o else ""))
         if "words" in r:
             w = r["words"]
             print(f"  {'words of the idioms' if direction.startswith('conv') else 'words of daily life'}: {w['hit_rate']:.1f}% of {w['words']}")

@@ -100,3 +100,37 @@ def test_a_set_without_a_split_file_is_a_usage_error(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--sets", "nosuch.en-de"])
     assert exc.value.code == 2 and "no test split for nosuch.en-de" in capsys.readouterr().err
+
+
+def test_paired_bootstrap_interval_holds_the_difference_and_is_sacrebleus() -> None:
+    import random
+
+    from rendition.model.training.evaluate import paired_bootstrap
+
+    rng = random.Random(3)
+    words = "the a cat dog sat ran on under mat bed house garden".split()
+    refs = [" ".join(rng.choice(words) for _ in range(9)) for _ in range(200)]
+    worse = [r if i % 3 else " ".join(r.split()[:5]) for i, r in enumerate(refs)]  # a third cut short
+    diff, lo, hi = paired_bootstrap(worse, refs, refs, resamples=300)
+    assert diff == pytest.approx(100 - BLEU().corpus_score(worse, [refs]).score) and lo <= diff <= hi and lo > 0
+    same, lo0, hi0 = paired_bootstrap(refs, refs, refs, resamples=50)
+    assert same == lo0 == hi0 == 0
+    noisy = [r if i % 7 else r.replace("the", "a") for i, r in enumerate(refs)]
+    d, lo, hi = paired_bootstrap(noisy, worse, refs, resamples=300)
+    assert lo <= d <= hi and d == pytest.approx(BLEU().corpus_score(worse, [refs]).score - BLEU().corpus_score(noisy, [refs]).score)
+
+
+def test_cli_compares_two_translators(tmp_path, capsys) -> None:
+    from rendition.model.translation.translator import DEFAULT_TRANSLATOR
+
+    out = tmp_path / "eval.json"
+    threads = torch.get_num_threads()
+    try:
+        main(["--sets", "en-fr", "--limit", "6", "--threads", "1", "--against", str(DEFAULT_TRANSLATOR), "--output", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    res = json.loads(out.read_text())
+    for r in res.values():  # the same model both sides: no difference, none in any resample
+        assert r["against"]["bleu"] == r["bleu"] and r["against"]["bleu_difference"] == 0 and r["against"]["interval_95"] == [0, 0]
+        assert "hypotheses" not in r
+    assert "difference +0.00 [+0.00, +0.00] (95%, paired bootstrap)" in capsys.readouterr().out
