@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from rendition.model.training.corpus.lexicon import Noun
 from rendition.model.training.data import _bucket
+from rendition.model.training.evaluate import has_word
 
 if TYPE_CHECKING:
     from rendition.model.training.corpus.daily import SentenceLexicon
@@ -259,7 +260,44 @@ class Instance:
 
 
 def inst(key: str, forms: list[tuple[str, str]], en_words: Sequence[str] = (), fr_words: Sequence[str] = (), group: str = "") -> Instance:
-    return Instance(key, [(finish(e, "en"), finish(f, "fr")) for e, f in forms], list(en_words), list(fr_words), group)
+    """An instance; each English form also comes as it is spoken (``spoken``: "I've just eaten.",
+    "It's raining.") where that keeps the words of its construction."""
+    done = [(finish(e, "en"), finish(f, "fr")) for e, f in forms]
+    for e, f in list(done):
+        short = spoken(e)
+        if short != e and (short, f) not in done and all(has_word(short, w) for w in en_words):
+            done.append((short, f))
+    return Instance(key, done, list(en_words), list(fr_words), group)
+
+
+# English as it is spoken: the contractions of a pronoun (or "there", "what", "where", "that") with
+# the verb after it, and of "not"
+_NOT = [(r"\bdo not\b", "don't"), (r"\bdoes not\b", "doesn't"), (r"\bdid not\b", "didn't"), (r"\bhave not\b", "haven't"), (r"\bhas not\b", "hasn't"),
+        (r"\bhad not\b", "hadn't"), (r"\bwas not\b", "wasn't"), (r"\bwere not\b", "weren't"), (r"\bcannot\b", "can't"), (r"\bwill not\b", "won't"),
+        (r"\bwould not\b", "wouldn't"), (r"\bcould not\b", "couldn't")]  # fmt: skip
+_PERFECT = r"(?=(?:been|just|never|already|ever|got|had|done|gone|seen|eaten|drunk|read|written|slept|bought|taken|left|come|run|swum|driven|understood|known|learnt|\w+ed)\b)"
+_SPOKEN = [
+    (r"\b(I) am\b", r"\1'm"),
+    (r"\b([Yy]ou|[Ww]e|[Tt]hey) are not\b", r"\1 aren't"),
+    (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]here|[Tt]hat) is not\b", r"\1 isn't"),
+    (r"\b([Yy]ou|[Ww]e|[Tt]hey) are(?= \w)", r"\1're"),
+    (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]here|[Tt]hat|[Ww]hat|[Ww]here) is(?= \w)", r"\1's"),
+    (r"\b(I|[Yy]ou|[Ww]e|[Tt]hey) have " + _PERFECT, r"\1've "),
+    (r"\b([Hh]e|[Ss]he|[Ii]t) has " + _PERFECT, r"\1's "),
+    (r"\b(I|[Yy]ou|[Hh]e|[Ss]he|[Ww]e|[Tt]hey|[Ii]t) will\b", r"\1'll"),
+    (r"\b(I|[Yy]ou|[Hh]e|[Ss]he|[Ww]e|[Tt]hey) would\b(?! not)", r"\1'd"),
+]
+
+
+def spoken(text: str) -> str:
+    """``text`` contracted as English is spoken: "I am" -> "I'm", "he is not" -> "he isn't", "we
+    have just" -> "we've just" (a perfect, not "have" as possession), "it is" -> "it's" (not at a
+    clause's end: "where it is."), "do not" -> "don't", "I would" -> "I'd"."""
+    for pattern, short in _NOT:
+        text = re.sub(pattern, short, text)
+    for pattern, short in _SPOKEN:
+        text = re.sub(pattern, short, text)
+    return text
 
 
 def question_forms(p: Person, verb: str, rest: str, word: str = "") -> list[str]:
@@ -305,6 +343,32 @@ STATE_CLAUSES = {"faim": [(", let's eat", ", on mange"), (", is there anything t
                  "chaud": [(", open the window", ", ouvre la fenêtre")], "sommeil": [(", I'm going to bed", ", je vais me coucher")]}  # fmt: skip
 STATE_LEADS = [("", ""), ("", ""), ("", ""), ("Oh, ", "Oh, "), ("Mum, ", "Maman, "), ("Dad, ", "Papa, "), ("Well, ", "Eh bien, "), ("Honestly, ", "Franchement, "), ("No, ", "Non, "),
                ("Yes, ", "Oui, ")]  # (the last two not before a negation)  # fmt: skip
+# the weather: (English, French, English past, French past, takes "very")
+WEATHER = [("the weather is nice", "il fait beau", "the weather was nice", "il faisait beau", True), ("the weather is bad", "il fait mauvais", "the weather was bad", "il faisait mauvais", True),
+           ("it is hot", "il fait chaud", "it was hot", "il faisait chaud", True), ("it is cold", "il fait froid", "it was cold", "il faisait froid", True),
+           ("it is mild", "il fait doux", "it was mild", "il faisait doux", False), ("it is dark", "il fait nuit", "it was dark", "il faisait nuit", False),
+           ("it is raining", "il pleut", "it was raining", "il pleuvait", False), ("it is snowing", "il neige", "it was snowing", "il neigeait", False),
+           ("it is windy", "il y a du vent", "it was windy", "il y avait du vent", False), ("it is sunny", "il y a du soleil", "it was sunny", "il y avait du soleil", False),
+           ("it is foggy", "il y a du brouillard", "it was foggy", "il y avait du brouillard", False)]  # fmt: skip
+WEATHER_ADVERBS = [("", ""), ("very ", "très "), ("a bit ", "un peu "), ("too ", "trop "), ("really ", "vraiment ")]
+WEATHER_TAILS = [("", ""), ("", ""), (" today", " aujourd'hui"), (" this morning", " ce matin"), (" tonight", " ce soir"), (" outside", " dehors"), (" in Paris", " à Paris"), (" here", " ici")]
+WEATHER_TAILS_PAST = [("", ""), (" yesterday", " hier"), (" last night", " hier soir"), (" this morning", " ce matin"), (" in Paris", " à Paris")]
+WEATHER_CLAUSES = {"il pleut": [(", take an umbrella", ", prends un parapluie"), (", take your umbrella", ", prenez votre parapluie")],
+                   "il fait froid": [(", take a coat", ", prends un manteau"), (", close the window", ", ferme la fenêtre")],
+                   "il fait beau": [(", let's go for a walk", ", allons nous promener"), (", let's eat outside", ", mangeons dehors")],
+                   "il fait chaud": [(", let's go to the beach", ", allons à la plage"), (", open the window", ", ouvre la fenêtre")],
+                   "il neige": [(", put on your boots", ", mets tes bottes")], "il y a du soleil": [(", let's go to the beach", ", allons à la plage")],
+                   "il fait mauvais": [(", let's stay at home", ", restons à la maison")], "il y a du vent": [(", close the door", ", ferme la porte")],
+                   "il y a du brouillard": [(", drive slowly", ", roule doucement")]}  # fmt: skip
+# avoir mal à: (English, French, English takes "have": "a headache" against "my back hurts")
+HURTS = [("a headache", "à la tête", True), ("a stomach ache", "au ventre", True), ("toothache", "aux dents", True), ("a sore throat", "à la gorge", True),
+         ("back", "au dos", False), ("foot", "au pied", False), ("arm", "au bras", False), ("leg", "à la jambe", False), ("eyes", "aux yeux", False),
+         ("feet", "aux pieds", False), ("knee", "au genou", False), ("ear", "à l'oreille", False)]  # fmt: skip
+HURT_SINCE = [("since yesterday", "hier"), ("since this morning", "ce matin"), ("for two days", "deux jours"), ("for a week", "une semaine"), ("since Monday", "lundi")]
+FR_ETRE_IMPARFAIT = ("étais", "étais", "était", "étions", "étiez", "étaient")
+ASK_WHO = [("you", "tu", True), ("you", "vous", False), ("your son", "ton fils", True), ("your daughter", "ta fille", True), ("your children", "tes enfants", True),
+           ("your son", "votre fils", False), ("your daughter", "votre fille", False), ("your brother", "ton frère", True), ("your sister", "ta sœur", True),
+           ("your dog", "ton chien", True), ("your car", "ta voiture", True), ("your parents", "tes parents", True), ("Marie", "Marie", True), ("Pierre", "Pierre", True)]  # fmt: skip
 CONTRACT = {"I": "I'm", "you": "you're", "he": "he's", "she": "she's", "we": "we're", "they": "they're"}
 
 
@@ -808,18 +872,165 @@ class Frames:
         ])  # fmt: skip
         return inst(f"ex|doctor|{fr}", [(en, fr)])
 
+    # il fait beau / froid, il pleut, il y a du vent <-> the weather is nice, it is cold, it is raining, it is windy
+    def f_weather(self) -> Instance | None:
+        en, fr, en_past, fr_past, graded = self.pick(WEATHER)
+        kind = self.pick(["present", "present", "past", "negative", "going", "question", "clause"])
+        adv_en, adv_fr = self.pick(WEATHER_ADVERBS) if graded and kind in ("present", "past", "question") else ("", "")
+        tail_en, tail_fr = self.pick(WEATHER_TAILS_PAST if kind == "past" else WEATHER_TAILS)
+        it_en = en.split(" is ")[0]  # "it", "the weather"
+        state_en, state_fr = en.split(" is ", 1)[1], fr.split(" ", 1)[1]  # "cold" / "fait froid", "raining" / "pleut"
+        verb_fr, rest_fr = (state_fr.split(" ", 1) + [""])[:2] if " " in state_fr else (state_fr, "")
+        rest_fr = (adv_fr + rest_fr).strip() if verb_fr == "fait" else rest_fr  # "il fait très froid"
+        group = f"weather|{fr}|{kind}"
+        if kind == "present":
+            forms = [(f"{it_en} is {adv_en}{state_en}{tail_en}.", f"il {verb_fr} {rest_fr}{tail_fr}.")]
+        elif kind == "past":
+            past_state_fr = fr_past.split(" ", 1)[1]
+            past_verb, _, past_rest = past_state_fr.partition(" ")
+            past_rest = (adv_fr + past_rest).strip() if past_verb == "faisait" else past_rest
+            forms = [(f"{it_en} was {adv_en}{state_en}{tail_en}.", f"il {past_verb} {past_rest}{tail_fr}.")]
+        elif kind == "negative":
+            neg_fr = f"il n'y a pas de {rest_fr.split(' ')[-1]}" if verb_fr == "y" else f"il ne {verb_fr} pas {rest_fr}"  # "pas de vent"
+            forms = [(f"{it_en} is not {state_en}{tail_en}.", f"{neg_fr}{tail_fr}.")]
+        elif kind == "going":
+            going_fr = {"pleut": "il va pleuvoir", "neige": "il va neiger"}.get(verb_fr) or (f"il va faire {rest_fr}" if verb_fr == "fait" else f"il va y avoir {rest_fr.split(' ', 1)[1]}")
+            going_en = {"raining": "rain", "snowing": "snow"}.get(state_en) or f"be {state_en}"
+            forms = [(f"{it_en} is going to {going_en}{tail_en}.", f"{going_fr}{tail_fr}.")]
+        elif kind == "question":
+            it = Person("it", "il", 2, 2)
+            forms = [(f"is {it_en} {adv_en}{state_en}{tail_en}?", f) for f in question_forms(it, verb_fr, f"{rest_fr}{tail_fr}")]
+            if it_en == "the weather" and not adv_en and self.rng.random() < 0.5:
+                forms = [("What is the weather like" + tail_en + "?", f) for f in (f"quel temps fait-il{tail_fr} ?", f"il fait quel temps{tail_fr} ?")]
+                group = "weather|q"
+        else:
+            if fr not in WEATHER_CLAUSES:
+                return None
+            clause_en, clause_fr = self.pick(WEATHER_CLAUSES[fr])
+            forms = [(f"{it_en} is {state_en}{clause_en}.", f"il {verb_fr} {rest_fr}{clause_fr}.")]
+            tail_fr = clause_fr
+        key = f"{group}|{adv_fr}|{tail_fr}"
+        return inst(key, forms, [], [], group=group)
+
+    # avoir mal à <-> have a headache, my back hurts
+    def f_hurt(self) -> Instance | None:
+        p = self.pick([ME, ME, ME, YOU, HE, SHE, WE, YOU_PL, *PEOPLE[::5]])
+        part = self.pick(HURTS)
+        kind = self.pick(["present", "present", "past", "since", "question", "lead"])
+        av = FR_AVOIR[p.fr_slot]
+        en_have = "have" if p.en_slot < 2 else "has"
+        fr_part = part[1]
+        if part[2]:  # "a headache": have / had / have had
+            en_present, en_past_, en_perfect = f"{p.en} {en_have} {part[0]}", f"{p.en} had {part[0]}", f"{p.en} {en_have} had {part[0]}"
+            en_q = f"{'Does' if p.en_slot == 2 else 'Do'} {p.en} have {part[0]}?"
+        else:  # "my back hurts": the possessive of the person
+            own = {"I": "my", "you": "your", "he": "his", "she": "her", "we": "our"}.get(p.en, f"{p.en}'s")
+            plural = part[0].endswith(("s", "feet", "teeth"))
+            en_present, en_past_ = f"{own} {part[0]} {'hurt' if plural else 'hurts'}", f"{own} {part[0]} hurt"
+            en_perfect = f"{own} {part[0]} {'have' if plural else 'has'} been hurting"
+            en_q = f"{'Do' if plural else 'Does'} {own} {part[0]} hurt?"
+        t_en, t_fr = self.pick(HURT_SINCE)
+        if kind == "present":
+            forms = [(f"{en_present}.", f"{p.fr} {av} mal {fr_part}.")]
+        elif kind == "past":
+            forms = [(f"{en_past_} yesterday.", f"{p.fr} av{FR_IMPARFAIT[p.fr_slot]} mal {fr_part} hier.")]
+        elif kind == "since":
+            forms = [(f"{en_perfect} {t_en}.", f"{p.fr} {av} mal {fr_part} depuis {t_fr}.")]
+        elif kind == "question":
+            if p == ME:
+                return None
+            forms = [(en_q, f) for f in question_forms(p, av, f"mal {fr_part}")]
+        else:
+            lead_en, lead_fr = self.pick([("Doctor, ", "Docteur, "), ("Oh, ", "Oh, "), ("Sorry, ", "Désolé, ") if p.gender == "m" else ("Sorry, ", "Désolée, "), ("Mum, ", "Maman, ")])
+            if p != ME:
+                return None
+            forms = [(f"{lead_en}{en_present}.", f"{lead_fr}{p.fr} {av} mal {fr_part}.")]
+        return inst(f"hurt|{p.fr}|{fr_part}|{kind}|{t_fr if kind == 'since' else ''}|{forms[0][1][:12] if kind == 'lead' else ''}", forms, [], ["mal"])
+
+    # être en retard / en avance / à l'heure <-> be late / early / on time; "dix minutes de retard" <-> "ten minutes late"
+    def f_late(self) -> Instance | None:
+        p = self.pick([ME, ME, YOU, HE, SHE, WE, YOU_PL, THEY, *PEOPLE[::5], Person("the train", "le train", 2, 2), Person("the bus", "le bus", 2, 2)])
+        be, was, etre = EN_BE[p.en_slot] if p.en != "I" else "am", EN_WAS[p.en_slot], FR_ETRE[p.fr_slot]
+        en, fr = self.pick([("late", "en retard"), ("late", "en retard"), ("early", "en avance"), ("on time", "à l'heure")])
+        kind = self.pick(["present", "past", "negative", "minutes", "sorry", "question"])
+        if kind == "present":
+            tail_en, tail_fr = self.pick([("", ""), (" again", ""), (" today", " aujourd'hui"), (" this morning", " ce matin")])
+            again = "encore " if tail_en == " again" else ""  # "encore en retard"
+            forms = [(f"{p.en} {be} {en}{tail_en}.", f"{p.fr} {etre} {again}{fr}{tail_fr}.")]
+            kind += tail_en
+        elif kind == "past":
+            tail_en, tail_fr = self.pick([("", ""), (" yesterday", " hier"), (" this morning", " ce matin")])
+            forms = [(f"{p.en} {was} {en}{tail_en}.", f"{p.fr} {FR_ETRE_IMPARFAIT[p.fr_slot]} {fr}{tail_fr}.")]
+            kind += tail_fr
+        elif kind == "negative":
+            forms = [(f"{p.en} {be} not {en}.", f"{p.fr} ne {etre} pas {fr}.")]
+        elif kind == "minutes":
+            n = self.rng.choice([5, 10, 15, 20])
+            forms = [(f"{p.en} {be} {NUM_EN[n]} minutes late.", f"{p.fr} {FR_AVOIR[p.fr_slot]} {NUM_FR[n]} minutes de retard."),
+                     (f"{p.en} {be} {NUM_EN[n]} minutes late.", f"{p.fr} {etre} en retard de {NUM_FR[n]} minutes.")]  # fmt: skip
+            kind, en, fr = kind + str(n), "late", "retard"
+        elif kind == "sorry":
+            if p != ME:
+                return None
+            forms = [("Sorry, I am late.", "Désolé, je suis en retard."), ("Sorry, I am late.", "Désolée, je suis en retard."), ("Sorry, I am late.", "Pardon, je suis en retard.")]
+            en, fr = "late", "en retard"
+        else:
+            if p == ME:
+                return None
+            forms = [(f"{be} {p.en} {en}?", f) for f in question_forms(p, etre, fr)]
+        return inst(f"late|{p.fr}|{fr}|{kind}", forms, [en.split()[-1]], [fr.split()[-1]])
+
+    # quel âge ..., quelle heure est-il, d'où viens-tu <-> how old ..., what time is it, where are you from
+    def f_ask(self) -> Instance | None:
+        r = self.rng.random()
+        lead_en, lead_fr = self.pick([("", ""), ("", ""), ("Excuse me, ", "Excusez-moi, "), ("Sorry, ", "Pardon, "), ("And ", "Et ")])
+        if r < 0.45:  # age
+            who_en, who_fr, tu = self.pick(ASK_WHO)
+            lead_fr = lead_fr.replace("Excusez-moi", "Excuse-moi") if tu else lead_fr
+            if who_fr in ("tu", "vous"):
+                p = YOU if who_fr == "tu" else YOU_PL
+                forms = [(f"{lead_en}how old are you?", lead_fr + f) for f in question_forms(p, FR_AVOIR[p.fr_slot], "", "quel âge")]
+                forms.append((forms[0][0], f"{lead_fr}{p.fr} {FR_AVOIR[p.fr_slot]} quel âge ?"))
+            else:
+                plural = who_en.endswith(("children", "parents"))
+                forms = [(f"{lead_en}how old {'are' if plural else 'is'} {who_en}?", f"{lead_fr}quel âge {'ont' if plural else 'a'} {who_fr} ?"),
+                         (f"{lead_en}how old {'are' if plural else 'is'} {who_en}?", f"{lead_fr}{who_fr} {'ont' if plural else 'a'} quel âge ?")]  # fmt: skip
+            return inst(f"ask|age|{who_fr}|{lead_fr}", forms, ["how old"], ["âge"])
+        if r < 0.75:  # the time
+            where_en, where_fr = self.pick([("", ""), ("", ""), (" in London", " à Londres"), (" in Montreal", " à Montréal"), (" in Tokyo", " à Tokyo"), (" now", " maintenant")])
+            forms = [(f"{lead_en}what time is it{where_en}?", f"{lead_fr}quelle heure est-il{where_fr} ?"), (f"{lead_en}what time is it{where_en}?", f"{lead_fr}il est quelle heure{where_fr} ?")]
+            if not where_en:
+                forms.append((f"{lead_en}do you have the time?", f"{lead_fr}vous avez l'heure ?"))
+            return inst(f"ask|time|{where_fr}|{lead_fr}", forms[:2], ["what time"], ["heure"]) if where_en else inst(f"ask|time|{lead_fr}", forms, ["time"], ["heure"])
+        p = self.pick([YOU, YOU_PL, HE, SHE])  # where from
+        v = FR_VENIR[p.fr_slot]
+        lead_fr = lead_fr.replace("Excusez-moi", "Excuse-moi") if p == YOU else lead_fr
+        if self.rng.random() < 0.5:
+            be = "are" if p.en == "you" else "is"
+            forms = [(f"{lead_en}where {be} {p.en} from?", lead_fr + f) for f in question_forms(p, v, "", "d'où")]
+            forms.append((forms[0][0], f"{lead_fr}{p.fr} {v} d'où ?"))
+            return inst(f"ask|from|{p.fr}|{lead_fr}", forms, ["where", "from"], ["d'où"])
+        city = self.pick(["Lyon", "Paris", "Nantes", "Marseille", "Bordeaux", "Lille", "Toulouse", "Rennes", "Nice", "Strasbourg"])
+        q = self.pick([ME, ME, HE, SHE, WE])
+        be = "am" if q == ME else EN_BE[q.en_slot]
+        return inst(f"ask|city|{q.fr}|{city}", [(f"{q.en} {be} from {city}.", f"{q.fr} {FR_VENIR[q.fr_slot]} de {city}.")], ["from", city], [city])
+
+    SIDE: tuple[tuple[str, float], ...] = (("f_state_more", 6), ("f_weather", 3), ("f_hurt", 2), ("f_late", 1), ("f_ask", 1.5))
+
     FRAMES = (("f_state", 4), ("f_need", 2), ("f_since", 5), ("f_ago", 3), ("f_there_is", 3), ("f_just", 2), ("f_going", 3), ("f_on", 2), ("f_question", 5),
               ("f_negation", 4), ("f_past", 4), ("f_reflexive", 2), ("f_name", 1), ("f_numbers", 3), ("f_exchange", 4))  # fmt: skip
 
-    MORE = 0.12  # the share of draws that put a state in context
+    MORE = 0.22  # the share of draws that go to the frames of ``SIDE``
 
     def draw(self) -> Instance | None:
-        """One instance.  The states in context come from a stream of their own, so that the other
-        frames draw the same instances (and held-out splits) with them as without."""
+        """One instance.  The frames of ``SIDE`` come from a stream of their own, so that the others
+        draw the same instances (and held-out splits) with them as without."""
         if self.side.random() < self.MORE:
             main, self.rng = self.rng, self.side
             try:
-                return self.f_state_more()
+                names, weights = zip(*self.SIDE)
+                side: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
+                return side()
             finally:
                 self.rng = main
         names, weights = zip(*self.FRAMES)
