@@ -38,6 +38,16 @@ def forms(instances: list[conversation.Instance]) -> set[tuple[str, str]]:
         ("I'm hungry.", "J'ai faim."),
         ("I'm not hungry any more.", "Je n'ai plus faim."),
         ("He isn't cold.", "Il n'a pas froid."),
+        ("It is raining.", "Il pleut."),
+        ("It's raining.", "Il pleut."),
+        ("It's going to rain.", "Il va pleuvoir."),
+        ("It is not windy.", "Il n'y a pas de vent."),
+        ("I have had a headache since yesterday.", "J'ai mal à la tête depuis hier."),
+        ("My back hurts.", "J'ai mal au dos."),
+        ("How old is your daughter?", "Ta fille a quel âge ?"),
+        ("What time is it?", "Il est quelle heure ?"),
+        ("Where are you from?", "D'où venez-vous ?"),
+        ("Sorry, I am late.", "Désolé, je suis en retard."),
         ("It has been raining since this morning.", "Il pleut depuis ce matin."),
         ("Can I pay by card?", "Est-ce que je peux payer par carte ?"),
         ("I'll call you back in ten minutes.", "Je te rappelle dans dix minutes."),
@@ -104,6 +114,19 @@ def test_a_state_in_context_goes_with_its_plain_instance(instances: list[convers
     assert conversation.contract("we are cold.", "we", "are") == "we're cold."
     english = [en for i in more for en, _ in i.forms]
     assert not [en for en in english if re.search(r"\bnot \w+( \w+)? too\b|n't \w+( \w+)? too\b", en)]  # "not ... either"
+
+
+def test_english_is_also_written_as_it_is_spoken() -> None:
+    spoken = conversation.spoken
+    assert spoken("I am not hungry.") == "I'm not hungry." and spoken("We have just eaten.") == "We've just eaten."
+    assert spoken("She has been waiting for an hour.") == "She's been waiting for an hour." and spoken("It will rain.") == "It'll rain."
+    assert spoken("I have a headache.") == "I have a headache." and spoken("He has two children.") == "He has two children."  # possession
+    assert spoken("Do you know where it is?") == "Do you know where it is?" and spoken("Am I right?") == "Am I right?"
+    assert spoken("They were not there.") == "They weren't there." and spoken("What is your name?") == "What's your name?"
+    late = conversation.inst("late|x", [("he is ten minutes late.", "il a dix minutes de retard.")], ["late"], ["retard"])
+    assert late.forms == [("He is ten minutes late.", "Il a dix minutes de retard."), ("He's ten minutes late.", "Il a dix minutes de retard.")]
+    kept = conversation.inst("since|x", [("I have lived here for a year.", "J'habite ici depuis un an.")], ["have"], ["depuis"])
+    assert len(kept.forms) == 1  # "I've" would lose the construction's word
 
 
 def test_held_out_instances_never_train(instances: list[conversation.Instance]) -> None:
