@@ -15,7 +15,7 @@ routes answer 400) that names the request's field.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -25,7 +25,7 @@ from fastapi import Request
 
 from rendition.model.text import pipeline, segment
 from rendition.model.text.glossary import Glossary
-from rendition.model.text.language_id import LanguageDetector
+from rendition.model.text.language_id import LanguageDetector, language_name
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.pairs import Leg
 from rendition.model.translation.search import max_output_lengths
@@ -219,6 +219,19 @@ async def translate_texts(
     return result.translations, result.source_tokens, result.truncated
 
 
+def foreign_language(field: str, found: tuple[str, float], languages: Sequence[str]) -> APIError:
+    """The 400 for a text sent with ``source: "auto"`` that is surely in none of the loaded
+    languages (``LanguageDetector.foreign``): translating it as one of them gives nonsense."""
+    lang, p = found
+    return APIError(
+        400,
+        f"{field}: the text is in {language_name(lang)} ({100 * p:.0f}% sure), which this server does not translate "
+        f"(its languages: {', '.join(languages)}); name the source language to translate it as one of them anyway",
+        kind="unsupported_language",
+        param=field,
+    )
+
+
 def detected_language(language: str, p: float) -> DetectedLanguage:
     """One of the detector's candidates (a language and its probability), its confidence in percent."""
     return DetectedLanguage(confidence=round(100 * p, 1), language=language)
@@ -258,6 +271,9 @@ async def translate_pieces(
     if source == "auto":
         det = detector(loaded_languages(state))
         found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
+        for i, (p, t) in enumerate(zip(pieces, texts)):
+            if foreign := det.foreign(" ".join(p) or t):
+                raise foreign_language(f"{field}[{i}]" if len(texts) > 1 else field, foreign, det.languages)
         sources = [f[0][0] for f in found]
     else:
         inference.check_pair(state, source, target)

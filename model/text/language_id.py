@@ -8,6 +8,15 @@ en/fr/de for 98.3% of the 5,114 en-fr and en-de lines (lingua: 97.1%), in 30-60 
 
     detector = LanguageDetector(("en", "fr"))
     detector.detect("Bonjour tout le monde")   # [("fr", 0.999...), ("en", 0.0007...)]
+    detector.foreign("Guten Morgen, wie geht es dir?")   # ("de", 0.992...): none of en/fr
+
+``foreign`` asks the identifier over all its 97 languages whether a text is in none of the model's:
+only for a text of at least ``FOREIGN_MIN_CHARS`` characters identified with at least
+``FOREIGN_CONFIDENCE``, so that a short or mixed English or French text is never taken for another
+language.  Over the 25,084 sides of the committed en-fr test and valid splits it finds none; it
+finds 67% of the 10,055 German sides of the en-de splits of 20 characters or more (the rest it
+takes for German with less confidence, mostly software strings full of names and English words:
+"CompizConfig-Profil importieren").
 """
 
 from __future__ import annotations
@@ -16,10 +25,23 @@ from collections.abc import Sequence
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
+FOREIGN_MIN_CHARS = 20
+FOREIGN_CONFIDENCE = 0.95
+# the names of the languages a request is most likely to be written in, for messages
+NAMES = {"de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "pl": "Polish", "ru": "Russian", "sv": "Swedish", "da": "Danish",
+         "no": "Norwegian", "fi": "Finnish", "cs": "Czech", "tr": "Turkish", "ro": "Romanian", "hu": "Hungarian", "el": "Greek", "uk": "Ukrainian", "ja": "Japanese",
+         "zh": "Chinese", "ko": "Korean", "ar": "Arabic", "he": "Hebrew", "hi": "Hindi", "ca": "Catalan", "en": "English", "fr": "French"}  # fmt: skip
+
+
+def language_name(code: str) -> str:
+    """ "German (de)", or the code alone where no name is listed."""
+    return f"{NAMES[code]} ({code})" if code in NAMES else code
+
 
 class LanguageDetector:
     def __init__(self, languages: Sequence[str]):
         self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+        self._any = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)  # all its languages
         unknown = sorted(set(languages) - set(self._identifier.nb_classes))
         if unknown:
             raise ValueError(f"no language identification for {', '.join(unknown)}")
@@ -32,3 +54,11 @@ class LanguageDetector:
         if len(self.languages) == 1:
             return [(self.languages[0], 1.0)]
         return [(lang, float(p)) for lang, p in self._identifier.rank(text)]
+
+    def foreign(self, text: str) -> tuple[str, float] | None:
+        """The language ``text`` is written in, with its probability, when that is surely none of
+        the detector's languages (module docstring); None otherwise."""
+        if len(text.strip()) < FOREIGN_MIN_CHARS:
+            return None
+        lang, p = self._any.classify(text)
+        return (str(lang), float(p)) if lang not in self.languages and p >= FOREIGN_CONFIDENCE else None

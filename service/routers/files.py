@@ -43,7 +43,7 @@ from rendition.service.errors import APIError
 from rendition.service.routing import LeanRoute
 from rendition.service.schemas import PAIRS_NOTE
 from rendition.service.settings import Settings
-from rendition.service.translation import detector, make_options, translate_texts
+from rendition.service.translation import detector, foreign_language, make_options, translate_texts
 
 router = APIRouter(tags=["libretranslate"], route_class=LeanRoute)
 
@@ -267,7 +267,10 @@ async def translate_file(
         raise APIError(400, "the file is nested too deeply to be read", kind="invalid_file", param="file") from None
     if source == "auto":
         sample = " ".join(doc.segments)[:5000]
-        source = detector(languages).detect(sample)[0][0] if sample.strip() else target
+        det = detector(languages)
+        if foreign := det.foreign(sample):
+            raise foreign_language("file", foreign, det.languages)
+        source = det.detect(sample)[0][0] if sample.strip() else target
     if source == target:  # already in the target language: its own translation
         translations: list[str | None] = [None] * len(doc.segments)
     else:

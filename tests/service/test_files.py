@@ -168,6 +168,9 @@ def test_form_errors_and_the_key(server):
     assert r.status_code == 400 and "missing field 'file'" in r.json()["error"]
     r = send(server, "a.txt", b"Hello.", target="xx")
     assert r.status_code == 400 and "xx" in r.json()["error"]
+    german = "Guten Morgen.\n\nDas Wetter ist heute sehr schön, wir gehen spazieren.\n".encode()
+    r = send(server, "de.txt", german, source="auto")  # surely German: a 400, not a translation from English
+    assert r.status_code == 400 and "German (de)" in r.json()["error"], r.text
     assert server.http.get("/health/ready").status_code == 200  # and the server is well
 
 

@@ -128,3 +128,19 @@ def test_a_full_queue_is_libretranslates_429(start_server):
     refused = [r for r in answers if r.status_code == 429]
     assert refused and all(r.status_code in (200, 429) for r in answers), [r.status_code for r in answers]
     assert isinstance(refused[0].json()["error"], str) and int(refused[0].headers["retry-after"]) >= 1
+
+
+@pytest.mark.parametrize("path,field", [("/translate", "q"), ("/v1/translate", "text")])
+def test_auto_refuses_a_text_surely_in_a_language_not_served(server, path, field) -> None:
+    """A German text with ``source: "auto"`` on the English-French server is a 400 naming the
+    language, not a nonsense translation from English; a short or borderline text is translated."""
+    german = "Guten Morgen, wie geht es dir heute?"
+    r = server.http.post(path, json={field: german, "source": "auto", "target": "fr"})
+    assert r.status_code == 400, r.text
+    assert "German (de)" in r.text and "en, fr" in r.text and "name the source language" in r.text
+    r = server.http.post(path, json={field: ["Good morning.", german], "source": "auto", "target": "fr"})
+    assert r.status_code == 400 and f"{field}[1]" in r.text
+    ok = server.http.post(path, json={field: ["Hallo", "Pizza margherita, s'il vous plaît."], "source": "auto", "target": "en"})
+    assert ok.status_code == 200, ok.text
+    named = server.http.post(path, json={field: german, "source": "en", "target": "fr"})
+    assert named.status_code == 200  # named: translated as asked
