@@ -181,6 +181,18 @@ def normalise(text: str) -> str:
     return _WS.sub(" ", text.casefold()).strip()
 
 
+def has_word(text: str, word: str) -> bool:
+    """Whether text holds word (case-insensitive, whole words): ``a/b`` is either, ``word*`` a prefix
+    (the words a held-out translation must hold: ``evaluate``, the corpus frames)."""
+    text = text.lower().replace("\u2019", "'")
+    for alt in word.lower().split("/"):
+        prefix = alt.endswith("*")
+        pattern = r"(?<!\w)" + re.escape(alt.rstrip("*")) + ("" if prefix else r"(?!\w)")
+        if re.search(pattern, text):
+            return True
+    return False
+
+
 def _bucket(src: str) -> float:
     h = hashlib.sha1(normalise(src).encode("utf-8")).digest()
     return int.from_bytes(h[:8], "big") / 2**64

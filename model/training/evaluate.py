@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from rendition.model.text.cli import add_storage_options
-from rendition.model.training.data import SPLITS_DIR, read_tsv
+from rendition.model.training.data import SPLITS_DIR, has_word, read_tsv
 from rendition.model.translation.translator import Translator
 
 
@@ -38,17 +37,6 @@ def read_words(path: Path) -> dict[str, tuple[str, list[str], list[str]]]:
             cat, en, en_words, fr_words = line.split("\t")
             out[en] = (cat, en_words.split("|") if en_words else [], fr_words.split("|") if fr_words else [])
     return out
-
-
-def has_word(text: str, word: str) -> bool:
-    """Whether text holds word (case-insensitive, whole words): ``a/b`` is either, ``word*`` a prefix."""
-    text = text.lower().replace("\u2019", "'")
-    for alt in word.lower().split("/"):
-        prefix = alt.endswith("*")
-        pattern = r"(?<!\w)" + re.escape(alt.rstrip("*")) + ("" if prefix else r"(?!\w)")
-        if re.search(pattern, text):
-            return True
-    return False
 
 
 def word_hits(hyps: Sequence[str], words: Sequence[list[str]], cats: Sequence[str], refs: Sequence[str], sources: Sequence[str] | None = None) -> dict:

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rendition.model.training.corpus.lexicon import Noun
-from rendition.model.training.data import _bucket
-from rendition.model.training.evaluate import has_word
+from rendition.model.training.data import _bucket, has_word
 
 if TYPE_CHECKING:
     from rendition.model.training.corpus.daily import SentenceLexicon
