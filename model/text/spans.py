@@ -1,5 +1,5 @@
 """The spans of a text that a translation must keep as they are: URLs, e-mail addresses, POSIX
-and Windows paths, command lines in backticks or in running text (``git status``, ``sudo apt install
+and Windows paths, emoji, command lines in backticks or in running text (``git status``, ``sudo apt install
 vim``, ``chmod -R 755 /srv``: a known program and its arguments), ``--options``, version numbers and
 identifiers in code style (snake_case, lowerCamelCase, dotted.names), and person
 names (``rendition.model.text.names``: "Pierre", "Emily Watson").
@@ -36,6 +36,11 @@ _KINDS = {
     # wants it ("contexte OpenGL" -> "OpenGL context"), which a stand-in does not
     "camel": r"(?<![%$])\b[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+\b",
 }
+# Emoji and pictographs: the tokenizer spells most of them in bytes, and the translator, which saw
+# few, writes those bytes back broken ("Happy birthday 🎂🎉!" -> "L'anniversaire ���di ..."): a run
+# of them, with its joiners, variation selectors, skin tones and flag tags, is kept as it is.
+_PICTOGRAPH = "\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\u2300-\u23FF"
+_KINDS["emoji"] = f"[{_PICTOGRAPH}](?:[{_PICTOGRAPH}\u200D\uFE0E\uFE0F\u20E3\U000E0020-\U000E007F])*"
 SPAN = re.compile("|".join(f"(?P<{k}>{v})" for k, v in _KINDS.items()))
 _TRAILING = ".,;:!?)"  # sentence punctuation a path or URL does not end with
 
@@ -119,9 +124,9 @@ def command_spans(text: str) -> list[tuple[int, int]]:
 
 
 # Every kind above needs one of these (a backtick, "@", a slash or backslash, "_", "--", a dot
-# between word characters, a capital after a small letter); most sentences hold none, and this
-# search costs a sixth of ``SPAN``'s.
-_MAYBE = re.compile(r"[`@\\/_]|--|\w\.\w|[a-z]\d*[A-Z]")
+# between word characters, a capital after a small letter, a pictograph); most sentences hold none,
+# and this search costs a sixth of ``SPAN``'s.
+_MAYBE = re.compile(r"[`@\\/_]|--|\w\.\w|[a-z]\d*[A-Z]|[" + _PICTOGRAPH + "]")
 
 
 def spans(text: str, language: str | None = None) -> list[tuple[int, int]]:

@@ -6,10 +6,11 @@ decoded a second time with no repeated n-gram."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
-from rendition.model.text import pipeline
+from rendition.model.text import pipeline, spans
 from rendition.model.text.cli import translate_lines, translator_decoder
 from rendition.model.translation.options import TranslationOptions
 from rendition.model.translation.translator import Translator
@@ -33,6 +34,17 @@ def test_spans_come_back_verbatim_and_other_sentences_do_not_change(shipped: Tra
     assert r"C:\Downloads\setup.exe" not in free  # (the translator alone mangles a Windows path)
     alone = shipped.translate([PLAIN], "en", "fr", beam_size=2)[0].text
     assert kept.split("\n")[0].endswith(f"  {alone}") and free.split("\n")[0].endswith(f"  {alone}")  # gaps kept
+
+
+def test_emoji_come_back_whole(shipped: Translator) -> None:
+    """The tokenizer spells most emoji in bytes, which the translator alone writes back broken."""
+    emoji = re.compile(spans._KINDS["emoji"])
+    lines = ["Happy birthday 🎂🎉!", "See you tomorrow 👋", "👍", "Family: 👨\u200d👩\u200d👧 and 🇫🇷, 👍🏽"]
+    kept = translate_lines(shipped, lines, "en", "fr", progress=False, beam_size=2)
+    assert kept[2] == "👍" and not [k for k in kept if "\ufffd" in k]
+    assert [emoji.findall(k) for k in kept] == [emoji.findall(line) for line in lines]
+    free = translate_lines(shipped, lines[:1], "en", "fr", progress=False, protect_spans=False, beam_size=2)[0]
+    assert "🎂🎉" not in free  # (unprotected, the cake and the party popper do not survive)
 
 
 def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:

@@ -19,6 +19,8 @@ from rendition.model.text.stand_ins import STAND_INS
         ("Run `make all -j4` with --dry-run or --jobs=4.", ["`make all -j4`", "--dry-run", "--jobs=4"]),
         ("Upgrade to 2.4.1 or v3.2 today.", ["2.4.1", "v3.2"]),
         ("Call get_user_name on myWidget via os.path.join.", ["get_user_name", "myWidget", "os.path.join"]),
+        ("Happy birthday 🎂🎉! See you 👋", ["🎂🎉", "👋"]),
+        ("A family 👨\u200d👩\u200d👧, a flag 🇫🇷, a thumb 👍🏽 and a heart ❤️.", ["👨\u200d👩\u200d👧", "🇫🇷", "👍🏽", "❤️"]),
     ],
 )
 def test_each_kind_is_found(text: str, kept: list[str]) -> None:
@@ -67,6 +69,7 @@ def test_programs_named_in_prose_are_not_command_lines(text: str) -> None:
         "It costs 1.5 euros.",
         "le type %qT enfreint la règle, %qD aussi",  # gcc's conversions, which the corpus keeps as they are
         "Impossible de créer le contexte OpenGL de HomeBank.",  # product names: the translator's to place
+        "It costs 5€, it is 25 °C → go © 2024.",  # currency, degrees, arrows, signs: the tokenizer's own
     ],
 )
 def test_ordinary_text_has_no_span(text: str) -> None:
