@@ -270,10 +270,11 @@ async def translate_pieces(
     found: list[list[tuple[str, float]]] | None = None
     if source == "auto":
         det = detector(loaded_languages(state))
-        found = [det.detect(" ".join(p) or t) for p, t in zip(pieces, texts)]
-        for i, (p, t) in enumerate(zip(pieces, texts)):
-            if foreign := det.foreign(" ".join(p) or t):
+        joined = [" ".join(p) or t for p, t in zip(pieces, texts)]
+        for i, text in enumerate(joined):
+            if foreign := det.foreign(text):
                 raise foreign_language(f"{field}[{i}]" if len(texts) > 1 else field, foreign, det.languages)
+        found = [det.detect(text) for text in joined]
         sources = [f[0][0] for f in found]
     else:
         inference.check_pair(state, source, target)
