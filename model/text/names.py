@@ -14,6 +14,13 @@ listed name written with its capital:
   missiles": a French noun opens a sentence with its article), or before "and" / "et" / "&" and
   another name ("Rose et Paul...").
 
+A first name that is also a well-known place ("Paris", "Florence", "Nancy", "Victoria") is a place
+after a preposition of place ("in Paris", "dans", "près de"), or after "to", "from", "at", "à", "de"
+or "pour" that a verb of place or movement leads ("lives in", "going to Paris", "je viens de
+Nancy", "elle est née à Florence"; not "tell it to Victoria", "je parle à Florence"), and is not
+kept: a person's stand-in there would make the translator write a person's grammar around a town
+("J'habite en Paris"); the translator knows its towns and writes them itself.
+
 ``rendition.model.text.spans`` gives each one a stand-in, like the other spans to keep.
 """
 
@@ -35,6 +42,27 @@ _FR_AFTER_NAME = re.compile(
 _AND_NAME = re.compile(rf"\s+(?:and|et|&)\s+({WORD})")
 _NEXT = re.compile(r"\s*(\S)")  # the next word's first letter, or punctuation
 _PREVIOUS_WORD = re.compile(r"(\S+)\s+$")
+# listed first names that are also well-known towns, countries or states, and the prepositions that
+# make them places
+PLACES = frozenset(
+    "Alexandria Aurora Brooklyn Charlotte Chelsea Florence Georgia Jackson Jena Jordan Kingston Lincoln "
+    "Lourdes Madison Milan Nancy Oran Paris Phoenix Preston Regina Rosario Sofia Sydney Victoria Virginia".split()
+)
+_TO_A_PLACE = (  # a word that makes an ambiguous preposition ("to", "from", "à", "de") one of place
+    r"live[sd]?|living|go|goes|going|went|gone|come|comes|coming|came|fly|flies|flying|flew|flown|travel\w*|"
+    r"move[sd]?|moving|born|arrive[sd]?|arriving|back|trip|way|flight|train|return\w*|stay\w*|work(?:s|ed|ing)?|"
+    r"am|is|are|was|were|be|been|city|town|"
+    r"habit\w*|vis|vit|viv\w*|vécu|va|vas|vais|allons|allez|vont|aller|allée?s?|viens|vient|venons|venez|"
+    r"viennent|venir|venue?s?|suis|es|est|sommes|êtes|sont|étai\w*|été|née?s?|arriv\w*|pars|part|partir|"
+    r"partons|partez|partent|partie?s?|retour\w*|rentr\w*|travaill\w*|séjour\w*|voyag\w*|vol|billet|"
+    r"déménag\w*|rest(?:e|es|ons|ez|ent|er|ée?s?)|ville"
+)
+_PLACE_BEFORE = re.compile(
+    rf"(?<![\w'’-])(?:(?:{_TO_A_PLACE})\s+(?:to|from|at|à|de|d'|d’|pour)|(?:from|de)\s+\S+\s+(?:to|à)|"
+    r"in|near|into|around|across|outside|via|visit|visits|visited|visiting|en|dans|depuis|près de|jusqu'à|jusqu’à|"
+    r"visiter|visité)\s*$",
+    re.IGNORECASE,
+)
 _SURNAME = re.compile(rf" (?!(?:And|Et|The|Le|La|Les|De|Du|Des|Of|From|To|À|En|In|On)\b)({WORD})(?![\w@/\\-])")
 
 
@@ -95,6 +123,8 @@ def name_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
         if flags is None or (out and m.start() < out[-1][1]):
             continue
         start, end = m.span()
+        if m.group() in PLACES and _PLACE_BEFORE.search(text, 0, start):
+            continue  # a town after "in", "à" ...: the translator's own (module docstring)
         if not _common(flags, language):
             surname = _SURNAME.match(text, end) if is_person(m.group()) else None
             if surname and _listed(surname.group(1)) is None:

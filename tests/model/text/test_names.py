@@ -53,6 +53,30 @@ def test_common_words_and_title_case_are_not_names(text: str, language: str) -> 
     assert names.name_spans(text, language) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "language", "kept"),
+    [
+        ("I live in Paris.", "en", []),
+        ("We are going to Paris tomorrow.", "en", []),
+        ("We flew from Sydney to Paris.", "en", []),
+        ("She was born in Florence, like Anna.", "en", ["Anna"]),
+        ("Je viens de Nancy.", "fr", []),
+        ("Elle est née à Florence.", "fr", []),
+        ("Nous habitons près de Paris.", "fr", []),
+        # the same names as people: no preposition of place, or "to" / "à" / "from" after another verb
+        ("Florence est partie hier.", "fr", ["Florence"]),
+        ("Je parle à Florence demain.", "fr", ["Florence"]),
+        ("Tell it to Victoria now.", "en", ["Victoria"]),
+        ("A letter from Victoria arrived.", "en", ["Victoria"]),
+        ("Ask Nancy in the morning.", "en", ["Nancy"]),
+    ],
+)
+def test_a_first_name_that_is_a_town_is_a_place_after_a_preposition_of_place(
+    text: str, language: str, kept: list[str]
+) -> None:
+    assert [text[a:b] for a, b in names.name_spans(text, language)] == kept
+
+
 def test_a_name_inside_code_stays_part_of_the_code() -> None:
     text = "Run `git log --author Emily` now."
     assert [text[a:b] for a, b in spans.spans(text, "en")] == ["`git log --author Emily`"]

@@ -47,6 +47,13 @@ def test_emoji_come_back_whole(shipped: Translator) -> None:
     assert "🎂🎉" not in free  # (unprotected, the cake and the party popper do not survive)
 
 
+def test_a_town_that_is_also_a_first_name_gets_a_towns_grammar(shipped: Translator) -> None:
+    """A listed first name too, "Paris" after "in" is a town: with a person's stand-in the
+    translator wrote "J'habite en Paris"."""
+    kept = translate_lines(shipped, ["I live in Paris."], "en", "fr", progress=False, beam_size=4)
+    assert kept == ["J'habite à Paris."]
+
+
 def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:
     opts = TranslationOptions(beam_size=2, max_length=6)
     decode = translator_decoder(shipped, "fr", progress=False)
