@@ -157,7 +157,7 @@ def merge(doc: Segmented, parts: Sequence[Translation]) -> Translation:
 def split(texts: Sequence[str], source: str, opts: TranslationOptions) -> list[Segmented]:
     """Every text split into sentences; ``PrefixNeedsOneSentence`` for a target prefix on a text
     of several."""
-    docs = [segment.split(t, source) for t in texts]
+    docs = [segment.split(t, source, quotes=not opts.target_prefix) for t in texts]  # (a prefix: one sentence)
     if opts.target_prefix:
         for i, doc in enumerate(docs):
             if len(doc.sentences) > 1:

@@ -54,6 +54,14 @@ def test_a_town_that_is_also_a_first_name_gets_a_towns_grammar(shipped: Translat
     assert kept == ["J'habite à Paris."]
 
 
+def test_quoted_speech_is_translated_as_a_sentence_with_its_marks(shipped: Translator) -> None:
+    """Glued to its opening mark, "Where" is spelt in letters; the sentence within the sentence gave
+    '"Souvez-vous ?" Elle a demandé.'."""
+    lines = ['"Where are you?" she asked.', 'He said: "I will come tomorrow."']
+    kept = translate_lines(shipped, lines, "en", "fr", progress=False, beam_size=4)
+    assert kept == ['"Où es-tu ?" elle a demandé.', 'Il a dit : "Je viendrai demain."']
+
+
 def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:
     opts = TranslationOptions(beam_size=2, max_length=6)
     decode = translator_decoder(shipped, "fr", progress=False)
