@@ -322,6 +322,11 @@ def question_forms(p: Person, verb: str, rest: str, word: str = "") -> list[str]
 
 
 LEADS = [("", ""), ("Excuse me, ", "Excusez-moi, "), ("Sorry, ", "Pardon, "), ("Hello, ", "Bonjour, ")]  # before a request
+# wishes (English without its "!", French without its " !")
+WISHES = [("Happy birthday", "Joyeux anniversaire"), ("Happy birthday", "Bon anniversaire"), ("Merry Christmas", "Joyeux Noël"),
+          ("Happy New Year", "Bonne année"), ("Enjoy your meal", "Bon appétit"), ("Have a good trip", "Bon voyage"), ("Good luck", "Bonne chance"),
+          ("Have a nice day", "Bonne journée"), ("Have a good evening", "Bonne soirée"), ("Have a good weekend", "Bon week-end"),
+          ("Get well soon", "Bon rétablissement"), ("Congratulations", "Félicitations"), ("Sleep well", "Dors bien"), ("Have a good holiday", "Bonnes vacances")]  # fmt: skip
 STATES = [("hungry", "faim"), ("thirsty", "soif"), ("cold", "froid"), ("hot", "chaud"), ("afraid", "peur"), ("sleepy", "sommeil"), ("right", "raison"), ("wrong", "tort")]
 WANTS = [("sleeping", "dormir", "dormir"), ("going out", "sortir", "sortir"), ("eating pizza", "manger une pizza", "pizza"), ("going to the beach", "aller à la plage", "plage"),
          ("dancing", "danser", "danser"), ("staying at home", "rester à la maison", "rester"), ("a coffee", "un café", "café"), ("an ice cream", "une glace", "glace"),
@@ -400,9 +405,12 @@ FURNITURE = frozenset("table chair bed desk couch sofa bench shelf".split())
 class Frames:
     """The frames; each method draws one instance."""
 
-    def __init__(self, nouns: Sequence[Noun], rng: random.Random, side: random.Random | None = None) -> None:
+    def __init__(
+        self, nouns: Sequence[Noun], rng: random.Random, side: random.Random | None = None, extra: random.Random | None = None
+    ) -> None:
         self.rng = rng
         self.side = side or random.Random(0)  # the states in context draw from their own stream
+        self.extra = extra  # introductions, wishes, meeting and paying: a third stream (None: none of them)
         self.by_cat: dict[str, list[Noun]] = {}
         for n in nouns:
             if n.en in EVERYDAY:
@@ -1014,16 +1022,102 @@ class Frames:
         be = "am" if q == ME else EN_BE[q.en_slot]
         return inst(f"ask|city|{q.fr}|{city}", [(f"{q.en} {be} from {city}.", f"{q.fr} {FR_VENIR[q.fr_slot]} de {city}.")], ["from", city], [city])
 
+    # je m'appelle / il s'appelle <-> my name is / his name is, in a sentence of introduction
+    def f_intro(self) -> Instance | None:
+        name, gender = self.pick(NAMES)
+        lead_en, lead_fr = self.pick([("", ""), ("Hello, ", "Bonjour, "), ("Hi, ", "Salut, "), ("Good evening, ", "Bonsoir, ")])
+        r = self.rng.random()
+        if r < 0.4:
+            city_en, city = self.pick([("Lyon", "Lyon"), ("Nantes", "Nantes"), ("Marseille", "Marseille"), ("Bordeaux", "Bordeaux"), ("Lille", "Lille"),
+                                       ("Toulouse", "Toulouse"), ("Rennes", "Rennes"), ("Montreal", "Montréal"), ("Brussels", "Bruxelles"), ("Geneva", "Genève")])  # fmt: skip
+            tail_en, tail_fr = self.pick([("", ""), (f" and I live in {city_en}", f" et j'habite à {city}"), (f" and I am from {city_en}", f" et je viens de {city}"),
+                                          (" and I am a teacher", " et je suis professeur"), (" and I am a student", " et je suis étudiant" if gender == "m" else " et je suis étudiante"),
+                                          (" and I work here", " et je travaille ici")])  # fmt: skip
+            if not (lead_en or tail_en):
+                return None  # the plain instance (f_name)
+            forms = [(f"{lead_en}my name is {name}{tail_en}.", f"{lead_fr}je m'appelle {name}{tail_fr}.")]
+            return inst(f"intro|me|{name}|{lead_fr}|{tail_fr}", forms, ["name", name], ["appelle", name], group=f"name|{name}")
+        if r < 0.75:
+            who_en, who_fr, who_gender = self.pick([("his", "il", "m"), ("her", "elle", "f"), ("my brother's", "mon frère", "m"), ("my sister's", "ma sœur", "f"),
+                                                    ("my son's", "mon fils", "m"), ("my daughter's", "ma fille", "f"), ("my friend's", "mon ami", "m"),
+                                                    ("my friend's", "mon amie", "f"), ("our teacher's", "notre professeur", "")])  # fmt: skip
+            if who_gender and who_gender != gender:
+                return None
+            forms = [(f"{lead_en}{who_en} name is {name}.", f"{lead_fr}{who_fr} s'appelle {name}.")]
+            return inst(f"intro|{who_fr}|{name}|{lead_fr}", forms, ["name", name], ["appelle", name])
+        if r < 0.9:
+            p = self.pick([YOU, YOU_PL])
+            forms = ([("Nice to meet you.", "Enchanté."), ("Nice to meet you.", "Enchantée."), ("Nice to meet you.", "Ravi de te rencontrer.")] if p == YOU
+                     else [("Nice to meet you.", "Ravi de vous rencontrer."), ("Nice to meet you.", "Enchanté de faire votre connaissance.")])  # fmt: skip
+            return inst(f"intro|meet|{p.fr}", forms, ["meet"], [])
+        forms = [(f"{lead_en}I am {name}, nice to meet you.", f"{lead_fr}je suis {name}, enchanté." if gender == "m" else f"{lead_fr}je suis {name}, enchantée.")]
+        return inst(f"intro|am|{name}|{lead_fr}", forms, [name], [name])
+
+    # joyeux anniversaire, bonne année, bon appétit ... <-> happy birthday, happy new year, enjoy your meal ...
+    def f_wish(self) -> Instance | None:
+        en, fr = self.pick(WISHES)
+        r = self.rng.random()
+        if r < 0.45:
+            return inst(f"wish|{fr}", [(f"{en}!", f"{fr} !")], [], [])
+        if r < 0.75:
+            name, _ = self.pick(NAMES)
+            return inst(f"wish|{fr}|{name}", [(f"{en}, {name}!", f"{fr}, {name} !")], [name], [name])
+        if r < 0.9:
+            to_en, to_fr = self.pick([("Thank you, you too!", "Merci, toi aussi !"), ("Thank you, you too!", "Merci, vous aussi !"), ("Thanks, same to you!", "Merci, à toi aussi !")])
+            return inst(f"wish|{fr}|too|{to_fr}", [(f"{en}! {to_en}", f"{fr} ! {to_fr}")], [], [])
+        if not en.startswith("Happy"):
+            return None
+        p = self.pick([YOU, YOU_PL])
+        rest_en, rest_fr = en[6:], fr.split(" ", 1)[1].lower()  # "birthday", "New Year"; "anniversaire"
+        art = "une" if fr.startswith("Bonne") else "un"
+        adj = fr.split(" ")[0].lower()
+        we = self.pick([("I", "Je", "souhaite"), ("We", "Nous", "souhaitons")])
+        obj = "te" if p == YOU else "vous"
+        return inst(f"wish|{fr}|{p.fr}|{we[1]}", [(f"{we[0]} wish you a happy {rest_en}.", f"{we[1]} {obj} {we[2]} {art} {adj} {rest_fr}.")], [], [])
+
+    # on se retrouve ... <-> let's meet ...; payer par carte <-> pay by card
+    def f_meet(self) -> Instance | None:
+        r = self.rng.random()
+        where_en, where_fr = self.pick([("in front of the station", "devant la gare"), ("at the café", "au café"), ("at my place", "chez moi"), ("at the cinema", "au cinéma"),
+                                        ("at the restaurant", "au restaurant"), ("in the park", "au parc"), ("at the entrance", "à l'entrée"), ("at the bus stop", "à l'arrêt de bus")])  # fmt: skip
+        when_en, when_fr = self.pick([("", ""), (" at noon", " à midi"), (" at eight", " à huit heures"), (" tomorrow", " demain"), (" tonight", " ce soir"), (" after work", " après le travail")])
+        if r < 0.55:
+            forms = [(f"Let's meet {where_en}{when_en}.", f"On se retrouve {where_fr}{when_fr}."), (f"Let's meet {where_en}{when_en}.", f"Retrouvons-nous {where_fr}{when_fr}.")]
+            return inst(f"meet|{where_fr}|{when_fr}", forms, ["meet"], ["retrouv*"])
+        if r < 0.7:
+            forms = [(f"Shall we meet {where_en}{when_en}?", f"On se retrouve {where_fr}{when_fr} ?")]
+            return inst(f"meet|q|{where_fr}|{when_fr}", forms, ["meet"], ["retrouv*"])
+        lead_en, lead_fr = self.pick(LEADS)
+        how_en, how_fr = self.pick([("by card", "par carte"), ("by card", "par carte bancaire"), ("in cash", "en espèces"), ("by cheque", "par chèque")])
+        me = Person("I", "je", 0, 0)
+        if r < 0.9:
+            forms = [(f"{lead_en}can I pay {how_en}?", lead_fr + f) for f in question_forms(me, "peux", f"payer {how_fr}")]
+            forms.append((forms[0][0], f"{lead_fr}puis-je payer {how_fr} ?"))
+            return inst(f"pay|q|{how_fr}|{lead_fr}", forms, ["pay"], ["pay*"])
+        who = self.pick([ME, WE])
+        fut = "vais" if who == ME else "allons"
+        return inst(f"pay|{who.fr}|{how_fr}", [(f"{who.en} will pay {how_en}.", f"{who.fr} {fut} payer {how_fr}.")], ["pay"], ["payer"])
+
     SIDE: tuple[tuple[str, float], ...] = (("f_state_more", 6), ("f_weather", 3), ("f_hurt", 2), ("f_late", 1), ("f_ask", 1.5))
+    EXTRA: tuple[tuple[str, float], ...] = (("f_intro", 2), ("f_wish", 2), ("f_meet", 1.5))
 
     FRAMES = (("f_state", 4), ("f_need", 2), ("f_since", 5), ("f_ago", 3), ("f_there_is", 3), ("f_just", 2), ("f_going", 3), ("f_on", 2), ("f_question", 5),
               ("f_negation", 4), ("f_past", 4), ("f_reflexive", 2), ("f_name", 1), ("f_numbers", 3), ("f_exchange", 4))  # fmt: skip
 
     MORE = 0.22  # the share of draws that go to the frames of ``SIDE``
+    MORE_EXTRA = 0.06  # the share of draws that go to the frames of ``EXTRA`` (before the others)
 
     def draw(self) -> Instance | None:
         """One instance.  The frames of ``SIDE`` come from a stream of their own, so that the others
         draw the same instances (and held-out splits) with them as without."""
+        if self.extra is not None and self.extra.random() < self.MORE_EXTRA:
+            main, self.rng = self.rng, self.extra
+            try:
+                names, weights = zip(*self.EXTRA)
+                extra: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
+                return extra()
+            finally:
+                self.rng = main
         if self.side.random() < self.MORE:
             main, self.rng = self.rng, self.side
             try:
@@ -1047,17 +1141,23 @@ def split_of(key: str) -> str:
     return "test" if b < HELD_OUT else "valid" if b < 2 * HELD_OUT else "train"
 
 
+EXTRA_KINDS = ("intro", "wish", "meet", "pay")  # the frames of ``Frames.EXTRA`` (instance keys' first field)
+
+
 def instances(nouns: Sequence[Noun], n: int, seed: int = 0, tries: int = 20) -> Iterator[Instance]:
-    """``n`` distinct instances (fewer if the frames run out of new ones)."""
-    frames = Frames(nouns, random.Random(seed), random.Random(f"more|{seed}"))
+    """``n`` distinct instances of the frames and the states in context (fewer if they run out of
+    new ones), and among them the third stream's (``Frames.EXTRA``), which do not count: the others
+    are the same with them as without."""
+    frames = Frames(nouns, random.Random(seed), random.Random(f"more|{seed}"), random.Random(f"extra|{seed}"))
     seen: set[str] = set()
-    misses = 0
-    while len(seen) < n and misses < n * tries:
+    counted = misses = 0
+    while counted < n and misses < n * tries:
         i = frames.draw()
         if i is None or i.key in seen:
-            misses += 1
+            misses += i is None or i.frame not in EXTRA_KINDS
             continue
         seen.add(i.key)
+        counted += i.frame not in EXTRA_KINDS
         yield i
 
 

@@ -3,6 +3,7 @@ sentences whose names and code stay as written."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -61,6 +62,10 @@ def forms(instances: list[conversation.Instance]) -> set[tuple[str, str]]:
         ("There are no apples in the garden.", "Il n'y a pas de pommes dans le jardin."),
         ("She doesn't drink any more.", "Elle ne boit plus."),
         ("Marie has been waiting for an hour.", "Marie attend depuis une heure."),
+        ("Happy birthday!", "Joyeux anniversaire !"),
+        ("Happy New Year!", "Bonne année !"),
+        ("Nice to meet you.", "Ravi de vous rencontrer."),
+        ("Let's meet in front of the station.", "On se retrouve devant la gare."),
     ],
 )
 def test_frames_realise_the_construction_both_ways(forms: set[tuple[str, str]], pair: tuple[str, str]) -> None:
@@ -114,6 +119,31 @@ def test_a_state_in_context_goes_with_its_plain_instance(instances: list[convers
     assert conversation.contract("we are cold.", "we", "are") == "we're cold."
     english = [en for i in more for en, _ in i.forms]
     assert not [en for en in english if re.search(r"\bnot \w+( \w+)? too\b|n't \w+( \w+)? too\b", en)]  # "not ... either"
+
+
+def test_introductions_wishes_and_paying_agree_and_leave_the_other_frames_alone() -> None:
+    """The third stream (``Frames.EXTRA``): a relation's name agrees with it ("my sister's name is
+    Marie", never "Pierre"); and the other frames draw the same instances, in the same order, with
+    it as without it."""
+    got = list(conversation.instances(NOUNS, 13_500, seed=0))
+    extra = [i for i in got if i.frame in conversation.EXTRA_KINDS]
+    assert {i.frame for i in extra} == set(conversation.EXTRA_KINDS)
+    assert len(got) - len(extra) == 13_500  # (the others count alone)
+    female = {n for n, g in conversation.NAMES if g == "f"}
+    for i in extra:
+        for en, _ in i.forms:
+            if m := re.search(r"(?:sister|daughter)'s name is (\w+)", en):
+                assert m.group(1) in female, en
+    assert any(fr.startswith("Bonjour, je m'appelle") for i in extra for _, fr in i.forms)
+    assert any("payer par carte" in fr for i in extra for _, fr in i.forms)
+    plain = conversation.Frames(NOUNS, random.Random(0), random.Random("more|0"))
+    both = conversation.Frames(NOUNS, random.Random(0), random.Random("more|0"), random.Random("extra|0"))
+    without = [i.key if i else None for i in (plain.draw() for _ in range(3000))]
+    with_extra = [i.key if i else None for i in (both.draw() for _ in range(3200))]
+    others = [k for k in with_extra if k and k.split("|")[0] not in conversation.EXTRA_KINDS]
+    before = [k for k in without if k]
+    n = min(len(others), len(before))
+    assert n >= 2500 and others[:n] == before[:n]
 
 
 def test_english_is_also_written_as_it_is_spoken() -> None:
