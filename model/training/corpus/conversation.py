@@ -1108,27 +1108,23 @@ class Frames:
     MORE_EXTRA = 0.06  # the share of draws that go to the frames of ``EXTRA`` (before the others)
 
     def draw(self) -> Instance | None:
-        """One instance.  The frames of ``SIDE`` come from a stream of their own, so that the others
-        draw the same instances (and held-out splits) with them as without."""
+        """One instance.  The frames of ``EXTRA`` and of ``SIDE`` come from streams of their own, so
+        that the others draw the same instances (and held-out splits) with them as without."""
         if self.extra is not None and self.extra.random() < self.MORE_EXTRA:
-            main, self.rng = self.rng, self.extra
-            try:
-                names, weights = zip(*self.EXTRA)
-                extra: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
-                return extra()
-            finally:
-                self.rng = main
+            return self._draw_from(self.EXTRA, self.extra)
         if self.side.random() < self.MORE:
-            main, self.rng = self.rng, self.side
-            try:
-                names, weights = zip(*self.SIDE)
-                side: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
-                return side()
-            finally:
-                self.rng = main
-        names, weights = zip(*self.FRAMES)
-        method: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
-        return method()
+            return self._draw_from(self.SIDE, self.side)
+        return self._draw_from(self.FRAMES, self.rng)
+
+    def _draw_from(self, frames: tuple[tuple[str, float], ...], stream: random.Random) -> Instance | None:
+        """One instance of one of ``frames`` (names and weights), every choice made from ``stream``."""
+        main, self.rng = self.rng, stream
+        try:
+            names, weights = zip(*frames)
+            method: Callable[[], Instance | None] = getattr(self, self.rng.choices(names, weights)[0])
+            return method()
+        finally:
+            self.rng = main
 
 
 def bucket(key: str) -> float:
