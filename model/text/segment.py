@@ -12,7 +12,7 @@ gaps, so spacing, line breaks and blank lines between paragraphs survive:
 
 A sentence quoted inside a sentence is translated as a sentence of its own, its marks kept between
 the parts as they were: '"Where are you?" she asked.' -> 'Where are you?' and 'she asked.', with
-'"' and '" ' around them (``Segmented.quoted``).  The tokenizer spells a word glued to an opening
+'"' and '" ' around them (``Segmented.gaps``).  The tokenizer spells a word glued to an opening
 mark in letters ('"Where' is '"', 'W', 'her', 'e'), and the translator, which saw little quoted
 speech, wrote '"Souvez-vous ?"'.  A passage counts as a quoted sentence when it opens with a capital
 and ends with its own . ? ! or …, or with a comma (inside the marks or after them) before "he said",
