@@ -123,7 +123,7 @@ def name_spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
         if flags is None or (out and m.start() < out[-1][1]):
             continue
         start, end = m.span()
-        if m.group() in PLACES and _PLACE_BEFORE.search(text, 0, start):
+        if m.group() in PLACES and _PLACE_BEFORE.search(text, max(0, start - 64), start):
             continue  # a town after "in", "à" ...: the translator's own (module docstring)
         if not _common(flags, language):
             surname = _SURNAME.match(text, end) if is_person(m.group()) else None
