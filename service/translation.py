@@ -23,7 +23,7 @@ from typing import Any
 
 from fastapi import Request
 
-from rendition.model.text import pipeline, segment
+from rendition.model.text import pipeline
 from rendition.model.text.glossary import Glossary
 from rendition.model.text.language_id import LanguageDetector, language_name
 from rendition.model.translation.options import InvalidOption, TranslationOptions
@@ -341,7 +341,7 @@ def _cut_error(
     """The 422 for the first sentence still cut, naming its length limit (the ``last`` leg's: its
     translator's tokens of the sentence)."""
     i, j = result.cut[0]
-    sentence = segment.split(texts[i], source, quotes=not opts.target_prefix).sentences[j]  # (as the pipeline split it)
+    sentence = pipeline.split([texts[i]], source, opts)[0].sentences[j]  # (as the pipeline split it)
     engine = translator_queue(state, last.translator)[0]
     n = len(engine.pre(TranslationJob([sentence], last.source, last.target, opts))[0])
     retried = pipeline.fallback_options(opts, settings.length_fallback_no_repeat_ngram) is not None  # (a pivot: in each leg)
