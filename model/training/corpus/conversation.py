@@ -1089,9 +1089,8 @@ class Frames:
             return inst(f"meet|q|{where_fr}|{when_fr}", forms, ["meet"], ["retrouv*"])
         lead_en, lead_fr = self.pick(LEADS)
         how_en, how_fr = self.pick([("by card", "par carte"), ("by card", "par carte bancaire"), ("in cash", "en espèces"), ("by cheque", "par chèque")])
-        me = Person("I", "je", 0, 0)
         if r < 0.9:
-            forms = [(f"{lead_en}can I pay {how_en}?", lead_fr + f) for f in question_forms(me, "peux", f"payer {how_fr}")]
+            forms = [(f"{lead_en}can I pay {how_en}?", lead_fr + f) for f in question_forms(ME, "peux", f"payer {how_fr}")]
             forms.append((forms[0][0], f"{lead_fr}puis-je payer {how_fr} ?"))
             return inst(f"pay|q|{how_fr}|{lead_fr}", forms, ["pay"], ["pay*"])
         who = self.pick([ME, WE])
