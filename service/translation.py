@@ -23,7 +23,7 @@ from typing import Any
 
 from fastapi import Request
 
-from rendition.model.text import pipeline
+from rendition.model.text import pipeline, segment
 from rendition.model.text.glossary import Glossary
 from rendition.model.text.language_id import LanguageDetector, language_name
 from rendition.model.translation.options import InvalidOption, TranslationOptions
@@ -264,9 +264,11 @@ async def translate_pieces(
 ) -> Pieces:
     """Each text's pieces (the text itself, or the text nodes of an HTML document) through
     ``translate_texts``, from ``source``, or with ``source`` "auto" from each text's detected
-    language (the language detector over the loaded translators' languages; a text detected in the
-    target language is its own translation): one job per source language, with that language's
-    options and glossary (``options_for``, ``glossary_for``).  A text without pieces is left out."""
+    language (the language detector over the loaded translators' languages), a piece that mixes
+    them from each of its runs' (``LanguageDetector.runs``: a sentence surely in another of them);
+    a text or run in the target language is its own translation.  One job per source language, with
+    that language's options and glossary (``options_for``, ``glossary_for``).  A text without
+    pieces is left out."""
     found: list[list[tuple[str, float]]] | None = None
     if source == "auto":
         det = detector(loaded_languages(state))
@@ -276,28 +278,34 @@ async def translate_pieces(
                 raise foreign_language(f"{field}[{i}]" if len(texts) > 1 else field, foreign, det.languages)
         found = [det.detect(text) for text in joined]
         sources = [f[0][0] for f in found]
+        runs = [[det.runs(p, src) for p in ps] for ps, src in zip(pieces, sources)]
     else:
         inference.check_pair(state, source, target)
         sources = [source] * len(texts)
-    out: list[list[Translation]] = [[] for _ in texts]
-    cut, tokens = [False] * len(texts), 0
-    for src in dict.fromkeys(sources):
-        idx = [i for i, s in enumerate(sources) if s == src and pieces[i]]
-        flat = [p for i in idx for p in pieces[i]]
-        if not flat:
-            continue
+        runs = [[[(p, source)] for p in ps] for ps in pieces]
+    done: dict[tuple[int, int, int], tuple[Translation, bool]] = {}  # (text, piece, run) -> its translation, cut
+    tokens = 0
+    units = [(i, j, k, run, lang) for i, ps in enumerate(runs) for j, rs in enumerate(ps) for k, (run, lang) in enumerate(rs)]
+    for src in dict.fromkeys(lang for *_, lang in units):
+        mine = [u for u in units if u[4] == src]
+        flat = [u[3] for u in mine]
         if src == target:
-            done, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
+            got, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
         else:
-            done, n, flat_cut = await translate_texts(
+            got, n, flat_cut = await translate_texts(
                 request, state, settings, flat, src, target, options_for(src), truncate, field=field, glossary=glossary_for(src)
             )
             tokens += n
-        k = 0
-        for i in idx:
-            out[i] = done[k : k + len(pieces[i])]
-            cut[i] = any(flat_cut[k : k + len(pieces[i])])
-            k += len(pieces[i])
+        for u, t, c in zip(mine, got, flat_cut):
+            done[u[:3]] = (t, c)
+    out: list[list[Translation]] = [[] for _ in texts]
+    cut = [False] * len(texts)
+    for i, ps in enumerate(runs):
+        for j, rs in enumerate(ps):
+            parts = [done[i, j, k] for k in range(len(rs))]
+            joined_runs = segment.Segmented([run for run, _ in rs], [""] * (len(rs) + 1))
+            out[i].append(parts[0][0] if len(parts) == 1 else pipeline.merge(joined_runs, [t for t, _ in parts]))
+            cut[i] = cut[i] or any(c for _, c in parts)
     return Pieces(out, cut, sources, found, tokens)
 
 

@@ -142,6 +142,37 @@ def finish(prepared: Prepared, segments: Sequence[str], translations: Sequence[s
     return out
 
 
+@dataclass(frozen=True)
+class Runs:
+    """``prepare``'s texts cut into runs of one language each (a document that mixes languages,
+    ``LanguageDetector.runs``): the runs to translate per language, and where each text's runs are."""
+
+    by_language: dict[str, list[str]]
+    where: list[list[tuple[str, int]]]  # per text: (language, index in by_language[language]) of each run
+
+    @classmethod
+    def of(cls, texts: Sequence[str], runs: Callable[[str], list[tuple[str, str]]]) -> Runs:
+        by_language: dict[str, list[str]] = {}
+        where: list[list[tuple[str, int]]] = []
+        for text in texts:
+            mine = []
+            for run, lang in runs(text):
+                group = by_language.setdefault(lang, [])
+                mine.append((lang, len(group)))
+                group.append(run)
+            where.append(mine)
+        return cls(by_language, where)
+
+    def join(self, done: dict[str, Sequence[str | None]]) -> list[str | None]:
+        """Each text's runs' translations (``done``: per language, one per run) joined; ``None`` for
+        a text one of whose runs was not translated."""
+        out: list[str | None] = []
+        for mine in self.where:
+            parts = [done[lang][k] for lang, k in mine]
+            out.append(None if any(p is None for p in parts) else "".join(p for p in parts if p is not None))
+        return out
+
+
 def translate_segments(segments: Sequence[str], translate: Callable[[list[str]], list[str | None]]) -> list[str | None]:
     """``prepare``, ``translate`` (a list of texts -> their translations, ``None`` for one that
     could not be translated) and ``finish``."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -92,22 +93,31 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             translator = load_translator(Loading(args.model_dir, device=args.device, compute_type=args.compute_type), stack)
             source = args.source
-            if source == "auto":
+            prepared = documents.prepare(doc.segments)
+            if source == "auto":  # the document's language, and each text's runs in another (a document that mixes them)
                 from rendition.model.text.language_id import LanguageDetector
 
+                det = LanguageDetector(translator.languages)
                 sample = " ".join(doc.segments)[:5000]
-                source = LanguageDetector(translator.languages).detect(sample)[0][0] if sample.strip() else args.target
-            if source == args.target:
+                source = det.detect(sample)[0][0] if sample.strip() else args.target
+                runs = documents.Runs.of(prepared.texts, functools.partial(det.runs, language=source))
+            else:
+                runs = documents.Runs.of(prepared.texts, lambda text: [(text, source)])
+            if set(runs.by_language) <= {args.target}:  # already in the target language
                 translations: list[str | None] = [None] * len(doc.segments)
             else:
-                translator.check_pair(source, args.target)
+                for lang in runs.by_language:
+                    if lang != args.target:
+                        translator.check_pair(lang, args.target)
                 translator.start_workers(args.workers, args.threads or 0, cores=cores)
                 stack.callback(translator.close)
-                translate = text_translator(
-                    translator_decoder(translator, args.target, progress=not args.quiet), source, TranslationOptions(**options),
-                    pipeline.Protection(glossary=glossary, spans=args.protect_spans), args.fallback_no_repeat_ngram,
-                )  # fmt: skip
-                translations = documents.translate_segments(doc.segments, translate)
+                decode = translator_decoder(translator, args.target, progress=not args.quiet)
+                protection = pipeline.Protection(glossary=glossary, spans=args.protect_spans)
+                done: dict[str, Sequence[str | None]] = {}
+                for lang, texts in runs.by_language.items():
+                    translate = text_translator(decode, lang, TranslationOptions(**options), protection, args.fallback_no_repeat_ngram)
+                    done[lang] = texts if lang == args.target else translate(texts)
+                translations = documents.finish(prepared, doc.segments, runs.join(done))
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, unsupported pair
             fail(str(e))
     try:

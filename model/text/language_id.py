@@ -10,6 +10,16 @@ en/fr/de for 98.3% of the 5,114 en-fr and en-de lines (lingua: 97.1%), in 30-60 
     detector.detect("Bonjour tout le monde")   # [("fr", 0.999...), ("en", 0.0007...)]
     detector.foreign("Guten Morgen, wie geht es dir?")   # ("de", 0.992...): none of en/fr
 
+``runs`` cuts a text that mixes the model's languages at its sentences: a sentence of at least
+``RUN_MIN_WORDS`` words and ``RUN_MIN_CHARS`` characters identified with at least
+``RUN_CONFIDENCE`` as another of the model's languages than the text's starts a run of its own;
+a sentence identified less surely (a short "Merci !") stays in the text's language.  On the
+22,504 sentences of the committed en-fr test splits and four valid splits (both sides, each
+sentence alone) it names the right language for 73% of them and a wrong one for none.
+
+    detector.runs("I bought bread. Ma sœur habite à Lyon.", "en")
+    # [("I bought bread. ", "en"), ("Ma sœur habite à Lyon.", "fr")]
+
 ``foreign`` asks the identifier over all its 97 languages whether a text is in none of the model's:
 only for a text of at least ``FOREIGN_MIN_CHARS`` characters identified with at least
 ``FOREIGN_CONFIDENCE``, so that a short or mixed English or French text is never taken for another
@@ -21,12 +31,19 @@ takes for German with less confidence, mostly software strings full of names and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
+from rendition.model.text import segment
+
 FOREIGN_MIN_CHARS = 20
 FOREIGN_CONFIDENCE = 0.95
+RUN_MIN_WORDS = 3
+RUN_MIN_CHARS = 15
+RUN_CONFIDENCE = 0.99
+_WORD = re.compile(r"[^\W\d_]{2,}")
 # the names of the languages a request is most likely to be written in, for messages
 NAMES = {"de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "pl": "Polish", "ru": "Russian", "sv": "Swedish", "da": "Danish",
          "no": "Norwegian", "fi": "Finnish", "cs": "Czech", "tr": "Turkish", "ro": "Romanian", "hu": "Hungarian", "el": "Greek", "uk": "Ukrainian", "ja": "Japanese",
@@ -54,6 +71,31 @@ class LanguageDetector:
         if len(self.languages) == 1:
             return [(self.languages[0], 1.0)]
         return [(lang, float(p)) for lang, p in self._identifier.rank(text)]
+
+    def runs(self, text: str, language: str) -> list[tuple[str, str]]:
+        """``text`` (in ``language`` as a whole: a text's own detection, or its document's) cut at
+        the start of each sentence surely in another of the detector's languages and of the sentence
+        after it (module docstring): its runs, each with its language.  The runs join back to
+        ``text``; a text in one language is one run."""
+        if len(self.languages) == 1:
+            return [(text, language)]
+        doc = segment.split(text, language, quotes=False)
+        if not doc.sentences:
+            return [(text, language)]
+        starts: list[int] = []  # where each run starts (the first at 0: the opening gap goes with it)
+        langs: list[str] = []
+        at = len(doc.gaps[0])
+        for sentence, gap in zip(doc.sentences, doc.gaps[1:]):
+            lang = language
+            if len(sentence) >= RUN_MIN_CHARS and len(_WORD.findall(sentence)) >= RUN_MIN_WORDS:
+                found, p = self.detect(sentence)[0]
+                lang = found if p >= RUN_CONFIDENCE else language
+            if not langs or lang != langs[-1]:
+                starts.append(at if langs else 0)
+                langs.append(lang)
+            at += len(sentence) + len(gap)
+        ends = starts[1:] + [len(text)]
+        return [(text[a:b], lang) for a, b, lang in zip(starts, ends, langs)]
 
     def foreign(self, text: str) -> tuple[str, float] | None:
         """The language ``text`` is written in, with its probability, when that is surely none of

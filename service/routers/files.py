@@ -14,11 +14,13 @@ routes use.
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path, PurePath
 
 from fastapi import APIRouter, Depends, Request
@@ -265,19 +267,27 @@ async def translate_file(
         raise APIError(status, str(e), kind="invalid_file", param="file") from None
     except RecursionError:
         raise APIError(400, "the file is nested too deeply to be read", kind="invalid_file", param="file") from None
-    if source == "auto":
+    prepared = documents.prepare(doc.segments)
+    if source == "auto":  # the document's language, and each text's runs in another (a document that mixes them)
         sample = " ".join(doc.segments)[:5000]
         det = detector(languages)
         if foreign := det.foreign(sample):
             raise foreign_language("file", foreign, det.languages)
         source = det.detect(sample)[0][0] if sample.strip() else target
-    if source == target:  # already in the target language: its own translation
+        runs = documents.Runs.of(prepared.texts, functools.partial(det.runs, language=source))
+    else:
+        runs = documents.Runs.of(prepared.texts, lambda text: [(text, source)])
+    if set(runs.by_language) <= {target}:  # already in the target language: its own translation
         translations: list[str | None] = [None] * len(doc.segments)
     else:
-        glossary = glossaries.resolve(settings, source, target, glossary_terms, glossary_name)
-        prepared = documents.prepare(doc.segments)
-        texts = await translate_batch(request, state, settings, prepared.texts, source, target, glossary) if prepared.texts else []
-        translations = documents.finish(prepared, doc.segments, texts)
+        done: dict[str, Sequence[str | None]] = {}
+        for lang, texts in runs.by_language.items():
+            if lang == target:
+                done[lang] = texts
+            else:
+                glossary = glossaries.resolve(settings, lang, target, glossary_terms, glossary_name)
+                done[lang] = await translate_batch(request, state, settings, texts, lang, target, glossary)
+        translations = documents.finish(prepared, doc.segments, runs.join(done))
     try:
         out = await run_in_threadpool(doc.render, translations)
     except (DocumentError, RecursionError) as e:

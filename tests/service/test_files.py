@@ -102,6 +102,18 @@ def test_pptx_odt_html_txt_srt(server, shipped):
     ]
 
 
+def test_a_document_that_mixes_languages_with_auto_source(server, shipped):
+    """``source: auto`` on a document with English and French paragraphs (and a paragraph of both):
+    each run from its own language; what is already in the target language stays as written."""
+    fr1 = "Ma sœur habite dans une petite maison près de la rivière."
+    text = f"{S1}\n\n{fr1}\n\n{S2} {fr1}\n"
+    assert translated(server, "mixed.txt", text.encode(), source="auto", target="fr").decode() == (
+        f"{direct(shipped, S1)}\n\n{fr1}\n\n{direct(shipped, S2)} {fr1}\n"
+    )
+    to_en = direct(shipped, fr1, "fr", "en")
+    assert translated(server, "mixed.txt", text.encode(), source="auto", target="en").decode() == f"{S1}\n\n{to_en}\n\n{S2} {to_en}\n"
+
+
 def test_real_debian_catalog_with_auto_source(server, shipped, tmp_path):
     po = polib.pofile(str(REAL_PO))
     for e in po:

@@ -100,6 +100,25 @@ def test_the_native_route_detects_each_text_with_source_auto(server, shipped):
     assert bad.status_code == 400 and "unsupported language pair en-xx" in bad.text
 
 
+def test_auto_translates_each_language_of_a_mixed_text(server, shipped):
+    """A text with sentences in both languages and ``source: "auto"``: each run from its own
+    language, the sentences already in the target language kept as written, the gaps as they were."""
+    en2 = "My uncle has three children and two dogs."
+    mixed = f"{EN} {FR}\n\n{en2}"
+    for target, source, kept in (("en", "fr", (EN, en2)), ("fr", "en", (FR,))):
+        r = server.http.post("/v1/translate", json={"text": mixed, "source": "auto", "target": target})
+        assert r.status_code == 200, r.text
+        out = r.json()["results"][0]["text"]
+        if target == "en":
+            assert out == f"{EN} {direct(shipped, FR, 'fr', 'en')[0]}\n\n{en2}"
+        else:
+            assert out == f"{direct(shipped, EN, 'en', 'fr')[0]} {FR}\n\n{direct(shipped, en2, 'en', 'fr')[0]}"
+        assert all(k in out for k in kept)
+    # LibreTranslate's route and an HTML text node, the same way
+    r = server.http.post("/translate", json={"q": f"<p>{EN} {FR}</p>", "source": "auto", "target": "en", "format": "html"})
+    assert r.status_code == 200 and r.json()["translatedText"] == f"<p>{EN} {direct(shipped, FR, 'fr', 'en')[0]}</p>", r.text
+
+
 def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
     html = (
         '<div class="doc" data-x=\'1\'><h1>Development files</h1>\n'

@@ -66,6 +66,19 @@ def test_docx_and_catalog(tmp_path, shipped):
     assert next(e for e in result if e.msgid == line + "\n").msgstr == shipped.translate([line], "en", "fr", beam_size=2)[0].text + "\n"
 
 
+def test_a_text_file_that_mixes_languages_with_auto(tmp_path, shipped):
+    """``--source auto``: each paragraph (each run of sentences) from its own language; what is
+    already in the target language stays as written."""
+    fr1 = "Ma sœur habite dans une petite maison près de la rivière."
+    src = tmp_path / "mixed.txt"
+    src.write_text(f"{fr1}\n\n{S1} {fr1}\n\n{S2}\n")
+    out = tmp_path / "mixed.en.txt"
+    run = cli(str(src), str(out), "--source", "auto", "--target", "en", "--beam-size", "2", "--workers", "1", "--threads", "1", "-q")
+    assert run.returncode == 0, run.stderr
+    to_en = shipped.translate([fr1], "fr", "en", beam_size=2, max_length=256)[0].text
+    assert out.read_text() == f"{to_en}\n\n{S1} {to_en}\n\n{S2}\n"
+
+
 def test_refused_files_exit_2_with_the_reason(tmp_path):
     bomb = tmp_path / "bomb.docx"
     bomb.write_bytes(zip_bomb("word/document.xml", 80 << 20))

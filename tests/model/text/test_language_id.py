@@ -35,3 +35,32 @@ def test_short_or_served_texts_are_never_foreign(detector: LanguageDetector) -> 
     assert len(sides) > 9_000 and not [s for s in sides if detector.foreign(s)]
     assert LanguageDetector(("de", "en")).foreign("Guten Morgen, wie geht es dir heute?") is None  # served there
     assert language_name("de") == "German (de)" and language_name("xx") == "xx"
+
+
+def test_runs_cut_a_mixed_text_at_its_sentences(detector: LanguageDetector) -> None:
+    text = "  I bought strawberries at the market. Ma sœur habite dans une petite maison près de la rivière.\n\nMy uncle has three children."
+    runs = detector.runs(text, "fr")
+    assert runs == [
+        ("  I bought strawberries at the market. ", "en"),
+        ("Ma sœur habite dans une petite maison près de la rivière.\n\n", "fr"),
+        ("My uncle has three children.", "en"),
+    ]
+    assert "".join(run for run, _ in runs) == text
+
+
+def test_a_short_sentence_stays_in_the_texts_language(detector: LanguageDetector) -> None:
+    # "Merci !" and "OK." are too short to be sure of: they stay with the text's language, not the run before
+    text = "I am fine, thank you very much. Merci ! Comment allez-vous aujourd'hui ? OK."
+    assert detector.runs(text, "fr") == [("I am fine, thank you very much. ", "en"), ("Merci ! Comment allez-vous aujourd'hui ? OK.", "fr")]
+    assert detector.runs("Hello. Bonjour.", "en") == [("Hello. Bonjour.", "en")]
+
+
+def test_runs_never_cut_a_text_in_one_language(detector: LanguageDetector) -> None:
+    # each side of the committed splits, several sentences at a time: one run in its own language
+    for path in sorted(SPLITS_DIR.glob("test.*.en-fr.tsv")):
+        pairs = read_tsv(path)
+        for lang, sides in (("en", [p.src for p in pairs]), ("fr", [p.tgt for p in pairs])):
+            for k in range(0, len(sides), 4):
+                text = " ".join(s if s.rstrip()[-1:] in ".?!" else s + "." for s in sides[k : k + 4] if s.strip())
+                assert detector.runs(text, lang) == [(text, lang)], (path.name, text)
+    assert LanguageDetector(("en",)).runs("Hello there, friend. Ma sœur habite à Lyon.", "en") == [("Hello there, friend. Ma sœur habite à Lyon.", "en")]
