@@ -102,6 +102,12 @@ def _common(flags: tuple[bool, bool], language: str | None) -> bool:
     return {"en": en, "fr": fr}.get(language or "", en or fr)
 
 
+def common_word(name: str, language: str | None) -> bool:
+    """A listed name that is also a common word of ``language`` ("Rose", "Pierre" in French)."""
+    flags = known_names().get(name)
+    return flags is not None and _common(flags, language)
+
+
 def _listed(word: str) -> tuple[bool, bool] | None:
     """The flags of a listed name, or of a compound of two ("Jean-Pierre": common when either part is)."""
     names = known_names()

@@ -3,12 +3,13 @@
 
     split -> protect -> decode -> second decoding -> restore -> join
 
-Each text is split into sentences (``segment``); in each sentence its placeholders, glossary terms
-and the spans that must not change (``spans``: URLs, paths, code...) become stand-ins
-(``stand_ins``); all the sentences are decoded by one call of ``decode`` (the translator's batch
-call, or the service's engine); a sentence whose translation reached its length limit without
-ending is decoded once more with no n-gram repeated (``fallback_options``); the stand-ins are put
-back and each text is joined again with its own spacing and line breaks.
+Each text is split into sentences (``segment``); a sentence written in capitals goes on in sentence
+case (``casing``); in each sentence its placeholders, glossary terms and the spans that must not
+change (``spans``: URLs, paths, code...) become stand-ins (``stand_ins``); all the sentences are
+decoded by one call of ``decode`` (the translator's batch call, or the service's engine); a
+sentence whose translation reached its length limit without ending is decoded once more with no
+n-gram repeated (``fallback_options``); the stand-ins are put back, a sentence sent in capitals
+comes back in capitals, and each text is joined again with its own spacing and line breaks.
 
 ``decode`` is the only part that differs between the paths, so the same texts with the same
 options give the same translations through every one of them.
@@ -20,7 +21,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from rendition.model.text import placeholders, segment, spans
+from rendition.model.text import casing, placeholders, segment, spans
 from rendition.model.text.glossary import Glossary, Marked
 from rendition.model.text.segment import InputTooLong, Segmented
 from rendition.model.text.stand_ins import STAND_INS
@@ -229,7 +230,11 @@ async def translate(
     decoding is kept and reported (``Result.truncated``, ``Result.cut``)."""
     docs = split(texts, source, opts)
     owner = [(i, j) for i, doc in enumerate(docs) for j in range(len(doc.sentences))]
-    guarded = [protect(s, protection, source) for doc in docs for s in doc.sentences]
+    sentences = [s for doc in docs for s in doc.sentences]
+    # (a sentence in capitals goes in sentence case, and its translation comes back in capitals;
+    # not with a target prefix, which the translation must start with as written)
+    cased = [casing.quiet(s, source) if not opts.target_prefix and casing.shouted(s, source) else None for s in sentences]
+    guarded = [protect(c[0] if c else s, protection, source) for s, c in zip(sentences, cased)]
     batch = Batch([g.text for g in guarded], opts, [i for i, _ in owner])
     try:
         first = await decode(batch)
@@ -240,6 +245,7 @@ async def translate(
     done, cut, retried = await _second_decoding(decode, batch, first, again)
     counts = [0, 0]
     done = [restore(g, t, counts) for g, t in zip(guarded, done)]
+    done = [casing.loud(t, c[1]) if c else t for t, c in zip(done, cased)]
     out, truncated, start = [], [], 0
     for doc in docs:
         end = start + len(doc.sentences)

@@ -62,6 +62,18 @@ def test_quoted_speech_is_translated_as_a_sentence_with_its_marks(shipped: Trans
     assert kept == ['"Où es-tu ?" elle a demandé.', 'Il a dit : "Je viendrai demain."']
 
 
+def test_a_sentence_in_capitals_is_translated_in_sentence_case(shipped: Translator) -> None:
+    """In capitals, the words are spelt in pieces: "WARNING: DO NOT OPEN THE DOOR." gave
+    "AVERTISSEMENT : NE NE PAS OUVER L'EU."; a placeholder keeps its own case."""
+    lines = ["WARNING: DO NOT OPEN THE DOOR.", "THE FILE %s WAS NOT FOUND.", "JE M'APPELLE PIERRE.", "NASA FBI"]
+    sources = ["en", "en", "fr", "en"]
+    got = [translate_lines(shipped, [x], s, "fr" if s == "en" else "en", progress=False, beam_size=4)[0] for x, s in zip(lines, sources)]
+    quiet = ["Warning: do not open the door.", "The file %s was not found.", "Je m'appelle Pierre.", "NASA FBI"]
+    expected = [translate_lines(shipped, [x], s, "fr" if s == "en" else "en", progress=False, beam_size=4)[0] for x, s in zip(quiet, sources)]
+    assert got[:3] == [e.upper().replace("%S", "%s") for e in expected[:3]]
+    assert got == ["ATTENTION : N'OUVRE PAS LA PORTE.", "LE FICHIER %s N'A PAS ÉTÉ TROUVÉ.", "MY NAME IS PIERRE.", expected[3]]
+
+
 def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:
     opts = TranslationOptions(beam_size=2, max_length=6)
     decode = translator_decoder(shipped, "fr", progress=False)
