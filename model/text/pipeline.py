@@ -143,6 +143,15 @@ def restore(g: Guarded, t: Translation, counts: list[int] | None = None) -> Tran
     return Translation(best, t.score, t.tokens, [(_restore_text(g, text), score) for text, score in t.hypotheses])
 
 
+def _comma(sentence: str, t: Translation) -> Translation:
+    """A sentence that ends with a comma (a letter's "Hi Pierre,", "Dear Marie,") keeps it where its
+    translation ends with a letter or a digit: the translator tends to drop it."""
+    if not sentence.endswith(",") or not any(h[-1:].isalnum() for h, _ in t.hypotheses):
+        return t
+    hyps = [(h + "," if h[-1:].isalnum() else h, score) for h, score in t.hypotheses]
+    return Translation(t.text + "," if t.text[-1:].isalnum() else t.text, t.score, t.tokens, hyps)
+
+
 def merge(doc: Segmented, parts: Sequence[Translation]) -> Translation:
     """One text's sentence translations -> one Translation: the k-th hypothesis joins every
     sentence's k-th (or its last) with the text's own gaps; scores add up."""
@@ -246,6 +255,7 @@ async def translate(
     counts = [0, 0]
     done = [restore(g, t, counts) for g, t in zip(guarded, done)]
     done = [casing.loud(t, c[1]) if c else t for t, c in zip(done, cased)]
+    done = [_comma(s, t) for s, t in zip(sentences, done)]
     out, truncated, start = [], [], 0
     for doc in docs:
         end = start + len(doc.sentences)

@@ -74,6 +74,15 @@ def test_a_sentence_in_capitals_is_translated_in_sentence_case(shipped: Translat
     assert got == ["ATTENTION : N'OUVRE PAS LA PORTE.", "LE FICHIER %s N'A PAS ÉTÉ TROUVÉ.", "MY NAME IS PIERRE.", expected[3]]
 
 
+def test_a_letters_greeting_keeps_its_comma(shipped: Translator) -> None:
+    """The translator drops the comma after "Hi Pierre" ("Bonjour Pierre"); a line that ends with
+    one keeps it, and a translation that already ends with punctuation is left alone."""
+    text = "Hi Pierre,\n\nThanks for your email.\n\nThanks,\nAnna"
+    got = translate_lines(shipped, [text], "en", "fr", progress=False, beam_size=4)[0]
+    assert got.startswith("Bonjour Pierre,\n\n") and got.endswith("\n\nMerci,\nAnna"), got
+    assert translate_lines(shipped, ["Hi Pierre"], "en", "fr", progress=False, beam_size=4) == ["Bonjour Pierre"]
+
+
 def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:
     opts = TranslationOptions(beam_size=2, max_length=6)
     decode = translator_decoder(shipped, "fr", progress=False)
