@@ -12,7 +12,8 @@ docs/api.md (Sentences written in capitals).
 
 from __future__ import annotations
 
-import argparse
+import sys
+from pathlib import Path
 from unittest import mock
 
 import torch
@@ -21,17 +22,15 @@ from sacrebleu.metrics import BLEU, CHRF
 from rendition.model.text import casing
 from rendition.model.text.cli import translate_lines
 from rendition.model.training.data import SPLITS_DIR, read_tsv
-from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
+from rendition.model.translation.translator import Translator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from span_protection import split_options  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model-dir", default=str(DEFAULT_TRANSLATOR))
-    ap.add_argument("--sets", nargs="+", default=["everyday.en-fr", "dialogue.en-fr"])
+    ap = split_options(__doc__.split("\n\n")[0], ["everyday.en-fr", "dialogue.en-fr"])
     ap.add_argument("--limit", type=int, default=500, help="the first N sentences of each split")
-    ap.add_argument("--compute-type", default="int8", help="int8 (default: the service's on a CPU that runs it), float32 ...")
-    ap.add_argument("--beam-size", type=int, default=4)
-    ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     tr = Translator.from_pretrained(a.model_dir, compute_type=a.compute_type)

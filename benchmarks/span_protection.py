@@ -23,14 +23,19 @@ from rendition.model.training.data import SPLITS_DIR, read_tsv
 from rendition.model.translation.translator import DEFAULT_TRANSLATOR, Translator
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def split_options(description: str, sets: list[str]) -> argparse.ArgumentParser:
+    """The options of a script that translates committed test splits through the text pipeline."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--model-dir", default=str(DEFAULT_TRANSLATOR))
-    ap.add_argument("--sets", nargs="+", default=["en-fr", "everyday.en-fr", "conv.en-fr"])
+    ap.add_argument("--sets", nargs="+", default=sets)
     ap.add_argument("--compute-type", default="int8", help="int8 (default: the service's on a CPU that runs it), float32 ...")
     ap.add_argument("--beam-size", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
-    a = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    a = split_options(__doc__.split("\n\n")[0], ["en-fr", "everyday.en-fr", "conv.en-fr"]).parse_args()
     torch.set_num_threads(a.threads)
     tr = Translator.from_pretrained(a.model_dir, compute_type=a.compute_type)
     for name in a.sets:
