@@ -9,9 +9,10 @@ except one that is also a common word after a determiner: "JE M'APPELLE PIERRE" 
 Pierre", "LA PIERRE" is "la pierre"), and its translation comes back in capitals (``loud``).  What the pipeline keeps as written (placeholders,
 URLs, paths, code) is left as it was both ways.
 
-A sentence counts as written in capitals when it has no small letter outside what is kept, and at
-least three words of two letters or more, or two with one of five or more ("USER GUIDE", "I AM
-HUNGRY"): a line of acronyms ("USB HDMI", "NASA FBI") stays as it is.
+A sentence counts as written in capitals when it has more capitals than small letters, no small
+letter outside what is kept, and at least three words of two letters or more, or two with one of
+five or more ("USER GUIDE", "I AM HUNGRY"): a line of acronyms ("USB HDMI", "NASA FBI") stays as
+it is.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def _outside(sentence: str, kept: list[tuple[int, int]]) -> list[tuple[int, int,
 
 def shouted(sentence: str, language: str | None = None) -> bool:
     """``sentence`` is written in capitals (module docstring)."""
-    if not any(c.isupper() for c in sentence):
+    upper = sum(c.isupper() for c in sentence)
+    if upper < 4 or sum(c.islower() for c in sentence) > upper:  # (most sentences: one pass)
         return False
     kept = _kept(sentence, language) if any(c.islower() for c in sentence) else []
     free = " ".join(text for _, _, text in _outside(sentence, kept))
