@@ -303,8 +303,10 @@ async def translate_pieces(
     for i, ps in enumerate(runs):
         for j, rs in enumerate(ps):
             parts = [done[i, j, k] for k in range(len(rs))]
-            joined_runs = segment.Segmented([run for run, _ in rs], [""] * (len(rs) + 1))
-            out[i].append(parts[0][0] if len(parts) == 1 else pipeline.merge(joined_runs, [t for t, _ in parts]))
+            if len(parts) == 1:
+                out[i].append(parts[0][0])
+            else:  # (a piece that mixes languages: its runs' translations one after the other)
+                out[i].append(pipeline.merge(segment.Segmented([run for run, _ in rs], [""] * (len(rs) + 1)), [t for t, _ in parts]))
             cut[i] = cut[i] or any(c for _, c in parts)
     return Pieces(out, cut, sources, found, tokens)
 

@@ -37,14 +37,10 @@ def _kept(sentence: str, language: str | None) -> list[tuple[int, int]]:
     return sorted(found + [s for s in spans.spans(sentence, language) if not any(a < s[1] and s[0] < b for a, b in found)])
 
 
-def _outside(sentence: str, kept: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
-    """The pieces of ``sentence`` between the kept parts: (start, end, text)."""
-    out, at = [], 0
-    for a, b in kept:
-        out.append((at, a, sentence[at:a]))
-        at = b
-    out.append((at, len(sentence), sentence[at:]))
-    return out
+def _outside(sentence: str, kept: list[tuple[int, int]]) -> list[str]:
+    """The pieces of ``sentence`` around its kept parts (one more than there are kept parts)."""
+    starts, ends = [0, *(b for _, b in kept)], [*(a for a, _ in kept), len(sentence)]
+    return [sentence[a:b] for a, b in zip(starts, ends)]
 
 
 def shouted(sentence: str, language: str | None = None) -> bool:
@@ -53,7 +49,7 @@ def shouted(sentence: str, language: str | None = None) -> bool:
     if upper < 4 or sum(c.islower() for c in sentence) > upper:  # (most sentences: one pass)
         return False
     kept = _kept(sentence, language) if any(c.islower() for c in sentence) else []
-    free = " ".join(text for _, _, text in _outside(sentence, kept))
+    free = " ".join(_outside(sentence, kept))
     if any(c.islower() for c in free):
         return False
     words = [w for w in _WORD.findall(free) if len(w) >= 2]
@@ -64,32 +60,30 @@ def quiet(sentence: str, language: str | None = None) -> tuple[str, list[str]]:
     """``sentence`` (written in capitals) in sentence case, and the kept parts left as they were."""
     kept = _kept(sentence, language)
     listed = names.known_names()
-    first = True
-    last = [""]  # the word before, in small letters
-    out = []
+    first, before = True, ""  # (before: the word before, in small letters)
 
     def word(m: re.Match[str]) -> str:
-        nonlocal first
+        nonlocal first, before
         w = m.group(0)
         title = w[:1] + w[1:].lower()
-        before, last[0] = last[0], w.lower()
+        previous, before = before, w.lower()
         if first:
             first = False
             return title
         if w == "I" and language == "en":  # (the English pronoun, "I'm" and "I'll" included)
             return w
-        if title in listed and (not names.common_word(title, language) or before not in _DETERMINERS):
+        if title in listed and (not names.common_word(title, language) or previous not in _DETERMINERS):
             return title  # a name ("JE M'APPELLE PIERRE", "À PARIS"), unless a determiner makes it a word ("LA PIERRE")
         return w.lower()
 
-    at = 0
-    for a, b in kept:
-        out.append(_WORD.sub(word, sentence[at:a]))
-        out.append(sentence[a:b])
-        first = False
-        at = b
-    out.append(_WORD.sub(word, sentence[at:]))
-    return "".join(out), [sentence[a:b] for a, b in kept]
+    originals = [sentence[a:b] for a, b in kept]
+    out = []
+    for i, piece in enumerate(_outside(sentence, kept)):
+        if i:
+            out.append(originals[i - 1])
+            first = False
+        out.append(_WORD.sub(word, piece))
+    return "".join(out), originals
 
 
 def loud(t: Translation, kept: Sequence[str]) -> Translation:
