@@ -25,7 +25,7 @@ from fastapi import Request
 
 from rendition.model.text import pipeline, segment
 from rendition.model.text.glossary import Glossary
-from rendition.model.text.language_id import LanguageDetector, language_name
+from rendition.model.text.language_id import LanguageDetector, Runs, language_name
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.pairs import Leg
 from rendition.model.translation.search import max_output_lengths
@@ -278,36 +278,31 @@ async def translate_pieces(
                 raise foreign_language(f"{field}[{i}]" if len(texts) > 1 else field, foreign, det.languages)
         found = [det.detect(text) for text in joined]
         sources = [f[0][0] for f in found]
-        runs = [[det.runs(p, src) for p in ps] for ps, src in zip(pieces, sources)]
+        runs = Runs.gather(det.runs(p, src) for ps, src in zip(pieces, sources) for p in ps)
     else:
         inference.check_pair(state, source, target)
         sources = [source] * len(texts)
-        runs = [[[(p, source)] for p in ps] for ps in pieces]
-    done: dict[tuple[int, int, int], tuple[Translation, bool]] = {}  # (text, piece, run) -> its translation, cut
+        runs = Runs.single([p for ps in pieces for p in ps], source)
+    done: dict[str, list[tuple[Translation, bool]]] = {}  # per language: each run's translation, cut
     tokens = 0
-    units = [(i, j, k, run, lang) for i, ps in enumerate(runs) for j, rs in enumerate(ps) for k, (run, lang) in enumerate(rs)]
-    for src in dict.fromkeys(lang for *_, lang in units):
-        mine = [u for u in units if u[4] == src]
-        flat = [u[3] for u in mine]
+    for src, group in runs.by_language.items():
         if src == target:
-            got, flat_cut = [Translation(p, 0.0, [], [(p, 0.0)]) for p in flat], [False] * len(flat)
+            done[src] = [(Translation(p, 0.0, [], [(p, 0.0)]), False) for p in group]
         else:
-            got, n, flat_cut = await translate_texts(
-                request, state, settings, flat, src, target, options_for(src), truncate, field=field, glossary=glossary_for(src)
+            got, n, group_cut = await translate_texts(
+                request, state, settings, group, src, target, options_for(src), truncate, field=field, glossary=glossary_for(src)
             )
             tokens += n
-        for u, t, c in zip(mine, got, flat_cut):
-            done[u[:3]] = (t, c)
+            done[src] = list(zip(got, group_cut))
     out: list[list[Translation]] = [[] for _ in texts]
     cut = [False] * len(texts)
-    for i, ps in enumerate(runs):
-        for j, rs in enumerate(ps):
-            parts = [done[i, j, k] for k in range(len(rs))]
-            if len(parts) == 1:
-                out[i].append(parts[0][0])
-            else:  # (a piece that mixes languages: its runs' translations one after the other)
-                out[i].append(pipeline.merge(segment.Segmented([run for run, _ in rs], [""] * (len(rs) + 1)), [t for t, _ in parts]))
-            cut[i] = cut[i] or any(c for _, c in parts)
+    owner = [i for i, ps in enumerate(pieces) for _ in ps]
+    for i, parts, piece_runs in zip(owner, runs.put_back(done), runs.put_back(runs.by_language)):
+        if len(parts) == 1:
+            out[i].append(parts[0][0])
+        else:  # (a piece that mixes languages: its runs' translations one after the other)
+            out[i].append(pipeline.merge(segment.Segmented(piece_runs, [""] * (len(parts) + 1)), [t for t, _ in parts]))
+        cut[i] = cut[i] or any(c for _, c in parts)
     return Pieces(out, cut, sources, found, tokens)
 
 

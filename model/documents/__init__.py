@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import zipfile
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from rendition.model.documents.base import (
     Document,
@@ -34,6 +35,9 @@ from rendition.model.documents.po import PoCatalog
 from rendition.model.documents.textfiles import Html, PlainText, Subtitles
 from rendition.model.text.placeholders import Protected, protect, restore
 
+if TYPE_CHECKING:
+    from rendition.model.text.language_id import Runs
+
 __all__ = [
     "FORMATS",
     "Document",
@@ -44,6 +48,7 @@ __all__ = [
     "Prepared",
     "UnsupportedFormat",
     "finish",
+    "join_runs",
     "media_type",
     "open_document",
     "prepare",
@@ -142,35 +147,14 @@ def finish(prepared: Prepared, segments: Sequence[str], translations: Sequence[s
     return out
 
 
-@dataclass(frozen=True)
-class Runs:
-    """``prepare``'s texts cut into runs of one language each (a document that mixes languages,
-    ``LanguageDetector.runs``): the runs to translate per language, and where each text's runs are."""
-
-    by_language: dict[str, list[str]]
-    where: list[list[tuple[str, int]]]  # per text: (language, index in by_language[language]) of each run
-
-    @classmethod
-    def of(cls, texts: Sequence[str], runs: Callable[[str], list[tuple[str, str]]]) -> Runs:
-        by_language: dict[str, list[str]] = {}
-        where: list[list[tuple[str, int]]] = []
-        for text in texts:
-            mine = []
-            for run, lang in runs(text):
-                group = by_language.setdefault(lang, [])
-                mine.append((lang, len(group)))
-                group.append(run)
-            where.append(mine)
-        return cls(by_language, where)
-
-    def join(self, done: dict[str, Sequence[str | None]]) -> list[str | None]:
-        """Each text's runs' translations (``done``: per language, one per run) joined; ``None`` for
-        a text one of whose runs was not translated."""
-        out: list[str | None] = []
-        for mine in self.where:
-            parts = [done[lang][k] for lang, k in mine]
-            out.append(None if any(p is None for p in parts) else "".join(p for p in parts if p is not None))
-        return out
+def join_runs(runs: Runs, done: Mapping[str, Sequence[str | None]]) -> list[str | None]:
+    """Each of ``prepare``'s texts from its runs' translations (``runs``: the texts cut into runs of
+    one language each, ``rendition.model.text.language_id.Runs``; ``done``: per language, one
+    translation per run) joined; ``None`` for a text one of whose runs was not translated."""
+    out: list[str | None] = []
+    for parts in runs.put_back(done):
+        out.append(None if any(p is None for p in parts) else "".join(p for p in parts if p is not None))
+    return out
 
 
 def translate_segments(segments: Sequence[str], translate: Callable[[list[str]], list[str | None]]) -> list[str | None]:

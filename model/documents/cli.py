@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -23,6 +22,7 @@ from pathlib import Path
 from rendition.model import documents
 from rendition.model.documents import DocumentError, Limits
 from rendition.model.text import pipeline
+from rendition.model.text.language_id import LanguageDetector, Runs
 from rendition.model.translation.options import TranslationOptions
 
 
@@ -95,14 +95,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             source = args.source
             prepared = documents.prepare(doc.segments)
             if source == "auto":  # the document's language, and each text's runs in another (a document that mixes them)
-                from rendition.model.text.language_id import LanguageDetector
-
                 det = LanguageDetector(translator.languages)
                 sample = " ".join(doc.segments)[:5000]
                 source = det.detect(sample)[0][0] if sample.strip() else args.target
-                runs = documents.Runs.of(prepared.texts, functools.partial(det.runs, language=source))
+                runs = Runs.gather(det.runs(text, source) for text in prepared.texts)
             else:
-                runs = documents.Runs.of(prepared.texts, lambda text: [(text, source)])
+                runs = Runs.single(prepared.texts, source)
             if set(runs.by_language) <= {args.target}:  # already in the target language
                 translations: list[str | None] = [None] * len(doc.segments)
             else:
@@ -117,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 for lang, texts in runs.by_language.items():
                     translate = text_translator(decode, lang, TranslationOptions(**options), protection, args.fallback_no_repeat_ngram)
                     done[lang] = texts if lang == args.target else translate(texts)
-                translations = documents.finish(prepared, doc.segments, runs.join(done))
+                translations = documents.finish(prepared, doc.segments, documents.join_runs(runs, done))
         except (RuntimeError, OSError, ValueError, KeyError) as e:  # ModelLoadError, unsupported pair
             fail(str(e))
     try:

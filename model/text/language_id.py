@@ -20,6 +20,13 @@ sentence alone) it names the right language for 73% of them and a wrong one for 
     detector.runs("I bought bread. Ma sœur habite à Lyon.", "en")
     # [("I bought bread. ", "en"), ("Ma sœur habite à Lyon.", "fr")]
 
+``Runs`` gathers many texts' runs per language (one job per source language) and puts each
+language's results back in each text's order:
+
+    runs = Runs.gather(detector.runs(text, "en") for text in texts)
+    done = {lang: translate(lang, group) for lang, group in runs.by_language.items()}
+    runs.put_back(done)   # per text, its runs' results in order
+
 ``foreign`` asks the identifier over all its 97 languages whether a text is in none of the model's:
 only for a text of at least ``FOREIGN_MIN_CHARS`` characters identified with at least
 ``FOREIGN_CONFIDENCE``, so that a short or mixed English or French text is never taken for another
@@ -32,7 +39,9 @@ takes for German with less confidence, mostly software strings full of names and
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
@@ -104,3 +113,39 @@ class LanguageDetector:
             return None
         lang, p = self._any.classify(text)
         return (str(lang), float(p)) if lang not in self.languages and p >= FOREIGN_CONFIDENCE else None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Texts cut into runs of one language each (``LanguageDetector.runs``, or one run per text):
+    the runs per language, and where each text's runs are among them."""
+
+    by_language: dict[str, list[str]]
+    where: list[list[tuple[str, int]]]  # per text: (language, index in by_language[language]) of each run
+
+    @classmethod
+    def gather(cls, texts_runs: Iterable[list[tuple[str, str]]]) -> Runs:
+        """From each text's runs (``LanguageDetector.runs``), each with its language."""
+        by_language: dict[str, list[str]] = {}
+        where: list[list[tuple[str, int]]] = []
+        for runs in texts_runs:
+            mine = []
+            for run, lang in runs:
+                group = by_language.setdefault(lang, [])
+                mine.append((lang, len(group)))
+                group.append(run)
+            where.append(mine)
+        return cls(by_language, where)
+
+    @classmethod
+    def single(cls, texts: Sequence[str], language: str) -> Runs:
+        """Each text one run in ``language``."""
+        return cls({language: list(texts)} if texts else {}, [[(language, k)] for k in range(len(texts))])
+
+    def put_back(self, done: Mapping[str, Sequence[T]]) -> list[list[T]]:
+        """Per text, the results of its runs in order (``done``: per language, one result per run of
+        ``by_language[language]``); ``put_back(by_language)`` gives each text's runs."""
+        return [[done[lang][k] for lang, k in mine] for mine in self.where]

@@ -14,7 +14,6 @@ routes use.
 
 from __future__ import annotations
 
-import functools
 import re
 import secrets
 import shutil
@@ -31,6 +30,7 @@ from starlette.datastructures import FormData, UploadFile
 from rendition.model import documents
 from rendition.model.documents import DocumentError, DocumentTooLarge, Limits
 from rendition.model.text.glossary import Glossary
+from rendition.model.text.language_id import Runs
 from rendition.service import glossaries, inference
 from rendition.service.deps import (
     AppState,
@@ -274,9 +274,9 @@ async def translate_file(
         if foreign := det.foreign(sample):
             raise foreign_language("file", foreign, det.languages)
         source = det.detect(sample)[0][0] if sample.strip() else target
-        runs = documents.Runs.of(prepared.texts, functools.partial(det.runs, language=source))
+        runs = Runs.gather(det.runs(text, source) for text in prepared.texts)
     else:
-        runs = documents.Runs.of(prepared.texts, lambda text: [(text, source)])
+        runs = Runs.single(prepared.texts, source)
     if set(runs.by_language) <= {target}:  # already in the target language: its own translation
         translations: list[str | None] = [None] * len(doc.segments)
     else:
@@ -287,7 +287,7 @@ async def translate_file(
             else:
                 glossary = glossaries.resolve(settings, lang, target, glossary_terms, glossary_name)
                 done[lang] = await translate_batch(request, state, settings, texts, lang, target, glossary)
-        translations = documents.finish(prepared, doc.segments, runs.join(done))
+        translations = documents.finish(prepared, doc.segments, documents.join_runs(runs, done))
     try:
         out = await run_in_threadpool(doc.render, translations)
     except (DocumentError, RecursionError) as e:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rendition.model.text.language_id import LanguageDetector, language_name
+from rendition.model.text.language_id import LanguageDetector, Runs, language_name
 from rendition.model.training.data import SPLITS_DIR, read_tsv
 
 
@@ -46,6 +46,28 @@ def test_runs_cut_a_mixed_text_at_its_sentences(detector: LanguageDetector) -> N
         ("My uncle has three children.", "en"),
     ]
     assert "".join(run for run, _ in runs) == text
+
+
+def test_runs_of_many_texts_gather_per_language_and_come_back_in_order(detector: LanguageDetector) -> None:
+    texts = [
+        "I bought strawberries at the market. Ma sœur habite dans une petite maison près de la rivière.",
+        "Mon oncle a trois enfants et deux chiens.",
+        "",
+        "The train leaves at noon. Le musée ferme le lundi et le mardi. My uncle has three children.",
+    ]
+    runs = Runs.gather(detector.runs(t, "en") for t in texts)
+    assert runs.by_language == {
+        "en": ["I bought strawberries at the market. ", "", "The train leaves at noon. ", "My uncle has three children."],
+        "fr": ["Ma sœur habite dans une petite maison près de la rivière.", "Mon oncle a trois enfants et deux chiens.", "Le musée ferme le lundi et le mardi. "],
+    }
+    assert ["".join(rs) for rs in runs.put_back(runs.by_language)] == texts  # each text's runs, in order
+    upper = {lang: [r.upper() for r in group] for lang, group in runs.by_language.items()}
+    assert ["".join(rs) for rs in runs.put_back(upper)] == [t.upper() for t in texts]
+    lengths = {lang: [len(r) for r in group] for lang, group in runs.by_language.items()}
+    assert [sum(n) for n in runs.put_back(lengths)] == [len(t) for t in texts]
+    single = Runs.single(texts, "fr")
+    assert single.by_language == {"fr": texts} and single.put_back(single.by_language) == [[t] for t in texts]
+    assert Runs.single([], "fr").put_back({}) == []
 
 
 def test_a_short_sentence_stays_in_the_texts_language(detector: LanguageDetector) -> None:
