@@ -60,11 +60,11 @@ from rendition.model.training.data import (
 
 CORPUS_DIR = REPO_DATA / "build" / "corpus"
 PAIRS = ("en-fr", "en-de")
-SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised", "conversation", "verbatim")
+SOURCES = ("ui", "dialogue", "help", "dict", "ddtp", "lexicon", "realised", "conversation", "convextra", "convclock", "convset", "verbatim")
 PAIR_SOURCES = {"en-fr": SOURCES, "en-de": ("ui", "dialogue", "help", "dict", "ddtp", "cldr")}
 # never held out by hash here: DDTP has its own splits, the daily-life and verbatim rows are synthetic,
 # and the conversation frames hold out their own instances (``conversation.split_of``)
-TRAIN_ONLY = ("ddtp", "lexicon", "realised", "conversation", "verbatim", "cldr")
+TRAIN_ONLY = ("ddtp", "lexicon", "realised", "conversation", "convextra", "convclock", "convset", "verbatim", "cldr")
 # fraction of each source's distinct English held out for valid and for test (each)
 HELD_OUT = {"ui": 0.004, "dialogue": 0.03, "help": 0.03, "dict": 0.01}
 MAX_SPLIT = 1500  # committed pairs per source and split

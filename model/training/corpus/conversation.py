@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from rendition.model.training.corpus.daily import SentenceLexicon
 
 SOURCE = "conversation"
+EXTRA_SOURCE = "convextra"  # the third stream's rows (``Frames.EXTRA``): introductions, wishes, meeting, paying
+CLOCK_SOURCE = "convclock"  # the hours of the day with their part (``clock_rows``)
+SET_SOURCE = "convset"  # meeting, courtesy, letters, dates and ages said the set way (``set_rows``)
 HELD_OUT = 0.02  # fraction of the instances held out for test, and as much for valid
 SPLIT_SIZE = 300  # pairs per committed split
 SENTENCES = 45_000
@@ -1157,11 +1160,42 @@ def instances(nouns: Sequence[Noun], n: int, seed: int = 0, tries: int = 20) -> 
 
 
 def corpus_rows(nouns: Sequence[Noun], n: int = SENTENCES, seed: int = 0) -> Iterator[tuple[str, str, str]]:
-    """The training rows (``SOURCE``, English, French): every form of every instance not held out."""
+    """The training rows (source, English, French): every form of every instance not held out, the
+    third stream's under ``EXTRA_SOURCE`` (few rows, weighted on their own in training), the others
+    under ``SOURCE``; then the hours of the day (``clock_rows``) and the set ways of saying things
+    (``set_rows``)."""
     for i in instances(nouns, n, seed):
         if i.split == "train":
+            src = EXTRA_SOURCE if i.frame in EXTRA_KINDS else SOURCE
             for en, fr in i.forms:
-                yield SOURCE, en, fr
+                yield src, en, fr
+    yield from clock_rows()
+    yield from set_rows()
+
+
+# the hours of the day with their part: "huit heures du soir" / "eight o'clock in the evening"
+CLOCK_PARTS = [("in the morning", "du matin", range(1, 12)), ("in the afternoon", "de l'après-midi", range(1, 6)), ("in the evening", "du soir", range(5, 12))]
+CLOCK_MINUTES = [("{h} o'clock", "{h}"), ("half past {h}", "{h} et demie"), ("quarter past {h}", "{h} et quart"), ("quarter to {h}", "{h} moins le quart")]
+CLOCK_SENTENCES = [
+    ("It is {t} {p}.", "Il est {t} {p}."), ("It's {t} {p}.", "Il est {t} {p}."), ("The train leaves at {t} {p}.", "Le train part à {t} {p}."),
+    ("I get up at {t} {p}.", "Je me lève à {t} {p}."), ("The shop closes at {t} {p}.", "Le magasin ferme à {t} {p}."),
+    ("We eat at {t} {p}.", "Nous mangeons à {t} {p}."), ("The meeting is at {t} {p}.", "La réunion est à {t} {p}."),
+    ("See you at {t} {p}!", "À {t} {p} !"), ("Is it {t} {p}?", "Est-ce qu'il est {t} {p} ?"),
+]  # fmt: skip
+
+
+def clock_rows() -> Iterator[tuple[str, str, str]]:
+    """Every hour of the day with its part, each way of saying its minutes, in each sentence
+    (``CLOCK_SOURCE``, English, French): "It is eight o'clock in the evening." / "Il est huit heures
+    du soir.".  Their own rows, not a frame: the frames' instances and held-out splits stay as they
+    are; the corpus build leaves out any that a committed split holds."""
+    for part_en, part_fr, hours in CLOCK_PARTS:
+        for h in hours:
+            hour_fr = ("une" if h == 1 else NUM_FR[h]) + (" heures" if h > 1 else " heure")
+            for minutes_en, minutes_fr in CLOCK_MINUTES:
+                t_en, t_fr = minutes_en.format(h=NUM_EN[h]), minutes_fr.format(h=hour_fr)
+                for en, fr in CLOCK_SENTENCES:
+                    yield CLOCK_SOURCE, en.format(t=t_en, p=part_en), fr.format(t=t_fr, p=part_fr)
 
 
 def held_out(nouns: Sequence[Noun], split: str, size: int = SPLIT_SIZE, seed: int = 1, n: int = 60_000) -> list[tuple[Instance, str, str]]:
@@ -1207,3 +1241,80 @@ def write_splits(nouns: Sequence[Noun], splits_dir: Path, rewrite: bool = False)
         words.write_text(head + "".join(f"{i.frame}\t{en}\t{'|'.join(i.en_words)}\t{'|'.join(i.fr_words)}\n" for i, en, _ in rows), encoding="utf-8")
         written += [pairs, words]
     return written
+
+
+# what is said one set way, not word for word: meeting, courtesy, a letter's greeting and closing
+SET_PHRASES = [
+    ("Nice to meet you.", "Enchanté."), ("Nice to meet you.", "Enchantée."), ("Pleased to meet you.", "Enchanté."),
+    ("Pleased to meet you.", "Enchantée."), ("Nice to meet you too.", "Enchanté également."), ("Nice to meet you too.", "Moi de même."),
+    ("Nice to meet you.", "Ravi de vous rencontrer."), ("Nice to meet you.", "Ravie de te rencontrer."),
+    ("Cheers!", "Santé !"), ("Cheers!", "À votre santé !"), ("Cheers!", "À ta santé !"), ("Bless you!", "À tes souhaits !"),
+    ("Bless you!", "À vos souhaits !"), ("You're welcome.", "De rien."), ("You're welcome.", "Je vous en prie."),
+    ("Don't worry.", "Ne t'inquiète pas."), ("Don't worry.", "Ne vous inquiétez pas."), ("No problem.", "Pas de problème."),
+    ("It doesn't matter.", "Ce n'est pas grave."), ("See you tomorrow!", "À demain !"), ("See you soon!", "À bientôt !"),
+    ("See you later!", "À plus tard !"), ("Take care!", "Prends soin de toi !"), ("Take care!", "Prenez soin de vous !"),
+    ("I have a headache.", "J'ai mal à la tête."), ("I have a stomach ache.", "J'ai mal au ventre."), ("I have a toothache.", "J'ai mal aux dents."),
+    ("I have a sore throat.", "J'ai mal à la gorge."), ("It's raining cats and dogs.", "Il pleut des cordes."),
+    ("Dear Sir or Madam,", "Madame, Monsieur,"), ("Dear Sir,", "Monsieur,"), ("Dear Madam,", "Madame,"), ("Dear friends,", "Chers amis,"),
+    ("Dear colleagues,", "Chers collègues,"), ("Dear all,", "Bonjour à tous,"), ("Hi everyone,", "Bonjour à tous,"),
+    ("Best regards,", "Cordialement,"), ("Kind regards,", "Bien cordialement,"), ("Regards,", "Cordialement,"), ("Best wishes,", "Amitiés,"),
+    ("Love,", "Bisous,"), ("See you soon,", "À bientôt,"), ("Thank you for your email.", "Merci pour votre e-mail."),
+    ("Thank you for your email.", "Merci pour votre message."), ("Thank you for your letter.", "Merci pour votre lettre."),
+    ("Thank you for your reply.", "Merci pour votre réponse."), ("Thank you for your quick reply.", "Merci pour votre réponse rapide."),
+    ("Thank you in advance.", "Merci d'avance."), ("Thanks in advance.", "Merci d'avance."), ("Thanks in advance for your help.", "Merci d'avance pour votre aide."),
+    ("I hope you are well.", "J'espère que vous allez bien."), ("I hope you are well.", "J'espère que tu vas bien."),
+    ("I look forward to hearing from you.", "Dans l'attente de votre réponse."), ("Feel free to contact me.", "N'hésitez pas à me contacter."),
+    ("Do not hesitate to contact me if you have any questions.", "N'hésitez pas à me contacter si vous avez des questions."),
+]  # fmt: skip
+SET_CLOSINGS = [("Best regards", "Cordialement"), ("Kind regards", "Bien cordialement"), ("Best wishes", "Amitiés"), ("See you soon", "À bientôt"), ("Love", "Bisous")]
+SET_ATTACHED = [("the invoice", "la facture"), ("my CV", "mon CV"), ("the report", "le rapport"), ("the photos", "les photos"), ("the contract", "le contrat"),
+                ("the programme", "le programme"), ("the document", "le document"), ("the form", "le formulaire")]  # fmt: skip
+MONTHS = [("January", "janvier"), ("February", "février"), ("March", "mars"), ("April", "avril"), ("May", "mai"), ("June", "juin"), ("July", "juillet"),
+          ("August", "août"), ("September", "septembre"), ("October", "octobre"), ("November", "novembre"), ("December", "décembre")]  # fmt: skip
+WEEKDAYS = [("Monday", "lundi"), ("Tuesday", "mardi"), ("Wednesday", "mercredi"), ("Thursday", "jeudi"), ("Friday", "vendredi"), ("Saturday", "samedi"), ("Sunday", "dimanche")]
+SET_DATES = [("{d}", "le {d}"), ("on {d}", "le {d}"), ("My birthday is on {d}.", "Mon anniversaire est le {d}."), ("Today is {d}.", "Nous sommes le {d}."),
+             ("The meeting is on {w}, {d}.", "La réunion est le {w} {d}."), ("We arrive on {d}.", "Nous arrivons le {d}."),
+             ("The shop is closed on {d}.", "Le magasin est fermé le {d}."), ("I was born on {d}.", "Je suis né le {d}.")]  # fmt: skip
+SET_AGES = [("I am {n} years old.", "J'ai {n} ans."), ("I'm {n} years old.", "J'ai {n} ans."), ("I'm {n}.", "J'ai {n} ans."),
+            ("My mother is {n} years old.", "Ma mère a {n} ans."), ("My father is {n}.", "Mon père a {n} ans."), ("She is {n} years old.", "Elle a {n} ans."),
+            ("He is {n} years old.", "Il a {n} ans."), ("We are {n} years old.", "Nous avons {n} ans."), ("Are you {n}?", "Tu as {n} ans ?")]  # fmt: skip
+
+
+def _ordinal(day: int) -> str:
+    """4 -> "4th", 1 -> "1st", 22 -> "22nd"."""
+    return f"{day}" + ("th" if 10 <= day % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th"))
+
+
+def set_rows() -> Iterator[tuple[str, str, str]]:
+    """What is said one set way, not word for word (``SET_SOURCE``, English, French): meeting and
+    courtesy ("Nice to meet you." / "Enchanté."), a letter's greeting and closing ("Dear Sir or
+    Madam," / "Madame, Monsieur,", "Best regards, Marie" / "Cordialement, Marie", "Dear Pierre," /
+    "Cher Pierre,"), dates written the American way ("March 4th" / "le 4 mars", "on Monday, March 1"
+    / "le lundi 1er mars") and ages in figures ("I'm 25." / "J'ai 25 ans.").  Their own rows, not a
+    frame: the frames' instances and held-out splits stay as they are; the corpus build leaves out
+    any that a committed split holds."""
+    for en, fr in SET_PHRASES:
+        yield SET_SOURCE, en, fr
+    for name, g in NAMES:
+        yield SET_SOURCE, f"Dear {name},", ("Chère" if g == "f" else "Cher") + f" {name},"
+        yield SET_SOURCE, f"Hi {name},", f"Salut {name},"
+        yield SET_SOURCE, f"Nice to meet you, {name}.", ("Enchantée" if g == "f" else "Enchanté") + f", {name}."
+        for close_en, close_fr in SET_CLOSINGS:
+            yield SET_SOURCE, f"{close_en}, {name}", f"{close_fr}, {name}"
+    for doc_en, doc_fr in SET_ATTACHED:
+        yield SET_SOURCE, f"Please find attached {doc_en}.", f"Veuillez trouver ci-joint {doc_fr}."
+        yield SET_SOURCE, f"I am sending you {doc_en}.", f"Je vous envoie {doc_fr}."
+    for k, (month_en, month_fr) in enumerate(MONTHS):
+        for day in range(1, 32, 5):
+            if day > (28 if month_en == "February" else 30 if month_en in ("April", "June", "September", "November") else 31):
+                continue
+            fr_day = "1er" if day == 1 else str(day)
+            en_day = (f"{month_en} {_ordinal(day)}", f"{month_en} {day}")[(day + k) % 2]
+            wd_en, wd_fr = WEEKDAYS[(day + 3 * k) % 7]
+            for en, fr in SET_DATES:
+                yield SET_SOURCE, en.format(d=en_day, w=wd_en), fr.format(d=f"{fr_day} {month_fr}", w=wd_fr)
+    for k, n in enumerate(range(18, 96)):
+        en, fr = SET_AGES[k % len(SET_AGES)]
+        yield SET_SOURCE, en.format(n=n), fr.format(n=n)
+        en, fr = SET_AGES[(k + 4) % len(SET_AGES)]
+        yield SET_SOURCE, en.format(n=n), fr.format(n=n)

@@ -146,6 +146,70 @@ def test_introductions_wishes_and_paying_agree_and_leave_the_other_frames_alone(
     assert n >= 2500 and others[:n] == before[:n]
 
 
+def test_corpus_rows_label_the_third_stream_the_hours_and_the_set_phrases_on_their_own(instances: list[conversation.Instance]) -> None:
+    """Each of the few-row groups has a source of its own (so that training can weight it alone):
+    every form of a third-stream instance is ``convextra``, of the others ``conversation``."""
+    rows = list(conversation.corpus_rows(NOUNS, 13_500, seed=0))
+    by_source: dict[str, set[tuple[str, str]]] = {}
+    for src, en, fr in rows:
+        by_source.setdefault(src, set()).add((en, fr))
+    assert set(by_source) == {"conversation", "convextra", "convclock", "convset"}
+    train = [i for i in instances if i.split == "train"]
+    assert by_source["convextra"] == {f for i in train if i.frame in conversation.EXTRA_KINDS for f in i.forms}
+    assert by_source["conversation"] == {f for i in train if i.frame not in conversation.EXTRA_KINDS for f in i.forms}
+    assert by_source["convclock"] == {(en, fr) for _, en, fr in conversation.clock_rows()}
+    assert by_source["convset"] == {(en, fr) for _, en, fr in conversation.set_rows()}
+
+
+def test_the_hours_of_the_day_say_the_same_hour_and_part_both_ways() -> None:
+    rows = list(conversation.clock_rows())
+    assert len(rows) == len(set(rows)) == 828
+    assert ("convclock", "It is eight o'clock in the evening.", "Il est huit heures du soir.") in rows
+    assert ("convclock", "The train leaves at quarter to one in the afternoon.", "Le train part à une heure moins le quart de l'après-midi.") in rows
+    hours_en = {w: h for h, w in enumerate("zero one two three four five six seven eight nine ten eleven".split())}
+    hours_fr = {w: h for h, w in enumerate("zéro une deux trois quatre cinq six sept huit neuf dix onze".split())}
+    minutes = {"o'clock": "", "half past": " et demie", "quarter past": " et quart", "quarter to": " moins le quart"}
+    parts = {"in the morning": "du matin", "in the afternoon": "de l'après-midi", "in the evening": "du soir"}
+    for _, en, fr in rows:
+        m_en = re.search(r"(half past|quarter past|quarter to)? ?(\w+)(?: (o'clock))? (in the \w+)", en)
+        m_fr = re.search(r"(\w+) heures? ?((?:et demie|et quart|moins le quart)?) (du matin|de l'après-midi|du soir)", fr)
+        assert m_en and m_fr, (en, fr)
+        assert hours_en[m_en.group(2)] == hours_fr[m_fr.group(1)], (en, fr)
+        assert minutes[m_en.group(1) or m_en.group(3)].strip() == m_fr.group(2), (en, fr)
+        assert parts[m_en.group(4)] == m_fr.group(3), (en, fr)
+        assert ("heures" in fr) == (hours_fr[m_fr.group(1)] > 1), fr
+
+
+def test_set_phrases_dates_and_ages_are_said_the_set_way() -> None:
+    import calendar
+
+    rows = [(en, fr) for _, en, fr in conversation.set_rows()]
+    assert len(rows) == len(set(rows))
+    assert ("Nice to meet you.", "Enchanté.") in rows and ("Dear Sir or Madam,", "Madame, Monsieur,") in rows
+    assert ("Best regards, Marie", "Cordialement, Marie") in rows and ("Dear Marie,", "Chère Marie,") in rows and ("Dear Pierre,", "Cher Pierre,") in rows
+    assert ("Nice to meet you, Sophie.", "Enchantée, Sophie.") in rows and ("Nice to meet you, Thomas.", "Enchanté, Thomas.") in rows
+    months_en = {calendar.month_name[k]: k for k in range(1, 13)}
+    months_fr = {m: k for k, m in enumerate("janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(), 1)}
+    suffix = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}
+    dates = 0
+    for en, fr in rows:
+        if not (m_en := re.search(r"(" + "|".join(months_en) + r") (\d+)(st|nd|rd|th)?", en)):
+            continue
+        dates += 1
+        m_fr = re.search(r"le (?:\w+ )?(1er|\d+) (\w+)", fr)
+        assert m_fr, (en, fr)
+        day, month = int(m_en.group(2)), months_en[m_en.group(1)]
+        assert m_fr.group(1) == ("1er" if day == 1 else str(day)) and months_fr[m_fr.group(2)] == month, (en, fr)
+        assert day <= calendar.monthrange(2023, month)[1], en  # a day the month has
+        assert m_en.group(3) in (None, suffix.get(day, "th")), en
+    assert dates >= 500
+    ages = [(en, fr) for en, fr in rows if re.search(r"\bans\b", fr)]
+    assert len(ages) >= 150
+    for en, fr in ages:
+        assert re.search(r"\d+", en).group() == re.search(r"\d+", fr).group(), (en, fr)  # type: ignore[union-attr]
+        assert "have" not in en, en
+
+
 def test_english_is_also_written_as_it_is_spoken() -> None:
     spoken = conversation.spoken
     assert spoken("I am not hungry.") == "I'm not hungry." and spoken("We have just eaten.") == "We've just eaten."
