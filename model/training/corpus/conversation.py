@@ -1275,6 +1275,9 @@ WEEKDAYS = [("Monday", "lundi"), ("Tuesday", "mardi"), ("Wednesday", "mercredi")
 SET_DATES = [("{d}", "le {d}"), ("on {d}", "le {d}"), ("My birthday is on {d}.", "Mon anniversaire est le {d}."), ("Today is {d}.", "Nous sommes le {d}."),
              ("The meeting is on {w}, {d}.", "La réunion est le {w} {d}."), ("We arrive on {d}.", "Nous arrivons le {d}."),
              ("The shop is closed on {d}.", "Le magasin est fermé le {d}."), ("I was born on {d}.", "Je suis né le {d}.")]  # fmt: skip
+SET_WEEKDAYS = [("I work on {w}.", "Je travaille {w}."), ("The meeting is on {w}.", "La réunion est {w}."), ("See you on {w}!", "À {w} !"),
+                ("We leave on {w} morning.", "Nous partons {w} matin."), ("I work on {w}s.", "Je travaille le {w}."),
+                ("The market is on {w}s.", "Le marché a lieu le {w}.")]  # fmt: skip
 SET_AGES = [("I am {n} years old.", "J'ai {n} ans."), ("I'm {n} years old.", "J'ai {n} ans."), ("I'm {n}.", "J'ai {n} ans."),
             ("My mother is {n} years old.", "Ma mère a {n} ans."), ("My father is {n}.", "Mon père a {n} ans."), ("She is {n} years old.", "Elle a {n} ans."),
             ("He is {n} years old.", "Il a {n} ans."), ("We are {n} years old.", "Nous avons {n} ans."), ("Are you {n}?", "Tu as {n} ans ?")]  # fmt: skip
@@ -1290,7 +1293,8 @@ def set_rows() -> Iterator[tuple[str, str, str]]:
     courtesy ("Nice to meet you." / "Enchanté."), a letter's greeting and closing ("Dear Sir or
     Madam," / "Madame, Monsieur,", "Best regards, Marie" / "Cordialement, Marie", "Dear Pierre," /
     "Cher Pierre,"), dates written the American way ("March 4th" / "le 4 mars", "on Monday, March 1"
-    / "le lundi 1er mars") and ages in figures ("I'm 25." / "J'ai 25 ans.").  Their own rows, not a
+    / "le lundi 1er mars"; "on Monday" / "lundi" beside "on Mondays" / "le lundi") and ages in
+    figures ("I'm 25." / "J'ai 25 ans.").  Their own rows, not a
     frame: the frames' instances and held-out splits stay as they are; the corpus build leaves out
     any that a committed split holds."""
     for en, fr in SET_PHRASES:
@@ -1304,6 +1308,9 @@ def set_rows() -> Iterator[tuple[str, str, str]]:
     for doc_en, doc_fr in SET_ATTACHED:
         yield SET_SOURCE, f"Please find attached {doc_en}.", f"Veuillez trouver ci-joint {doc_fr}."
         yield SET_SOURCE, f"I am sending you {doc_en}.", f"Je vous envoie {doc_fr}."
+    for wd_en, wd_fr in WEEKDAYS:  # a day of the week: "on Monday" is "lundi", "on Mondays" "le lundi"
+        for en, fr in SET_WEEKDAYS:
+            yield SET_SOURCE, en.format(w=wd_en), fr.format(w=wd_fr)
     for k, (month_en, month_fr) in enumerate(MONTHS):
         for day in range(1, 32, 5):
             if day > (28 if month_en == "February" else 30 if month_en in ("April", "June", "September", "November") else 31):
