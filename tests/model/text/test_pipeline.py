@@ -75,12 +75,13 @@ def test_a_sentence_in_capitals_is_translated_in_sentence_case(shipped: Translat
 
 
 def test_a_letters_greeting_keeps_its_comma(shipped: Translator) -> None:
-    """The translator drops the comma after "Hi Pierre" ("Bonjour Pierre"); a line that ends with
+    """The translator drops the comma after "Hi Pierre" ("Salut Pierre"); a line that ends with
     one keeps it, and a translation that already ends with punctuation is left alone."""
+    bare = translate_lines(shipped, ["Hi Pierre"], "en", "fr", progress=False, beam_size=4)[0]
+    assert bare.endswith(" Pierre"), bare  # (the model's own translation: no comma)
     text = "Hi Pierre,\n\nThanks for your email.\n\nThanks,\nAnna"
     got = translate_lines(shipped, [text], "en", "fr", progress=False, beam_size=4)[0]
-    assert got.startswith("Bonjour Pierre,\n\n") and got.endswith("\n\nMerci,\nAnna"), got
-    assert translate_lines(shipped, ["Hi Pierre"], "en", "fr", progress=False, beam_size=4) == ["Bonjour Pierre"]
+    assert got.startswith(bare + ",\n\n") and got.endswith("\n\nMerci,\nAnna"), got
 
 
 def test_a_sentence_at_its_length_limit_is_decoded_again(shipped: Translator) -> None:
