@@ -186,6 +186,14 @@ UNITS = [("minute", "minute", "f", "minutes", (5, 10, 15, 20)), ("hour", "heure"
 SINCE = [("this morning", "ce matin"), ("yesterday", "hier"), ("last week", "la semaine dernière"), ("Monday", "lundi"), ("Friday", "vendredi"),
          ("eight o'clock", "huit heures"), ("noon", "midi"), ("January", "janvier"), ("last summer", "l'été dernier"), ("Christmas", "Noël"),
          ("2019", "2019"), ("last night", "hier soir"), ("the beginning of the year", "le début de l'année")]  # fmt: skip
+# the months, for dates: "le 4 mars" / "4 March", "March 4th"
+MONTHS = [("January", "janvier"), ("February", "février"), ("March", "mars"), ("April", "avril"), ("May", "mai"), ("June", "juin"), ("July", "juillet"),
+          ("August", "août"), ("September", "septembre"), ("October", "octobre"), ("November", "novembre"), ("December", "décembre")]  # fmt: skip
+
+
+def hours_fr(h: int) -> str:
+    """1 -> "une heure", 8 -> "huit heures": an hour of the clock in French."""
+    return "une heure" if h == 1 else f"{NUM_FR[h]} heures"
 
 
 def duration(n: int, unit: tuple) -> tuple[str, str]:
@@ -790,8 +798,7 @@ class Frames:
         h = self.rng.randint(1, 11)
         if r < 0.3:
             m_en, m_fr = self.pick([("", ""), ("half past ", " et demie"), ("quarter past ", " et quart"), ("quarter to ", " moins le quart"), ("ten past ", " dix"), ("twenty to ", " moins vingt")])
-            hour_fr = f"{NUM_FR[h]} heure" + ("s" if h > 1 else "")
-            hour_fr = hour_fr.replace("un heure", "une heure")
+            hour_fr = hours_fr(h)
             en = f"It is {m_en}{NUM_EN[h]}" + (" o'clock" if not m_en else "") + "."
             fr = f"Il est {hour_fr}{m_fr}."
             if self.rng.random() < 0.3:
@@ -821,9 +828,7 @@ class Frames:
             cap = phrase[1][0].upper() + phrase[1][1:]
             return inst(f"price|{item.en}|{price}{cents}", [(f"{phrase[0]} costs {price}{cents.replace(',', '.')} euros.", f"{cap} coûte {price}{cents} euros.")], ["costs"], ["coûte"])
         day = self.rng.randint(2, 28)
-        months = [("January", "janvier"), ("February", "février"), ("March", "mars"), ("April", "avril"), ("May", "mai"), ("June", "juin"), ("July", "juillet"),
-                  ("August", "août"), ("September", "septembre"), ("October", "octobre"), ("November", "novembre"), ("December", "décembre")]  # fmt: skip
-        m_en, m_fr = self.pick(months)
+        m_en, m_fr = self.pick(MONTHS)
         what_en, what_fr = self.pick([("My birthday", "Mon anniversaire"), ("The party", "La fête"), ("The exam", "L'examen"), ("The wedding", "Le mariage"), ("Her birthday", "Son anniversaire")])
         return inst(f"date|{what_fr}|{day}|{m_fr}", [(f"{what_en} is on {day} {m_en}.", f"{what_fr} est le {day} {m_fr}.")], [m_en], ["le", m_fr])
 
@@ -1191,9 +1196,8 @@ def clock_rows() -> Iterator[tuple[str, str, str]]:
     are; the corpus build leaves out any that a committed split holds."""
     for part_en, part_fr, hours in CLOCK_PARTS:
         for h in hours:
-            hour_fr = ("une" if h == 1 else NUM_FR[h]) + (" heures" if h > 1 else " heure")
             for minutes_en, minutes_fr in CLOCK_MINUTES:
-                t_en, t_fr = minutes_en.format(h=NUM_EN[h]), minutes_fr.format(h=hour_fr)
+                t_en, t_fr = minutes_en.format(h=NUM_EN[h]), minutes_fr.format(h=hours_fr(h))
                 for en, fr in CLOCK_SENTENCES:
                     yield CLOCK_SOURCE, en.format(t=t_en, p=part_en), fr.format(t=t_fr, p=part_fr)
 
@@ -1269,8 +1273,6 @@ SET_PHRASES = [
 SET_CLOSINGS = [("Best regards", "Cordialement"), ("Kind regards", "Bien cordialement"), ("Best wishes", "Amitiés"), ("See you soon", "À bientôt"), ("Love", "Bisous")]
 SET_ATTACHED = [("the invoice", "la facture"), ("my CV", "mon CV"), ("the report", "le rapport"), ("the photos", "les photos"), ("the contract", "le contrat"),
                 ("the programme", "le programme"), ("the document", "le document"), ("the form", "le formulaire")]  # fmt: skip
-MONTHS = [("January", "janvier"), ("February", "février"), ("March", "mars"), ("April", "avril"), ("May", "mai"), ("June", "juin"), ("July", "juillet"),
-          ("August", "août"), ("September", "septembre"), ("October", "octobre"), ("November", "novembre"), ("December", "décembre")]  # fmt: skip
 WEEKDAYS = [("Monday", "lundi"), ("Tuesday", "mardi"), ("Wednesday", "mercredi"), ("Thursday", "jeudi"), ("Friday", "vendredi"), ("Saturday", "samedi"), ("Sunday", "dimanche")]
 SET_DATES = [("{d}", "le {d}"), ("on {d}", "le {d}"), ("My birthday is on {d}.", "Mon anniversaire est le {d}."), ("Today is {d}.", "Nous sommes le {d}."),
              ("The meeting is on {w}, {d}.", "La réunion est le {w} {d}."), ("We arrive on {d}.", "Nous arrivons le {d}."),
