@@ -35,6 +35,31 @@ PLURAL_FORMS = {
     "fr": "nplurals=2; plural=(n > 1);",
 }
 _NPLURALS = re.compile(r"nplurals\s*=\s*(\d+)")
+# a line of a catalog that is not a comment: an optional keyword, then one or more C string literals
+_LINE = re.compile(r'\s*(?:(?:domain|msgctxt|msgid|msgid_plural|msgstr|msgstr\s*\[\s*\d+\s*\])\s*)?(?:"(?:[^"\\]|\\.)*"\s*)+')
+_CHARSET = re.compile(rb"charset=([A-Za-z0-9_.:-]+)")
+
+
+def syntax_error(data: bytes) -> str | None:
+    """Where the catalog breaks the PO syntax as GNU ``msgfmt`` reads it (``line N: ...``), or None.
+    polib reads past a string without its closing quote (dropping its last character) and past a
+    line that is no keyword or string; such a file is refused rather than translated wrongly."""
+    found = _CHARSET.search(data)
+    try:
+        text = data.decode(found.group(1).decode() if found else "utf-8")
+    except (LookupError, UnicodeDecodeError):
+        return None  # (polib reports the encoding)
+    for n, line in enumerate(text.lstrip("\ufeff").split("\n"), 1):
+        stripped = line.strip()
+        if stripped.startswith("#~") and not stripped.startswith("#~|"):  # an obsolete entry's line: kept, so checked
+            line = stripped = stripped[2:].strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if _LINE.fullmatch(line) is None:
+            if stripped.count('"') % 2 or stripped.endswith('\\"'):
+                return f"line {n}: a string without its closing quote"
+            return f"line {n}: neither a keyword with a quoted string nor a quoted string: {stripped[:60]!r}"
+    return None
 
 
 def _accelerator_pattern(marker: str) -> re.Pattern:
@@ -49,6 +74,8 @@ class PoCatalog(Document):
         del limits  # a catalog is plain text: the file size limit is the one that applies
         if b"\x00" in data:
             raise InvalidDocument("the gettext file contains NUL bytes: it is not a .po text file")
+        if (error := syntax_error(data)) is not None:
+            raise InvalidDocument(f"the file is not a valid gettext catalog: {error}")
         # polib reads a path or the text itself (and takes a text naming an existing file for a path):
         # always a file of our own, so an upload can never name a file on this machine
         fd, path = tempfile.mkstemp(suffix=".po")

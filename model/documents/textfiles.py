@@ -112,6 +112,9 @@ def split_lines(text: str, n: int) -> str:
     return "\n".join(out)
 
 
+_BLANK_LINE_INSIDE = re.compile(r"\n[ \t\r]*\n")
+
+
 class Subtitles(Document):
     def __init__(self, data: bytes, limits: Limits, **_: object):
         text = decode_text(data, ".srt")
@@ -121,6 +124,12 @@ class Subtitles(Document):
             raise InvalidDocument(f"the file is not valid SubRip (.srt) subtitles: {str(e)[:200]}") from None
         if not self.subs and text.strip():
             raise InvalidDocument("the file is not valid SubRip (.srt) subtitles: no subtitle found")
+        for sub in self.subs:  # (srt reads on past a blank line to the next timing line; a player stops there)
+            if _BLANK_LINE_INSIDE.search(sub.content.strip()):
+                raise InvalidDocument(
+                    f"the file is not valid SubRip (.srt) subtitles: subtitle {sub.index} (at {srt.timedelta_to_srt_timestamp(sub.start)}) "
+                    "has a blank line inside its text, and the text after it has no number and timing line of its own"
+                )
         self.segments = [" ".join(line.strip() for line in s.content.splitlines() if line.strip()) for s in self.subs]
 
     def render(self, translations: Sequence[str | None]) -> bytes:

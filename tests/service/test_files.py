@@ -158,7 +158,9 @@ def test_unknown_download_is_404(server):
          ["forbidden XML construct"]),
         ("big.txt", b"Hello world. " * 17_000, 413, ["200,000 bytes", "RENDITION_MAX_FILE_BYTES"]),
         ("huge.txt", b"Hello world. " * 40_000, 413, ["265536 bytes", "RENDITION_MAX_FILE_BYTES"]),
-        ("bad.po", b"this is not a catalog\n", 400, ["not a valid gettext catalog: Syntax error in po file (line 1)"]),
+        ("bad.po", b"this is not a catalog\n", 400, ["not a valid gettext catalog: line 1: neither a keyword"]),
+        ("open.po", b'msgid "a"\nmsgstr ""\n\nmsgid "no closing quote\n', 400,
+         ["not a valid gettext catalog: line 4: a string without its closing quote"]),
         ("latin1.txt", "Café crème".encode("latin-1"), 400, ["not UTF-8"]),
     ],
 )  # fmt: skip

@@ -176,6 +176,25 @@ def test_srt_keeps_numbering_timing_and_line_count():
     assert [s.content for s in out] == ["HELLO THERE,\nHOW ARE YOU?", "FINE."]
 
 
+def test_srt_extra_blank_lines_between_subtitles_are_no_text():
+    subs = "1\n00:00:01,000 --> 00:00:02,000\nHello.\n\n\n\n2\n00:00:03,000 --> 00:00:04,000\nBye.\n\n\n"
+    assert documents.open_document(subs.encode(), "a.srt", Limits()).segments == ["Hello.", "Bye."]
+
+
+@pytest.mark.parametrize(
+    "subs",
+    [
+        "1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\n2\nno timing line\nGood night.\n\n3\n00:00:03,000 --> 00:00:04,000\nBye.\n",
+        "1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\nA line after the last subtitle\n",
+    ],
+)
+def test_srt_text_past_a_blank_line_without_its_timing_is_refused(subs):
+    """The srt library reads such text into the subtitle before it (a player shows it nowhere): it
+    would come back merged into that subtitle's lines."""
+    with pytest.raises(InvalidDocument, match=r"subtitle 1 \(at 00:00:01,000\) has a blank line inside its text"):
+        documents.open_document(subs.encode(), "a.srt", Limits())
+
+
 # -- gettext ----------------------------------------------------------------------------------------
 
 
@@ -324,6 +343,44 @@ def test_billion_laughs_in_a_docx():
 def test_malformed_text_formats(data, name):
     with pytest.raises(InvalidDocument):
         documents.open_document(data, name, Limits())
+
+
+PO_HEAD = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+
+
+@pytest.mark.parametrize(
+    "body, line, why",
+    [
+        ('msgid "x"\nmsgstr ""\n\nmsgid "no closing quote\n', 8, "a string without its closing quote"),
+        ('msgid "no closing quote\nmsgstr ""\n', 5, "a string without its closing quote"),
+        ('msgid "ends in an escaped quote\\"\nmsgstr ""\n', 5, "a string without its closing quote"),
+        ('#~ msgid "obsolete, no closing quote\n#~ msgstr "x"\n', 5, "a string without its closing quote"),
+        ('msgid "a"\nsome words\nmsgstr ""\n', 6, "neither a keyword"),
+        ('msgid "a"\nmsgstr\n', 6, "neither a keyword"),
+        ('msgid "a"\nmsgfoo ""\nmsgstr ""\n', 6, "neither a keyword"),
+        ('msgid "a" b\nmsgstr ""\n', 5, "neither a keyword"),
+    ],
+)
+def test_a_catalog_msgfmt_refuses_is_refused_with_its_line(body, line, why):
+    """GNU msgfmt refuses each of these (checked by hand); polib reads the first four as if the quote
+    were there, one character short, and would have them translated."""
+    with pytest.raises(InvalidDocument, match=rf"not a valid gettext catalog: line {line}: {why}"):
+        documents.open_document((PO_HEAD + body).encode(), "a.po", Limits(), target="fr")
+
+
+@pytest.mark.parametrize(
+    "body, texts",
+    [
+        ('msgctxt "menu"\nmsgid "File"\nmsgstr ""\n', ["File"]),
+        ('msgid "one"\nmsgid_plural "many"\nmsgstr[0] ""\nmsgstr[1] ""\n', ["one", "many"]),
+        ('msgid "tab\\there \\\\ \\"q\\""\nmsgstr ""\n', ['tab\there \\ "q"']),
+        ('  msgid "indented"\r\n  msgstr ""\r\n', ["indented"]),
+        ('msgid "a\u2028b"\nmsgstr ""\n', ["a\u2028b"]),
+    ],
+)
+def test_the_syntax_msgfmt_accepts_is_read(body, texts):
+    doc = documents.open_document((PO_HEAD + body).encode(), "a.po", Limits(), target="fr")
+    assert doc.segments == texts
 
 
 def test_segment_and_character_limits():
