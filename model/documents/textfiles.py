@@ -1,8 +1,9 @@
 """Text formats: plain text (.txt), HTML (.html, .htm) and subtitles (.srt).
 
 * .txt: paragraphs are separated by blank lines.  A paragraph wrapped over several lines (no line
-  that starts a list item or is indented, every line but the last at least 60% of the longest)
-  is translated as one text and wrapped again to its width; any other paragraph line by line.
+  that starts a list item or is indented, lines of 40 characters or more, every line but the last
+  at least 60% of the longest, and no break before a word that would have fitted) is translated
+  as one text and wrapped again to its width; any other paragraph (verse, an address) line by line.
 * .html: the visible text nodes (not scripts, styles, templates, comments), the markup as it was
   (parsed with Python's html.parser through BeautifulSoup).
 * .srt: each subtitle's text (its lines joined), numbering and timing kept; a subtitle of several
@@ -23,11 +24,22 @@ from rendition.model.documents.base import Document, InvalidDocument, Limits, de
 _LIST_ITEM = re.compile(r"\s|[-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s")
 
 
+_MIN_WRAP_WIDTH = 40  # narrower lines are verse, an address, a list: their breaks are the writer's
+
+
 def _wrapped(lines: list[str]) -> bool:
+    """Whether the lines are one paragraph wrapped at a width: no list item or indented line, lines
+    at least ``_MIN_WRAP_WIDTH`` wide, none but the last short, and no break before a word that
+    would have fitted on the line (a wrapper breaks only where the next word does not fit)."""
     if len(lines) < 2 or any(_LIST_ITEM.match(line) for line in lines):
         return False
-    width = max(len(line) for line in lines)
-    return all(len(line) >= 0.6 * width for line in lines[:-1])
+    width = max(len(line.rstrip()) for line in lines)
+    if width < _MIN_WRAP_WIDTH:
+        return False
+    for line, after in zip(lines, lines[1:]):
+        if len(line.rstrip()) < 0.6 * width or len(line.rstrip()) + 1 + len(after.split()[0]) <= width:
+            return False
+    return True
 
 
 class PlainText(Document):

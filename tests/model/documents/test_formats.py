@@ -152,6 +152,20 @@ def test_html_text_nodes_not_scripts_or_markup():
     )
 
 
+@pytest.mark.parametrize(
+    "lines, wrapped",
+    [
+        (["Roses are red,", "Violets are blue,", "Sugar is sweet,", "And so are you."], False),  # verse: short lines
+        (["Pierre Martin", "12 rue de la Gare", "75010 Paris"], False),  # an address
+        (["The meeting has been moved to Thursday.", "Please bring the report with you to the meeting."], False),  # 'Please' fitted
+        (["Please read the whole of this message before you reply to it,", "since the details matter."], True),
+    ],
+)
+def test_txt_a_paragraph_is_rewrapped_only_where_a_wrapper_broke_it(lines, wrapped):
+    doc = documents.open_document("\n".join(lines).encode(), "a.txt", Limits())
+    assert doc.segments == ([" ".join(lines)] if wrapped else lines)
+
+
 def test_txt_paragraphs_lines_and_lists():
     text = (
         "Title\n\nThis is a long wrapped paragraph that goes on and on\nand continues on the next line.\n\n"
