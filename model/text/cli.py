@@ -4,7 +4,9 @@
     rendition translate --source en --target fr --engine ctranslate2 --model-dir DIR
     rendition translate --source fr --target de --translator EN_FR_DIR --translator EN_DE_DIR < input.fr
 
-Order is preserved, empty (or blank) input lines give empty output lines.  Every line goes through
+Order is preserved, empty (or blank) input lines give empty output lines.  ``--source auto``: each
+line from its own detected language, as the service's ``source: "auto"`` (a line already in the
+target language comes back as it is).  Every line goes through
 the text pipeline the service runs (``rendition.model.text.pipeline``): split into sentences,
 placeholders, glossary terms, URLs, paths and code kept as they are (``--no-protect-spans``: not the
 spans), a sentence that reached its length limit decoded again with no repeated n-gram.  The
@@ -34,6 +36,7 @@ from tqdm import tqdm
 
 from rendition.model.text import pipeline
 from rendition.model.text.glossary import Glossary, GlossaryError, load_glossary
+from rendition.model.text.language_id import LanguageDetector, Runs
 from rendition.model.text.segment import InputTooLong
 from rendition.model.translation.options import InvalidOption, TranslationOptions
 from rendition.model.translation.pairs import Leg, PairTable, package_dirs
@@ -131,18 +134,35 @@ def translate_lines(
     sentences, placeholders, ``glossary`` terms and, with ``protect_spans``, URLs, paths and code
     kept, the second decoding of a sentence that reached its length limit); blank lines map to
     empty strings.  ``InputTooLong`` names the line (1-based) with a sentence over the input limit.
-    ``translator``: one, or a table of several (a pair none has both languages of goes through English)."""
+    ``translator``: one, or a table of several (a pair none has both languages of goes through English).
+    ``source`` "auto": each line from its detected language (a line that mixes languages from each
+    run's), a line in ``target`` as it is."""
     table = translator if isinstance(translator, PairTable) else PairTable([(translator, translator.languages)])
-    legs = table.route(source, target)  # (UnsupportedPair names the pairs served)
     texts = [line.strip() for line in lines]
     protection = pipeline.Protection(glossary=glossary, spans=protect_spans)
     opts = TranslationOptions(**options)
-    decode, ngram = route_decoder(legs, batch_size, progress, opts, fallback_ngram)
-    try:
-        result = asyncio.run(pipeline.translate(texts, source, decode, opts, protection, ngram))
-    except pipeline.SentenceTooLong as e:
-        raise InputTooLong(e.text + 1, e.length, e.limit, "line") from None
-    return [t.text for t in result.translations]
+
+    def translate(texts: list[str], source: str, lines: list[int]) -> list[str]:
+        legs = table.route(source, target)  # (UnsupportedPair names the pairs served)
+        decode, ngram = route_decoder(legs, batch_size, progress, opts, fallback_ngram)
+        try:
+            result = asyncio.run(pipeline.translate(texts, source, decode, opts, protection, ngram))
+        except pipeline.SentenceTooLong as e:
+            raise InputTooLong(lines[e.text] + 1, e.length, e.limit, "line") from None
+        return [t.text for t in result.translations]
+
+    if source != "auto":
+        return translate(texts, source, list(range(len(texts))))
+    # each line from its own language, a line that mixes them from each of its runs' (the service's
+    # source "auto"); a line or run in the target language is its own translation
+    det = LanguageDetector(table.languages)
+    runs = Runs.gather(det.runs(text, det.detect(text)[0][0]) if text else [] for text in texts)
+    line_of = {lang: [0] * len(group) for lang, group in runs.by_language.items()}  # each run's line
+    for i, mine in enumerate(runs.where):
+        for lang, k in mine:
+            line_of[lang][k] = i
+    done = {lang: group if lang == target else translate(group, lang, line_of[lang]) for lang, group in runs.by_language.items()}
+    return ["".join(parts) for parts in runs.put_back(done)]  # (a line's runs keep their own spacing)
 
 
 def add_translator_options(p: argparse.ArgumentParser, engines: bool = False, auto_source: bool = False) -> None:
@@ -218,7 +238,7 @@ def read_translator_options(p: argparse.ArgumentParser, args: argparse.Namespace
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="rendition translate", description=__doc__.split("\n\n")[0])
-    add_translator_options(p, engines=True)
+    add_translator_options(p, engines=True, auto_source=True)
     p.add_argument("--length-penalty", type=float, default=1.0, help="alpha (GNMT for torch, length**alpha for ct2)")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"], help="torch engine")
@@ -278,7 +298,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 args.threads or 0,
             )  # fmt: skip
             table = load_table(how, dirs, stack, args.workers, args.threads or 0, cores)
-            table.route(args.source, args.target)
+            if args.source == "auto":
+                if args.target not in table.languages:
+                    raise ValueError(f"unsupported target language {args.target}; the translators know {', '.join(table.languages)}")
+            else:
+                table.route(args.source, args.target)
             outputs = translate_lines(
                 table,
                 lines,

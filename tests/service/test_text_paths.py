@@ -88,3 +88,27 @@ def test_every_path_gives_the_same_translations(server, glossary: Path, tmp_path
     catalog.save(str(tmp_path / "messages.pot"))
     rendition("translate-file", str(tmp_path / "messages.pot"), str(tmp_path / "fr.po"), *cli_options(glossary))
     assert [e.msgstr for e in polib.pofile(str(tmp_path / "fr.po"))] == http
+
+
+AUTO_TEXTS = [
+    "The file manager shows hidden files.",
+    "Le gestionnaire de fichiers affiche les fichiers cachés.",  # already in the target language
+    "Thank you for your message. Je vous réponds dès que possible, avec tous les détails.",  # two languages
+    "",
+]
+
+
+def test_source_auto_gives_the_same_translations_on_the_route_and_the_command(server, tmp_path: Path) -> None:
+    """``source: "auto"`` on ``/v1/translate`` and ``rendition translate --source auto``: each text
+    (line) from its own language, a run in the target language kept as it is."""
+    sent = [t for t in AUTO_TEXTS if t]
+    r = server.http.post("/v1/translate", json={"text": sent, "source": "auto", "target": "fr", **SEARCH})
+    assert r.status_code == 200, r.text
+    http = [x["text"] for x in r.json()["results"]]
+    assert [x["detected_language"]["language"] for x in r.json()["results"]][:2] == ["en", "fr"]
+    assert http[1] == sent[1] and http[2].endswith("Je vous réponds dès que possible, avec tous les détails.")
+    assert not http[2].startswith("Thank you")  # (its English run translated)
+    options = ["--source", "auto", "--target", "fr", "--compute-type", "float32", "--workers", "1", "--quiet",
+               "--beam-size", str(SEARCH["beam_size"]), "--max-length", str(SEARCH["max_length"])]  # fmt: skip
+    lines = rendition("translate", *options, stdin="".join(f"{t}\n" for t in AUTO_TEXTS)).split("\n")
+    assert lines[: len(AUTO_TEXTS)] == [*http, ""]
