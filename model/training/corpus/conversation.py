@@ -1270,6 +1270,29 @@ SET_PHRASES = [
     ("I look forward to hearing from you.", "Dans l'attente de votre réponse."), ("Feel free to contact me.", "N'hésitez pas à me contacter."),
     ("Do not hesitate to contact me if you have any questions.", "N'hésitez pas à me contacter si vous avez des questions."),
 ]  # fmt: skip
+# small talk: greeting, asking after someone, wishing, paying, finding one's way, agreeing
+SET_SMALL_TALK = [
+    ("How are you?", "Ça va ?"), ("How are you?", "Comment ça va ?"), ("How are you?", "Comment allez-vous ?"), ("How are you doing?", "Comment vas-tu ?"),
+    ("How's it going?", "Ça va ?"), ("Are you OK?", "Ça va ?"), ("I'm fine, thank you.", "Ça va, merci."), ("I'm fine, thank you.", "Je vais bien, merci."),
+    ("I'm fine, and you?", "Ça va, et toi ?"), ("Very well, and you?", "Très bien, et vous ?"), ("Not bad.", "Pas mal."), ("What's up?", "Quoi de neuf ?"),
+    ("Nothing much.", "Pas grand-chose."), ("Long time no see!", "Ça fait longtemps !"), ("It's been a long time!", "Ça fait longtemps !"),
+    ("How much is it?", "C'est combien ?"), ("How much does it cost?", "Combien ça coûte ?"), ("How much does it cost?", "Ça coûte combien ?"),
+    ("The bill, please.", "L'addition, s'il vous plaît."), ("I'd like a coffee, please.", "Je voudrais un café, s'il vous plaît."),
+    ("I would like a glass of water.", "J'aimerais un verre d'eau."), ("Good night!", "Bonne nuit !"), ("Have a nice day!", "Bonne journée !"),
+    ("Have a nice evening!", "Bonne soirée !"), ("Have a good weekend!", "Bon week-end !"), ("Good luck!", "Bonne chance !"),
+    ("Enjoy your meal!", "Bon appétit !"), ("Have a good trip!", "Bon voyage !"), ("Happy holidays!", "Bonnes vacances !"),
+    ("Get well soon!", "Bon rétablissement !"), ("Congratulations!", "Félicitations !"), ("Welcome!", "Bienvenue !"), ("Goodbye!", "Au revoir !"),
+    ("See you!", "À plus !"), ("See you tonight!", "À ce soir !"), ("See you next week!", "À la semaine prochaine !"), ("Excuse me.", "Excusez-moi."),
+    ("Of course.", "Bien sûr."), ("Never mind.", "Tant pis."), ("What's your name?", "Comment tu t'appelles ?"),
+    ("What's your name?", "Comment vous appelez-vous ?"), ("Where are you from?", "D'où viens-tu ?"), ("Where are you from?", "Vous venez d'où ?"),
+    ("How old are you?", "Quel âge as-tu ?"), ("How old are you?", "Quel âge avez-vous ?"), ("Do you speak English?", "Vous parlez anglais ?"),
+    ("Do you speak French?", "Parlez-vous français ?"), ("Do you speak French?", "Tu parles français ?"), ("I don't understand.", "Je ne comprends pas."),
+    ("Can you repeat, please?", "Vous pouvez répéter, s'il vous plaît ?"), ("Where are the toilets?", "Où sont les toilettes ?"),
+    ("Where is the station?", "Où est la gare ?"), ("I don't know where the station is.", "Je ne sais pas où est la gare."),
+    ("What time is it?", "Quelle heure est-il ?"), ("I'm lost.", "Je suis perdu."), ("Help!", "Au secours !"), ("Watch out!", "Attention !"),
+    ("I agree.", "Je suis d'accord."), ("Me too.", "Moi aussi."), ("Me neither.", "Moi non plus."), ("Why not?", "Pourquoi pas ?"),
+    ("It's up to you.", "C'est comme tu veux."), ("I miss you.", "Tu me manques."), ("I love you.", "Je t'aime."),
+]  # fmt: skip
 SET_CLOSINGS = [("Best regards", "Cordialement"), ("Kind regards", "Bien cordialement"), ("Best wishes", "Amitiés"), ("See you soon", "À bientôt"), ("Love", "Bisous")]
 SET_ATTACHED = [("the invoice", "la facture"), ("my CV", "mon CV"), ("the report", "le rapport"), ("the photos", "les photos"), ("the contract", "le contrat"),
                 ("the programme", "le programme"), ("the document", "le document"), ("the form", "le formulaire")]  # fmt: skip
@@ -1292,14 +1315,14 @@ def _ordinal(day: int) -> str:
 
 def set_rows() -> Iterator[tuple[str, str, str]]:
     """What is said one set way, not word for word (``SET_SOURCE``, English, French): meeting and
-    courtesy ("Nice to meet you." / "Enchanté."), a letter's greeting and closing ("Dear Sir or
+    courtesy ("Nice to meet you." / "Enchanté."), small talk ("How are you?" / "Ça va ?"), a letter's greeting and closing ("Dear Sir or
     Madam," / "Madame, Monsieur,", "Best regards, Marie" / "Cordialement, Marie", "Dear Pierre," /
     "Cher Pierre,"), dates written the American way ("March 4th" / "le 4 mars", "on Monday, March 1"
     / "le lundi 1er mars"; "on Monday" / "lundi" beside "on Mondays" / "le lundi") and ages in
     figures ("I'm 25." / "J'ai 25 ans.").  Their own rows, not a
     frame: the frames' instances and held-out splits stay as they are; the corpus build leaves out
     any that a committed split holds."""
-    for en, fr in SET_PHRASES:
+    for en, fr in SET_PHRASES + SET_SMALL_TALK:
         yield SET_SOURCE, en, fr
     for name, g in NAMES:
         yield SET_SOURCE, f"Dear {name},", ("Chère" if g == "f" else "Cher") + f" {name},"

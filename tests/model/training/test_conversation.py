@@ -188,6 +188,7 @@ def test_set_phrases_dates_and_ages_are_said_the_set_way() -> None:
     assert ("Nice to meet you.", "Enchanté.") in rows and ("Dear Sir or Madam,", "Madame, Monsieur,") in rows
     assert ("Best regards, Marie", "Cordialement, Marie") in rows and ("Dear Marie,", "Chère Marie,") in rows and ("Dear Pierre,", "Cher Pierre,") in rows
     assert ("Nice to meet you, Sophie.", "Enchantée, Sophie.") in rows and ("Nice to meet you, Thomas.", "Enchanté, Thomas.") in rows
+    assert ("How are you?", "Ça va ?") in rows and ("Long time no see!", "Ça fait longtemps !") in rows  # small talk
     months_en = {calendar.month_name[k]: k for k in range(1, 13)}
     months_fr = {m: k for k, m in enumerate("janvier février mars avril mai juin juillet août septembre octobre novembre décembre".split(), 1)}
     suffix = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}
