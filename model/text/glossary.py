@@ -9,7 +9,9 @@ part of its corpus has ``%s``, ``{0}``... replaced by ``X``, ``Y``, ``Z``... on 
 ``rendition.model.text.stand_ins``).  ``protect`` replaces every source term found
 (case-insensitive, whole words, the longest match first) by such a stand-in, the translator copies
 it, and ``restore`` puts the target term in its place.  A text in which no term occurs is left
-exactly as it was (``Marked.terms`` empty), so its translation does not change.  When the
+exactly as it was (``Marked.terms`` empty), so its translation does not change.  A term the text
+writes in capitals ("the SAVE button") gets its target term in capitals, unless the glossary itself
+writes the source term so (an acronym: "GPU" -> "processeur graphique").  When the
 translation lost a stand-in, ``restore`` appends the target term in parentheses (the text keeps
 the term) and counts it in ``Restored.missing``.
 
@@ -83,6 +85,7 @@ class Glossary:
         self.stand_ins = stand_ins
         self.inline = inline  # the target term itself goes into the source text (no stand-in)
         self._by_key = {k.casefold(): v for k, v in self.terms.items()}
+        self._written_in_capitals = {k.casefold() for k in self.terms if k.isupper()}  # (an acronym: its target as given)
         names = sorted(self.terms, key=len, reverse=True)
         self._pattern = (
             re.compile(
@@ -164,7 +167,10 @@ class Glossary:
         for m in found:
             if not unused and not self.inline:
                 break
-            target = self._by_key[_SPACES.sub(" ", m.group(0)).casefold()]
+            key = _SPACES.sub(" ", m.group(0)).casefold()
+            target = self._by_key[key]
+            if m.group(0).isupper() and sum(c.isalpha() for c in m.group(0)) > 1 and key not in self._written_in_capitals:
+                target = target.upper()  # a term the text writes in capitals ("the SAVE button"): its target too
             stand_in = target if self.inline else unused.pop(0)
             terms[stand_in] = target
             if not text[: m.start()].strip() and m.group(0)[:1].isupper():

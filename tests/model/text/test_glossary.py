@@ -17,10 +17,16 @@ def test_terms_match_ignoring_case_on_whole_words_longest_first() -> None:
     g = Glossary.from_mapping({"file": "fichier", "file manager": "gestionnaire de fichiers"})
     m = g.protect("Open the File  Manager, then a FILE; profile files stay.")
     assert m.text == "Open the X, then a Y; profile files stay."  # "profile", "files": not the word "file"
-    assert m.terms == {"X": "gestionnaire de fichiers", "Y": "fichier"}
+    assert m.terms == {"X": "gestionnaire de fichiers", "Y": "FICHIER"}  # (the text writes FILE in capitals)
     assert g.restore(m, "Ouvrez le X, puis un Y ; les fichiers restent.").text == (
-        "Ouvrez le gestionnaire de fichiers, puis un fichier ; les fichiers restent."
+        "Ouvrez le gestionnaire de fichiers, puis un FICHIER ; les fichiers restent."
     )
+
+
+def test_a_term_written_in_capitals_gets_its_target_in_capitals_unless_the_glossary_writes_it_so() -> None:
+    g = Glossary.from_mapping({"save": "enregistrer", "GPU": "processeur graphique", "a": "un"})
+    m = g.protect("Press SAVE, then Save; the GPU and A.")
+    assert m.terms == {"X": "ENREGISTRER", "Y": "enregistrer", "Z": "processeur graphique", "W": "un"}  # (one letter: not shouted)
 
 
 def test_a_text_without_terms_is_left_exactly_as_it_was() -> None:
