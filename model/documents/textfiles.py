@@ -81,7 +81,9 @@ class PlainText(Document):
 _SKIP_TAGS = frozenset({"script", "style", "template", "noscript", "code", "pre"})
 
 
-def _text_nodes(soup: BeautifulSoup) -> list[NavigableString]:
+def text_nodes(soup: BeautifulSoup) -> list[NavigableString]:
+    """The visible text to translate, one node at a time: not comments, doctypes, scripts, styles,
+    templates, code or preformatted text (the HTML files and LibreTranslate's ``format: "html"``)."""
     return [
         n
         for n in soup.find_all(string=True)
@@ -93,7 +95,7 @@ class Html(Document):
     def __init__(self, data: bytes, limits: Limits, **_: object):
         text = decode_text(data, ".html")
         self.soup = BeautifulSoup(text, "html.parser")
-        self.nodes = _text_nodes(self.soup)
+        self.nodes = text_nodes(self.soup)
         self.segments = [str(n).strip() for n in self.nodes]
 
     def render(self, translations: Sequence[str | None]) -> bytes:

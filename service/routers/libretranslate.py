@@ -6,7 +6,7 @@ LibreTranslate accepts JSON, form-encoded and multipart bodies: ``libretranslate
 (a browser ``FormData``), other integrations JSON; all three are parsed here.  ``source: "auto"``
 detects the language of every text (``rendition.model.text.language_id``) and answers with
 ``detectedLanguage``; ``format: "html"`` translates the text nodes of the document and keeps its
-markup.  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
+markup (code and preformatted text kept as they are, as in an uploaded .html file).  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
 input, 403 bad key, 429 overload; ``rendition.service.errors``).
 """
 
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
 from rendition.model.documents import FORMATS
+from rendition.model.documents.textfiles import text_nodes
 from rendition.model.translation.options import TranslationOptions
 from rendition.service import glossaries
 from rendition.service.deps import (
@@ -130,28 +131,18 @@ async def _parse_body(request: Request, model: type[Body]) -> Body:
 
 # -- HTML: translate the text nodes, keep the markup ---------------------------------------------
 
-_SKIP_TAGS = frozenset({"script", "style", "template", "noscript"})
-
-
-def _text_nodes(soup: BeautifulSoup) -> list[NavigableString]:
-    """The document's visible text, one node at a time (not comments, doctypes, scripts or styles)."""
-    return [
-        n
-        for n in soup.find_all(string=True)
-        if type(n) is NavigableString and n.strip() and not (n.parent and n.parent.name in _SKIP_TAGS)
-    ]
-
 
 class HtmlDoc:
-    """An HTML fragment or document parsed with Python's HTML parser (through BeautifulSoup)."""
+    """An HTML fragment or document parsed with Python's HTML parser (through BeautifulSoup); its
+    text nodes are those an uploaded .html file has translated (``documents.textfiles.text_nodes``)."""
 
     def __init__(self, html: str):
         self.html = html
-        self.texts = [str(n) for n in _text_nodes(BeautifulSoup(html, "html.parser"))]
+        self.texts = [str(n) for n in text_nodes(BeautifulSoup(html, "html.parser"))]
 
     def render(self, pieces: list[str]) -> str:
         soup = BeautifulSoup(self.html, "html.parser")
-        for node, piece in zip(_text_nodes(soup), pieces, strict=True):
+        for node, piece in zip(text_nodes(soup), pieces, strict=True):
             node.replace_with(NavigableString(piece))
         return str(soup)
 

@@ -123,7 +123,7 @@ def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
     html = (
         '<div class="doc" data-x=\'1\'><h1>Development files</h1>\n'
         '<p>This package contains the development files. <a href="/lib?a=1&amp;b=2">See the library</a></p>'
-        '<!-- a comment stays --><script>var s = "Hello";</script><br/></div>'
+        '<!-- a comment stays --><script>var s = "Hello";</script><br/><pre>Hello <b>world</b></pre><code>Good night</code></div>'
     )
     r = server.http.post("/translate", json={"q": html, "source": "en", "target": "fr", "format": "html"})
     assert r.status_code == 200, r.text
@@ -133,8 +133,8 @@ def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
     assert out == (
         f'<div class="doc" data-x="1"><h1>{t[0]}</h1>\n'
         f'<p>{t[1]} <a href="/lib?a=1&amp;b=2">{t[2]}</a></p>'
-        '<!-- a comment stays --><script>var s = "Hello";</script><br/></div>'
-    )
+        '<!-- a comment stays --><script>var s = "Hello";</script><br/><pre>Hello <b>world</b></pre><code>Good night</code></div>'
+    )  # (code and preformatted text as they are, as in an uploaded .html file)
     before, after = BeautifulSoup(html, "html.parser"), BeautifulSoup(out, "html.parser")
     assert [(x.name, x.attrs) for x in before.find_all(True)] == [(x.name, x.attrs) for x in after.find_all(True)]
 
