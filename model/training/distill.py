@@ -292,8 +292,10 @@ def evaluate(
     fidelity_splits: Sequence[str] = ("valid", "test"),
     cache_dir: Path | None = None,
     limit: int | None = None,
+    sets: Sequence[str] = (),
 ) -> dict:
-    """Retrieval en<->xx on the held-out DDTP pairs of ``split``; fidelity = Spearman(student cos,
+    """Retrieval en<->xx on the held-out DDTP pairs of ``split`` (and, per name of ``sets`` such as
+    everyday or daily, on that split's pairs where they exist: ``retrieval_en_fr_everyday``); fidelity = Spearman(student cos,
     teacher cos) over random pairs of held-out English sentences: ``fidelity_general`` on the
     general-English sides of ``split`` (ui, dialogue, help, everyday; rendition.model.training.distill_data), and
     ``fidelity_spearman`` on the DDTP English of ``fidelity_splits``; ``fidelity_graded``: the same
@@ -312,6 +314,14 @@ def evaluate(
         fwd, bwd = retrieval_accuracy(en, xx)
         res[f"retrieval_en_{lang}"], res[f"retrieval_{lang}_en"] = fwd, bwd
         res[f"n_{lang}"] = len(pairs)
+        for name in sets:
+            path = SPLITS_DIR / f"{split}.{name}.en-{lang}.tsv"
+            if not path.is_file():
+                continue
+            pairs = read_tsv(path)[:limit]
+            fwd, bwd = retrieval_accuracy(encoder.encode([p.src for p in pairs]), encoder.encode([p.tgt for p in pairs]))
+            res[f"retrieval_en_{lang}_{name}"], res[f"retrieval_{lang}_en_{name}"] = fwd, bwd
+            res[f"n_{lang}_{name}"] = len(pairs)
     if teacher is not None:
         general = general_held_out(split, SPLITS_DIR)[:limit]
         if general:
@@ -386,6 +396,7 @@ def token_batch(batch_texts: Sequence[str], tokens: dict[str, np.ndarray], n: in
     return torch.from_numpy(out)
 
 
+RETRIEVAL_SETS = ("ui", "everyday", "dialogue", "daily", "conv")  # evaluate-encoder's retrieval beside DDTP's
 RETRIEVAL_KEYS = ("retrieval_en_fr", "retrieval_fr_en", "retrieval_en_de", "retrieval_de_en")
 
 
@@ -1040,6 +1051,10 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     )  # fmt: skip
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument(
+        "--sets", nargs="*", default=list(RETRIEVAL_SETS),
+        help="retrieval also on these held-out splits where they exist (DDTP always)",
+    )  # fmt: skip
     args = ap.parse_args(list(argv) if argv is not None else None)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -1048,9 +1063,9 @@ def evaluate_main(argv: Sequence[str] | None = None) -> None:
     cache_dir = Path(args.cache_dir) if args.cache_dir else None
     enc = SentenceEncoder.from_pretrained(args.model, device="cpu", dtype=getattr(torch, args.dtype))
     teacher = None if args.no_teacher else load_teacher()
-    res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir, limit=args.limit)}
+    res = {"student": evaluate(enc, teacher, split=args.split, n_pairs=args.pairs, cache_dir=cache_dir, limit=args.limit, sets=args.sets)}
     if teacher is not None:
-        res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split, limit=args.limit)
+        res["teacher"] = evaluate(_TeacherAsEncoder(teacher, cache_dir), None, split=args.split, limit=args.limit, sets=args.sets)
         res["teacher"]["fidelity_general"] = res["teacher"]["fidelity_spearman"] = res["teacher"]["fidelity_graded"] = 1.0
         for k in res["student"]:
             if k.startswith("fidelity_general_") and k != "fidelity_general_sentences":

@@ -360,5 +360,7 @@ def test_evaluate_encoder_reports_both_models_in_both_precisions(tmp_path: Path,
         assert m["sentences_per_s"] == max(m["sentences_per_s_float32"], m["sentences_per_s_bfloat16"])
     assert res["speedup"] == pytest.approx(s["sentences_per_s"] / t["sentences_per_s"])
     assert -1 <= s["fidelity_general"] <= 1 and t["fidelity_general"] == 1.0 and 0 <= s["retrieval_en_fr"] <= 1
+    for name in distill.RETRIEVAL_SETS:  # (each held-out split of everyday text beside DDTP, 300 pairs at most)
+        assert 0 <= s[f"retrieval_fr_en_{name}"] <= 1 and 0 <= t[f"retrieval_en_fr_{name}"] <= 1 and s[f"n_fr_{name}"] <= 300
     printed = capsys.readouterr().out
     assert "sentences_per_s_bfloat16" in printed and "bench_encoder_anchor.py" in printed
