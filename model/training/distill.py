@@ -305,23 +305,15 @@ def evaluate(
 
     res: dict[str, float] = {}
     for lang in langs:
-        path = SPLITS_DIR / f"{split}.en-{lang}.tsv"
-        if not path.is_file():
-            continue
-        pairs = read_tsv(path)[:limit]
-        en = encoder.encode([p.src for p in pairs])
-        xx = encoder.encode([p.tgt for p in pairs])
-        fwd, bwd = retrieval_accuracy(en, xx)
-        res[f"retrieval_en_{lang}"], res[f"retrieval_{lang}_en"] = fwd, bwd
-        res[f"n_{lang}"] = len(pairs)
-        for name in sets:
-            path = SPLITS_DIR / f"{split}.{name}.en-{lang}.tsv"
+        for name in ("", *sets):  # (DDTP's split, then each named one: its keys end in _name)
+            path = SPLITS_DIR / f"{split}.{name + '.' if name else ''}en-{lang}.tsv"
             if not path.is_file():
                 continue
             pairs = read_tsv(path)[:limit]
             fwd, bwd = retrieval_accuracy(encoder.encode([p.src for p in pairs]), encoder.encode([p.tgt for p in pairs]))
-            res[f"retrieval_en_{lang}_{name}"], res[f"retrieval_{lang}_en_{name}"] = fwd, bwd
-            res[f"n_{lang}_{name}"] = len(pairs)
+            end = f"_{name}" if name else ""
+            res[f"retrieval_en_{lang}{end}"], res[f"retrieval_{lang}_en{end}"] = fwd, bwd
+            res[f"n_{lang}{end}"] = len(pairs)
     if teacher is not None:
         general = general_held_out(split, SPLITS_DIR)[:limit]
         if general:
