@@ -1,28 +1,37 @@
 """Office documents: Word (.docx), PowerPoint (.pptx) and OpenDocument text (.odt).
 
 Each is a zip of XML parts (``safezip``).  A paragraph is one segment: its text is the text of its
-runs joined, and its translation is spread back over the same runs (``base.spread``), so the
-formatting of every run stays in place; a paragraph of one run keeps it whole.  Everything else in
-the archive (styles, images, relationships) is copied byte for byte.
+runs joined, translated whole.  Runs formatted apart from the rest of the paragraph (a bold word, a
+link) are translated once more on their own and their translation is found in the paragraph's, so
+that the formatting lands on the words that translate them (``inline``); the rest of the
+translation goes to the other runs, and a run is added where the translation puts text that the
+source has no run for ("<b>Red</b> cars" -> "Les voitures <b>rouges</b>").  A paragraph of one
+formatting, or one whose formatted words are not found, has its translation spread over its runs
+by their lengths (``base.spread``).  Everything else in the archive (styles, images,
+relationships) is copied byte for byte.
 
 * .docx: ``w:p`` paragraphs of the body, headers, footers, footnotes, endnotes and comments; the
-  runs' ``w:t`` texts (a text box's paragraphs are paragraphs of their own).
+  runs' ``w:t`` texts (a text box's paragraphs are paragraphs of their own); a run's formatting is
+  its ``w:rPr`` (not its language or proofing marks) and the link it is in.
 * .pptx: ``a:p`` paragraphs of the slides and their notes (not the layouts and masters: their
-  prompt texts are not shown); the runs' ``a:t`` texts.
+  prompt texts are not shown); the runs' ``a:t`` texts; a run's formatting is its ``a:rPr`` (not
+  its language, spelling or editing marks).
 * .odt: ``text:p`` and ``text:h`` of content.xml (and styles.xml: headers and footers); the text
   and tails of the paragraph's spans, links and fields (notes, frames and annotations hold
-  paragraphs of their own).
+  paragraphs of their own); a text's formatting is the spans and links it is in.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from lxml import etree
 
-from rendition.model.documents.base import Document, InvalidDocument, Limits, spread
+from rendition.model.documents.base import Document, InvalidDocument, Limits
+from rendition.model.documents.inline import Paragraph
 from rendition.model.documents.safezip import ZipContents, parse_xml, write_xml
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -31,6 +40,8 @@ TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 DRAW = "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
 XML_SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
+R_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
 
 
 @dataclass
@@ -54,20 +65,16 @@ def _paragraph_text(slots: Sequence[Slot]) -> str:
     return "".join(s.get() for s in slots)
 
 
-def _fill(slots: Sequence[Slot], translation: str, on_set: Callable[[Slot], None] | None = None) -> None:
-    """Spread a paragraph's translation over its slots, keeping the paragraph's outer whitespace."""
-    original = _paragraph_text(slots)
-    lead = original[: len(original) - len(original.lstrip())]
-    trail = original[len(original.rstrip()) :]
-    sizes = [len(s.get()) for s in slots]
-    for slot, piece in zip(slots, spread(lead + translation.strip() + trail, sizes)):
-        slot.set(piece)
-        if on_set is not None:
-            on_set(slot)
+def _top(elem: etree._Element, paragraph: etree._Element) -> etree._Element:
+    """The ancestor of ``elem`` (or itself) that is a child of ``paragraph``."""
+    parent = elem.getparent()
+    while parent is not None and parent is not paragraph:
+        elem, parent = parent, parent.getparent()
+    return elem
 
 
 class ZipXmlDocument(Document):
-    """A zip of XML parts whose paragraphs are segments."""
+    """A zip of XML parts whose paragraphs are segments (and their formatted words, ``inline``)."""
 
     what = "document"
     parts: re.Pattern
@@ -78,30 +85,92 @@ class ZipXmlDocument(Document):
         names = self.zip.names()
         self.check(names)
         self.trees: dict[str, etree._ElementTree] = {}
-        self.paragraphs: list[list[Slot]] = []
+        self.paragraphs: list[tuple[etree._Element, list[Slot], Paragraph]] = []
         for name in names:
             if self.parts.fullmatch(name):
                 tree = parse_xml(self.zip.data[name], f"{self.what} part {name}")
                 self.trees[name] = tree
-                for slots in self.find_paragraphs(tree.getroot()):
+                for p, slots in self.find_paragraphs(tree.getroot()):
                     if _paragraph_text(slots).strip():
-                        self.paragraphs.append(slots)
-        self.segments = [_paragraph_text(p).strip() for p in self.paragraphs]
+                        para = Paragraph(tuple(s.get() for s in slots), tuple(self.style(s, p) for s in slots))
+                        self.paragraphs.append((p, slots, para))
+        self.segments = [para.text for _, _, para in self.paragraphs]
+        self.segments += [r for _, _, para in self.paragraphs for r in para.region_texts]
 
     def check(self, names: list[str]) -> None:
         raise NotImplementedError
 
-    def find_paragraphs(self, root: etree._Element) -> list[list[Slot]]:
+    def find_paragraphs(self, root: etree._Element) -> list[tuple[etree._Element, list[Slot]]]:
         raise NotImplementedError
+
+    def style(self, slot: Slot, paragraph: etree._Element) -> Hashable:
+        """The formatting of a slot's text (equal keys: equal formatting)."""
+        raise NotImplementedError
+
+    def new_run(self, slots: Sequence[Slot], para: Paragraph, text: str) -> etree._Element | None:
+        """A run of the paragraph's base formatting holding ``text``, to insert; ``None``: the
+        format cannot make one (the translation is then spread over the runs)."""
+        return None
 
     def on_set(self, slot: Slot) -> None:
         """Called for every slot written (e.g. to keep its spaces)."""
 
     def render(self, translations: Sequence[str | None]) -> bytes:
-        for slots, t in zip(self.paragraphs, translations, strict=True):
-            if t is not None:
-                _fill(slots, t, self.on_set)
+        n = len(self.paragraphs)
+        if len(translations) != len(self.segments):
+            raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
+        own = iter(translations[n:])  # the formatted words', paragraph by paragraph
+        for (p, slots, para), t in zip(self.paragraphs, translations[:n], strict=True):
+            regions = [next(own) for _ in para.regions]
+            if t is None:
+                continue
+            arranged = para.arrange(t, regions)
+            made = [self.new_run(slots, para, ins.text) for ins in arranged.inserts]
+            runs = [r for r in made if r is not None]
+            texts = arranged.texts if len(runs) == len(made) else para.spread(t)
+            for slot, text in zip(slots, texts, strict=True):
+                slot.set(text)
+                self.on_set(slot)
+            if texts is arranged.texts:
+                for ins, run in zip(arranged.inserts, runs, strict=True):
+                    anchor = _top(slots[ins.slot].elem, p)
+                    if ins.before:
+                        anchor.addprevious(run)
+                    else:
+                        anchor.addnext(run)
         return self.zip.write({name: write_xml(tree) for name, tree in self.trees.items()})
+
+
+def _run_style(
+    run: etree._Element | None, props: str, noise: frozenset[str], noisy_attributes: frozenset[str] = frozenset()
+) -> Hashable:
+    """A run's formatting: its properties element's attributes and children, less the ``noise``
+    (language, proofing and editing marks: not formatting)."""
+    rpr = run.find(props) if run is not None else None
+    if rpr is None:
+        return ()
+    attrs = tuple(sorted((k, v) for k, v in rpr.attrib.items() if etree.QName(k).localname not in noisy_attributes))
+    children = tuple(
+        sorted(etree.tostring(c) for c in rpr if isinstance(c.tag, str) and etree.QName(c).localname not in noise)
+    )
+    return attrs, children
+
+
+def _clone_run(
+    slots: Sequence[Slot], para: Paragraph, text: str, run_tag: str, text_tag: str, props: str
+) -> etree._Element | None:
+    """A copy of a base run's properties with ``text`` as its only text."""
+    for slot, style in zip(slots, para.styles, strict=True):
+        run = slot.elem.getparent()
+        if style == para.base and run is not None and run.tag == run_tag:
+            new = etree.Element(run_tag, nsmap=run.nsmap)
+            rpr = run.find(props)
+            if rpr is not None:
+                new.append(copy.deepcopy(rpr))
+            t = etree.SubElement(new, text_tag)
+            t.text = text
+            return new
+    return None
 
 
 class Docx(ZipXmlDocument):
@@ -112,13 +181,30 @@ class Docx(ZipXmlDocument):
         if "word/document.xml" not in names or "[Content_Types].xml" not in names:
             raise InvalidDocument("the file is not a .docx document (no word/document.xml in the archive)")
 
-    def find_paragraphs(self, root: etree._Element) -> list[list[Slot]]:
+    def find_paragraphs(self, root: etree._Element) -> list[tuple[etree._Element, list[Slot]]]:
         out = []
         for p in root.iter(f"{{{W}}}p"):
             # the runs' texts whose nearest paragraph is this one (a text box holds its own)
             texts = [t for t in p.iter(f"{{{W}}}t") if next(t.iterancestors(f"{{{W}}}p")) is p]
-            out.append([Slot(t) for t in texts])
+            out.append((p, [Slot(t) for t in texts]))
         return out
+
+    _NOISE = frozenset({"lang", "noProof", "webHidden"})
+
+    def style(self, slot: Slot, paragraph: etree._Element) -> Hashable:
+        run = slot.elem.getparent()
+        links = tuple(
+            (a.get(R_ID), a.get(f"{{{W}}}anchor"))
+            for a in slot.elem.iterancestors(f"{{{W}}}hyperlink")
+            if paragraph in a.iterancestors()
+        )
+        return links, _run_style(run, f"{{{W}}}rPr", self._NOISE)
+
+    def new_run(self, slots: Sequence[Slot], para: Paragraph, text: str) -> etree._Element | None:
+        run = _clone_run(slots, para, text, f"{{{W}}}r", f"{{{W}}}t", f"{{{W}}}rPr")
+        if run is not None:
+            run[-1].set(XML_SPACE, "preserve")
+        return run
 
     def on_set(self, slot: Slot) -> None:
         slot.elem.set(XML_SPACE, "preserve")  # leading/trailing spaces of a run are kept
@@ -132,8 +218,16 @@ class Pptx(ZipXmlDocument):
         if "ppt/presentation.xml" not in names or "[Content_Types].xml" not in names:
             raise InvalidDocument("the file is not a .pptx presentation (no ppt/presentation.xml in the archive)")
 
-    def find_paragraphs(self, root: etree._Element) -> list[list[Slot]]:
-        return [[Slot(t) for t in p.iterfind(f"{{{A}}}r/{{{A}}}t")] for p in root.iter(f"{{{A}}}p")]
+    def find_paragraphs(self, root: etree._Element) -> list[tuple[etree._Element, list[Slot]]]:
+        return [(p, [Slot(t) for t in p.iterfind(f"{{{A}}}r/{{{A}}}t")]) for p in root.iter(f"{{{A}}}p")]
+
+    _NOISY = frozenset({"lang", "altLang", "dirty", "err", "noProof", "smtClean", "smtId", "bmk"})
+
+    def style(self, slot: Slot, paragraph: etree._Element) -> Hashable:
+        return _run_style(slot.elem.getparent(), f"{{{A}}}rPr", frozenset(), self._NOISY)
+
+    def new_run(self, slots: Sequence[Slot], para: Paragraph, text: str) -> etree._Element | None:
+        return _clone_run(slots, para, text, f"{{{A}}}r", f"{{{A}}}t", f"{{{A}}}rPr")
 
 
 _ODT_OWN_PARAGRAPHS = {f"{{{TEXT}}}note", f"{{{DRAW}}}frame", f"{{{OFFICE}}}annotation", f"{{{TEXT}}}tracked-changes"}
@@ -163,10 +257,19 @@ class Odt(ZipXmlDocument):
                 "the file is not an .odt text document (its mimetype member is not application/vnd.oasis.opendocument.text)"
             )
 
-    def find_paragraphs(self, root: etree._Element) -> list[list[Slot]]:
+    def find_paragraphs(self, root: etree._Element) -> list[tuple[etree._Element, list[Slot]]]:
         out = []
         for p in root.iter(f"{{{TEXT}}}p", f"{{{TEXT}}}h"):
             slots: list[Slot] = []
             _odt_slots(p, slots)
-            out.append(slots)
+            out.append((p, slots))
         return out
+
+    def style(self, slot: Slot, paragraph: etree._Element) -> Hashable:
+        """The spans and links the text is in, from the paragraph down."""
+        chain = []
+        elem = slot.elem.getparent() if slot.tail else slot.elem
+        while elem is not None and elem is not paragraph:
+            chain.append((elem.tag, elem.get(f"{{{TEXT}}}style-name"), elem.get(XLINK_HREF)))
+            elem = elem.getparent()
+        return tuple(reversed(chain))

@@ -4,7 +4,11 @@
   that starts a list item or is indented, lines of 40 characters or more, every line but the last
   at least 60% of the longest, and no break before a word that would have fitted) is translated
   as one text and wrapped again to its width; any other paragraph (verse, an address) line by line.
-* .html: the visible text nodes (not scripts, styles, templates, comments), the markup as it was
+* .html: the visible text (not scripts, styles, templates, comments or preformatted text),
+  paragraph by paragraph: the text between two block boundaries (a block element, a line break) is
+  translated as one text; the words in inline markup (a link, bold, italic) are found in its
+  translation and keep their markup, and inline code, keys, sample output and variables are not
+  translated and keep their place in the sentence (``inline``); the markup as it was otherwise
   (parsed with Python's html.parser through BeautifulSoup).
 * .srt: each subtitle's text (its lines joined), numbering and timing kept; a subtitle of several
   lines is split again into as many lines, at the spaces nearest to even lengths.
@@ -17,9 +21,10 @@ import textwrap
 from collections.abc import Sequence
 
 import srt
-from bs4 import BeautifulSoup, NavigableString
+from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 from rendition.model.documents.base import Document, InvalidDocument, Limits, decode_text
+from rendition.model.documents.inline import Paragraph
 
 _LIST_ITEM = re.compile(r"\s|[-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s")
 
@@ -78,32 +83,118 @@ class PlainText(Document):
         return "\n".join(x for x in lines if x is not None).replace("\n", self.newline).encode("utf-8")
 
 
-_SKIP_TAGS = frozenset({"script", "style", "template", "noscript", "code", "pre"})
+_SKIP_TAGS = frozenset({"script", "style", "template", "noscript", "pre"})
+# elements that sit inside a line of text; any other element (and a line break) ends a paragraph
+INLINE_TAGS = frozenset(
+    {"a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "data", "del", "dfn", "em", "font", "i", "ins",
+     "label", "mark", "q", "s", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "wbr", "img"}
+)  # fmt: skip
+# inline elements kept as they are, in their place in the translated sentence: code, keys, output, variables
+FIXED_TAGS = frozenset({"code", "kbd", "samp", "var"})
+
+Node = NavigableString | Tag  # a paragraph's text node, or a fixed element
 
 
-def text_nodes(soup: BeautifulSoup) -> list[NavigableString]:
-    """The visible text to translate, one node at a time: not comments, doctypes, scripts, styles,
-    templates, code or preformatted text (the HTML files and LibreTranslate's ``format: "html"``)."""
-    return [
-        n
-        for n in soup.find_all(string=True)
-        if type(n) is NavigableString and n.strip() and not any(p.name in _SKIP_TAGS for p in n.parents)
-    ]
+def html_paragraphs(soup: BeautifulSoup) -> list[list[Node]]:
+    """The visible text to translate, as paragraphs of text nodes and fixed elements (``FIXED_TAGS``,
+    not translated): not comments, doctypes, scripts, styles, templates or preformatted text; a
+    paragraph ends at every element but inline and fixed ones, and at a line break."""
+    out: list[list[Node]] = []
+    current: list[Node] = []
+
+    def close() -> None:
+        if any(type(n) is NavigableString and n.strip() for n in current):
+            out.append(list(current))
+        current.clear()
+
+    stack: list[PageElement | None] = list(reversed(list(soup.children)))
+    while stack:  # document order, without recursion (a deeply nested file is no reason to fail)
+        node = stack.pop()
+        if node is None:  # the end of a block element
+            close()
+        elif type(node) is NavigableString:
+            current.append(node)
+        elif isinstance(node, Tag):
+            if node.name in FIXED_TAGS:
+                current.append(node)
+            elif node.name in INLINE_TAGS:
+                stack += reversed(list(node.children))
+            else:
+                close()
+                if node.name not in _SKIP_TAGS:
+                    stack.append(None)
+                    stack += reversed(list(node.children))
+    close()
+    return out
+
+
+def _elements(node: Node) -> tuple[Tag, ...]:
+    """The inline elements a text node is in (a fixed element: and itself), outermost first."""
+    chain = [node] if isinstance(node, Tag) else []
+    for parent in node.parents:
+        if parent.name not in INLINE_TAGS:
+            break
+        chain.append(parent)
+    return tuple(reversed(chain))
+
+
+def _key(t: Tag) -> tuple:
+    return t.name, tuple(sorted((k, str(v)) for k, v in t.attrs.items()))
+
+
+def _style(node: Node) -> tuple:
+    return tuple(_key(t) for t in _elements(node))
 
 
 class Html(Document):
-    def __init__(self, data: bytes, limits: Limits, **_: object):
-        text = decode_text(data, ".html")
+    """An HTML file (or LibreTranslate's ``format: "html"`` text): paragraphs of text nodes, the
+    words in inline markup put back on their translation and inline code kept in its place
+    (``inline``)."""
+
+    def __init__(self, data: bytes | str, limits: Limits | None = None, **_: object):
+        text = data if isinstance(data, str) else decode_text(data, ".html")
         self.soup = BeautifulSoup(text, "html.parser")
-        self.nodes = text_nodes(self.soup)
-        self.segments = [str(n).strip() for n in self.nodes]
+        self.paragraphs: list[tuple[list[Node], Paragraph]] = []
+        for nodes in html_paragraphs(self.soup):
+            slots = tuple(n.get_text() if isinstance(n, Tag) else str(n) for n in nodes)
+            fixed = frozenset(i for i, n in enumerate(nodes) if isinstance(n, Tag))
+            self.paragraphs.append((nodes, Paragraph(slots, tuple(_style(n) for n in nodes), fixed)))
+        self.segments = [para.text for _, para in self.paragraphs]
+        self.segments += [r for _, para in self.paragraphs for r in para.region_texts]
 
     def render(self, translations: Sequence[str | None]) -> bytes:
-        for node, t in zip(self.nodes, translations, strict=True):
-            if t is not None:
-                s = str(node)
-                node.replace_with(NavigableString(s[: len(s) - len(s.lstrip())] + t + s[len(s.rstrip()) :]))
-        return str(self.soup).encode("utf-8")
+        return self.render_text(translations).encode("utf-8")
+
+    def render_text(self, translations: Sequence[str | None]) -> str:
+        n = len(self.paragraphs)
+        if len(translations) != len(self.segments):
+            raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
+        own = iter(translations[n:])
+        for (nodes, para), t in zip(self.paragraphs, translations[:n], strict=True):
+            regions = [next(own) for _ in para.regions]
+            if t is None:
+                continue
+            arranged = para.arrange(t, regions)
+            anchors = [self._anchor(nodes[ins.slot], para) for ins in arranged.inserts]
+            texts = arranged.texts if all(a is not None for a in anchors) else para.spread(t)
+            for i, (node, text) in enumerate(zip(nodes, texts, strict=True)):
+                if i not in para.fixed and text != para.slots[i]:
+                    node.replace_with(NavigableString(text))
+            if texts is arranged.texts:
+                for ins, anchor in zip(arranged.inserts, anchors, strict=True):
+                    assert anchor is not None
+                    (anchor.insert_before if ins.before else anchor.insert_after)(NavigableString(ins.text))
+        return str(self.soup)
+
+    @staticmethod
+    def _anchor(node: Node, para: Paragraph) -> Tag | None:
+        """Where base text goes next to a region's node or a fixed element: beside the outermost
+        inline element that the base text is not in (``None``: not within the base's markup)."""
+        chain, base = _elements(node), para.base
+        assert isinstance(base, tuple)
+        if tuple(_key(t) for t in chain[: len(base)]) != base or len(chain) <= len(base):
+            return None
+        return chain[len(base)]
 
 
 def split_lines(text: str, n: int) -> str:

@@ -5,8 +5,9 @@ LibreTranslate accepts JSON, form-encoded and multipart bodies: ``libretranslate
 ``application/x-www-form-urlencoded``, LibreTranslate's own web UI posts ``multipart/form-data``
 (a browser ``FormData``), other integrations JSON; all three are parsed here.  ``source: "auto"``
 detects the language of every text (``rendition.model.text.language_id``) and answers with
-``detectedLanguage``; ``format: "html"`` translates the text nodes of the document and keeps its
-markup (code and preformatted text kept as they are, as in an uploaded .html file).  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
+``detectedLanguage``; ``format: "html"`` translates the text of the document paragraph by paragraph
+and keeps its markup, inline markup on the words that translate it (code and preformatted text kept
+as they are, as in an uploaded .html file).  Errors use LibreTranslate's ``{"error": "..."}`` shape and its status codes (400 bad
 input, 403 bad key, 429 overload; ``rendition.service.errors``).
 """
 
@@ -16,14 +17,13 @@ import json
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qs
 
-from bs4 import BeautifulSoup, NavigableString
 from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import UploadFile
 
 from rendition.model.documents import FORMATS
-from rendition.model.documents.textfiles import text_nodes
+from rendition.model.documents.textfiles import Html
 from rendition.model.translation.options import TranslationOptions
 from rendition.service import glossaries
 from rendition.service.deps import (
@@ -133,18 +133,15 @@ async def _parse_body(request: Request, model: type[Body]) -> Body:
 
 
 class HtmlDoc:
-    """An HTML fragment or document parsed with Python's HTML parser (through BeautifulSoup); its
-    text nodes are those an uploaded .html file has translated (``documents.textfiles.text_nodes``)."""
+    """An HTML fragment or document, translated as an uploaded .html file is
+    (``documents.textfiles.Html``: paragraph by paragraph, inline markup kept on its words)."""
 
     def __init__(self, html: str):
         self.html = html
-        self.texts = [str(n) for n in text_nodes(BeautifulSoup(html, "html.parser"))]
+        self.texts = Html(html).segments
 
     def render(self, pieces: list[str]) -> str:
-        soup = BeautifulSoup(self.html, "html.parser")
-        for node, piece in zip(text_nodes(soup), pieces, strict=True):
-            node.replace_with(NavigableString(piece))
-        return str(soup)
+        return Html(self.html).render_text(pieces)  # (parsed again: each alternative renders afresh)
 
 
 def options(settings: Settings, alternatives: int = 0) -> TranslationOptions:

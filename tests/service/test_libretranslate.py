@@ -119,7 +119,7 @@ def test_auto_translates_each_language_of_a_mixed_text(server, shipped):
     assert r.status_code == 200 and r.json()["translatedText"] == f"<p>{EN} {direct(shipped, FR, 'fr', 'en')[0]}</p>", r.text
 
 
-def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
+def test_html_translates_paragraphs_and_keeps_the_markup(server, shipped):
     html = (
         '<div class="doc" data-x=\'1\'><h1>Development files</h1>\n'
         '<p>This package contains the development files. <a href="/lib?a=1&amp;b=2">See the library</a></p>'
@@ -137,6 +137,40 @@ def test_html_translates_text_nodes_and_keeps_the_markup(server, shipped):
     )  # (code and preformatted text as they are, as in an uploaded .html file)
     before, after = BeautifulSoup(html, "html.parser"), BeautifulSoup(out, "html.parser")
     assert [(x.name, x.attrs) for x in before.find_all(True)] == [(x.name, x.attrs) for x in after.find_all(True)]
+
+
+@pytest.mark.parametrize(
+    "html, inline",
+    [
+        ("<p>The <b>red</b> car is fast.</p>", "red"),
+        ('<p>Click <a href="/help#save">Save</a> to keep your changes.</p>', "Save"),
+    ],
+)
+def test_html_inline_markup_stays_on_the_words_that_translate_it(server, shipped, html, inline):
+    """The paragraph is translated as one sentence (not node by node), and the bold word or the
+    link ends up on the words that translate it, wherever the translation puts them."""
+    soup = BeautifulSoup(html, "html.parser")
+    whole, own = direct(shipped, soup.get_text(), "en", "fr")[0], direct(shipped, inline, "en", "fr")[0]
+    assert own.lower() in whole.lower()  # (what this test relies on: the phrase translates the same inside the sentence)
+    r = server.http.post("/translate", json={"q": html, "source": "en", "target": "fr", "format": "html"})
+    assert r.status_code == 200, r.text
+    out = BeautifulSoup(r.json()["translatedText"], "html.parser")
+    assert out.get_text() == whole
+    element = out.find(soup.p.find(True).name)
+    assert element.get_text().lower() == own.lower() and element.attrs == soup.p.find(True).attrs
+
+
+def test_html_inline_code_is_kept_in_its_place(server, shipped):
+    """Inline code goes through the sentence's translation as a placeholder: not translated, and
+    where the translation puts it."""
+    whole = direct(shipped, "Run {0} as root.", "en", "fr")[0]
+    assert whole.count("{0}") == 1
+    r = server.http.post(
+        "/translate",
+        json={"q": "<p>Run <code>make install</code> as root.</p>", "source": "en", "target": "fr", "format": "html"},
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["translatedText"] == "<p>" + whole.replace("{0}", "<code>make install</code>") + "</p>"
 
 
 def test_a_full_queue_is_libretranslates_429(start_server):

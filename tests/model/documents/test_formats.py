@@ -98,10 +98,11 @@ def test_docx_runs_keep_their_formatting():
         header="Header text",
     )
     doc = documents.open_document(data, "a.docx", Limits())
-    assert doc.segments == ["Hello bold world and the rest.", "One run with {0}.", "Header text"]
+    # the paragraphs, then the words formatted apart (found in their paragraph's translation)
+    assert doc.segments == ["Hello bold world and the rest.", "One run with {0}.", "Header text", "bold world"]
     out = roundtrip(data, "a.docx")
     paragraphs = read_docx(out)
-    assert paragraphs[0] == [("HELLO ", False), ("BOLD WORLD ", True), ("AND THE REST.", False)]
+    assert paragraphs[0] == [("HELLO ", False), ("BOLD WORLD", True), (" AND THE REST.", False)]
     assert paragraphs[1] == [("ONE RUN WITH {0}.", False)]
     import docx
 
@@ -118,27 +119,28 @@ def test_docx_runs_keep_their_formatting():
 def test_pptx_slides_and_runs():
     data = make_pptx("Slide title", [[("First bullet", False)], [("Two ", False), ("runs here", True)]])
     doc = documents.open_document(data, "a.pptx", Limits())
-    assert doc.segments == ["Slide title", "First bullet", "Two runs here"]  # not the layouts' prompts
+    # not the layouts' prompts; "Two" is formatted apart from most of its paragraph
+    assert doc.segments == ["Slide title", "First bullet", "Two runs here", "Two"]
     assert read_pptx(roundtrip(data, "a.pptx")) == [
         [("SLIDE TITLE", None)],
         [("FIRST BULLET", False)],
-        [("TWO ", False), ("RUNS HERE", True)],
+        [("TWO", False), (" RUNS HERE", True)],
     ]
 
 
 def test_odt_spans_and_headings():
     data = make_odt("A heading", [("Plain start ", False), ("bold part", True), (" end.", False)])
     doc = documents.open_document(data, "a.odt", Limits())
-    assert sorted(doc.segments) == ["A heading", "Plain start bold part end."]
+    assert sorted(doc.segments) == ["A heading", "Plain start bold part end.", "bold part"]
     out = roundtrip(data, "a.odt")
     assert read_odt(out) == ["A HEADING", "PLAIN START BOLD PART END."]
     z = zipfile.ZipFile(io.BytesIO(out))
     assert z.namelist()[0] == "mimetype" and z.getinfo("mimetype").compress_type == zipfile.ZIP_STORED
-    # the bold span holds the translation of its words (a cut between runs falls after a space)
-    assert b'text:style-name="Bold">BOLD PART </text:span>END.</text:p>' in z.read("content.xml")
+    # the bold span holds the translation of its words
+    assert b'text:style-name="Bold">BOLD PART</text:span> END.</text:p>' in z.read("content.xml")
 
 
-def test_html_text_nodes_not_scripts_or_markup():
+def test_html_visible_text_not_scripts_or_markup():
     page = (
         b"<!DOCTYPE html><html><head><title>Title</title><style>p { color: red }</style>"
         b"<script>var a = 'do not';</script></head><body><p class=\"x\">Hello <b>world</b>!</p>"
