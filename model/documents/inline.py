@@ -34,6 +34,7 @@ from rendition.model.documents.base import spread
 MIN_RATIO = 0.7  # how close a window of the paragraph's translation must be to a region's own
 MAX_REACH = 200  # words of the translation, after the region before, in which a region is looked for
 _EDGE = " \t\r\n.,;:!?…\"'«»“”‘’„()[]{}¡¿"  # stripped from both ends of what is looked for
+_SPACE = " \t\r\n"
 _WORD = re.compile(r"\S+")
 
 
@@ -58,10 +59,10 @@ def _bounded(text: str, start: int, end: int) -> bool:
     return (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
 
 
-def find_words(text: str, needle: str, start: int = 0) -> tuple[int, int] | None:
-    """Where ``needle`` (its outer punctuation and spaces stripped) first occurs in ``text`` at or
-    after ``start`` as whole words, ignoring case."""
-    n = needle.strip(_EDGE)
+def find_words(text: str, needle: str, start: int = 0, edge: str = _EDGE) -> tuple[int, int] | None:
+    """Where ``needle`` (the ``edge`` characters stripped from its ends: spaces and punctuation)
+    first occurs in ``text`` at or after ``start`` as whole words, ignoring case."""
+    n = needle.strip(edge)
     if not n:
         return None
     for m in re.compile(re.escape(n), re.IGNORECASE).finditer(text, start):
@@ -276,7 +277,12 @@ class Paragraph:
             else:
                 mine, source = own[(a, b)]
                 if mine is not None and mine.strip():
-                    w = find_words(t, mine, pos) or find_words(t, source, pos) or closest_words(t, mine, pos)
+                    w = (
+                        find_words(t, mine, pos, _SPACE)  # (with its punctuation: ".rs", "Attention :")
+                        or find_words(t, mine, pos)
+                        or find_words(t, source, pos)
+                        or closest_words(t, mine, pos)
+                    )
             if w is not None:
                 out.append(((a, b), w))
                 pos = w[1]

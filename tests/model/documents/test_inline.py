@@ -63,6 +63,15 @@ def test_a_region_takes_the_words_that_translate_it_and_the_rest_goes_around_it(
     assert got.texts == ["J'ai une ", "voiture rouge"] and got.inserts == []
 
 
+def test_a_region_keeps_its_own_punctuation_where_the_translation_has_it():
+    p = Paragraph(("Files end in ", ".rs", "; see ", "Warning:", " below."), (PLAIN, ("em",), PLAIN, B, PLAIN))
+    got = p.arrange("Les fichiers se terminent par .rs ; voir Attention : ci-dessous.", [".rs", "Attention :"])
+    assert got.texts == ["Les fichiers se terminent par ", ".rs", " ; voir ", "Attention :", " ci-dessous."]
+    # and without it, where the translation puts the punctuation apart
+    got = p.arrange("Les fichiers se terminent par rs ; voir Attention ci-dessous.", [".rs", "Attention :"])
+    assert got.texts == ["Les fichiers se terminent par ", "rs", " ; voir ", "Attention", " ci-dessous."]
+
+
 def test_outer_white_space_two_regions_and_nested_styles():
     p = Paragraph(("\n  The ", "red", " ", "big", " car\n"), (PLAIN, B, PLAIN, ("i",), PLAIN))
     assert p.regions == [(1, 2), (3, 4)] and p.text == "The red big car"
