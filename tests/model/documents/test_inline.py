@@ -206,3 +206,34 @@ def test_html_inline_code_keys_and_variables_keep_their_place():
     out = doc.render(documents.translate_segments(doc.segments, lambda ts: [french[t] for t in ts])).decode()
     assert BeautifulSoup(out, "html.parser").find_all("p")[1].get_text() == "On le construit avec make."
     assert "<code>make</code>." in out
+
+
+def test_a_docx_hyperlink_is_a_region_and_stays_a_link():
+    import copy
+
+    import docx
+    from lxml import etree
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    d = docx.Document()
+    p = d.add_paragraph()
+    p.add_run("Visit ")
+    link = etree.SubElement(p._p, f"{{{w}}}hyperlink")
+    link.set(f"{{{rel}}}id", d.part.relate_to("https://example.org/", f"{rel}/hyperlink", is_external=True))
+    etree.SubElement(etree.SubElement(link, f"{{{w}}}r"), f"{{{w}}}t").text = "our website"
+    p._p.append(copy.deepcopy(p.runs[0]._r))
+    p._p[-1][-1].text = " for more information."
+    data = io.BytesIO()
+    d.save(data)
+    doc = documents.open_document(data.getvalue(), "a.docx", Limits())
+    assert doc.segments == ["Visit our website for more information.", "our website"]
+    french = {
+        "Visit X for more information.": "Pour plus d'informations, visitez X.",
+        "Visit our website for more information.": "Pour plus d'informations, visitez notre site web.",
+        "our website": "notre site web",
+    }
+    out = doc.render(documents.translate_segments(doc.segments, lambda ts: [french[t] for t in ts]))
+    body = etree.fromstring(zipfile.ZipFile(io.BytesIO(out)).read("word/document.xml")).find(f"{{{w}}}body/{{{w}}}p")
+    pieces = [("link" if el.tag == f"{{{w}}}hyperlink" else "run", "".join(el.itertext())) for el in body]
+    assert pieces == [("run", "Pour plus d'informations, visitez "), ("link", "notre site web"), ("run", ".")]
