@@ -102,7 +102,7 @@ def open_document(
     except (ValueError, LookupError, TypeError, AttributeError, RecursionError, OSError, zipfile.BadZipFile, zlib.error) as e:
         # whatever else a parsing library raises on a malformed file is the file's fault too
         raise InvalidDocument(f"the file could not be read as {ext}: {type(e).__name__}: {str(e)[:200]}") from None
-    limits.check_segments(doc.segments)
+    limits.check_segments(doc.counted)
     return doc
 
 

@@ -63,6 +63,12 @@ class Document:
 
     segments: list[str]
 
+    @property
+    def counted(self) -> Sequence[str]:
+        """The segments the ``Limits`` count: the file's own texts (not the formatted words that a
+        format translates a second time, ``inline``)."""
+        return self.segments
+
     def render(self, translations: Sequence[str | None]) -> bytes:  # pragma: no cover (interface)
         raise NotImplementedError
 

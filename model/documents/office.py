@@ -115,6 +115,10 @@ class ZipXmlDocument(Document):
     def on_set(self, slot: Slot) -> None:
         """Called for every slot written (e.g. to keep its spaces)."""
 
+    @property
+    def counted(self) -> Sequence[str]:
+        return self.segments[: len(self.paragraphs)]
+
     def render(self, translations: Sequence[str | None]) -> bytes:
         n = len(self.paragraphs)
         if len(translations) != len(self.segments):

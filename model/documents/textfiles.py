@@ -162,6 +162,10 @@ class Html(Document):
         self.segments = [para.text for _, para in self.paragraphs]
         self.segments += [r for _, para in self.paragraphs for r in para.region_texts]
 
+    @property
+    def counted(self) -> Sequence[str]:
+        return self.segments[: len(self.paragraphs)]
+
     def render(self, translations: Sequence[str | None]) -> bytes:
         return self.render_text(translations).encode("utf-8")
 

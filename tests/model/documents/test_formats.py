@@ -405,6 +405,9 @@ def test_segment_and_character_limits():
         documents.open_document(text, "a.txt", Limits(max_segments=10))
     with pytest.raises(DocumentTooLarge, match=r"the limit is 100 \(RENDITION_MAX_FILE_CHARS\)"):
         documents.open_document(text, "a.txt", Limits(max_chars=100))
+    # the limits count the file's own texts, not the formatted words translated once more on their own
+    page = "".join(f"<p>Paragraph <b>{i}</b> of ten.</p>" for i in range(10)).encode()
+    assert len(documents.open_document(page, "a.html", Limits(max_segments=10, max_chars=200)).segments) == 20
 
 
 @pytest.mark.parametrize("ext", sorted(set(documents.FORMATS) - {".htm", ".pot"}))
