@@ -1,9 +1,9 @@
 """Inline formatting inside a paragraph: a bold word, a link, an italic phrase.
 
 A paragraph's text lies in slots (an HTML paragraph's text nodes, the runs of a .docx), each with
-a style (its formatting).  The style that covers most of the paragraph's characters is its *base*;
-a maximal sequence of slots in other styles, with text in it, is a *region* ("The <b>red</b> car":
-one region, "red").  The paragraph is translated whole, so that word order and agreement are the
+a style (its formatting).  The style of its first and last words, or else the style that covers
+most of its characters, is the paragraph's own, its *base*; a maximal sequence of slots in other
+styles, with text in it, is a *region* ("The <b>red</b> car": one region, "red").  The paragraph is translated whole, so that word order and agreement are the
 sentence's, and each region once more on its own; each region's translation is then looked for in
 the paragraph's, in order: as the region was translated, as it was written (a name, a number) or
 else as the closest window of words (difflib's ratio at least ``MIN_RATIO``).  The text between two
@@ -135,11 +135,16 @@ class Paragraph:
 
     @cached_property
     def base(self) -> Hashable:
-        """The style of most characters (of equals, the first one met)."""
+        """The paragraph's own formatting: that of its first and last words when they share one
+        ("Open <b>the file</b>."), else that of most characters ("<b>Red</b> cars are fast.")."""
         size: dict[Hashable, int] = {}
+        ends = []
         for i, (text, style) in enumerate(zip(self.slots, self.styles, strict=True)):
-            if i not in self.fixed:
+            if i not in self.fixed and text.strip():
                 size[style] = size.get(style, 0) + len(text.strip())
+                ends.append(style)
+        if ends and ends[0] == ends[-1]:
+            return ends[0]
         return max(size, key=size.__getitem__) if size else None
 
     @cached_property

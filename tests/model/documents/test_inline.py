@@ -106,7 +106,9 @@ def test_regions_not_found_share_the_text_around_them_by_length():
     assert "".join(p.spread(t)) == t
 
 
-def test_the_base_is_the_style_of_most_characters():
+def test_the_base_is_the_style_around_the_formatted_words_or_of_most_characters():
+    p = Paragraph(("Open ", "the file", "."), (PLAIN, B, PLAIN))
+    assert p.base == PLAIN and p.region_texts == ["the file"]  # (fewer characters, but on both ends)
     p = Paragraph(("Two ", "runs here"), (PLAIN, ("i",)))
     assert p.base == ("i",) and p.region_texts == ["Two"]
     assert Paragraph(("all bold",), (B,)).regions == []
