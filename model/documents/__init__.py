@@ -30,7 +30,7 @@ from rendition.model.documents.base import (
     Limits,
     UnsupportedFormat,
 )
-from rendition.model.documents.office import Docx, Odt, Pptx
+from rendition.model.documents.office import Docx, Odp, Odt, Pptx
 from rendition.model.documents.po import PoCatalog
 from rendition.model.documents.textfiles import Html, PlainText, Subtitles
 from rendition.model.text.placeholders import Protected, protect, restore
@@ -63,6 +63,7 @@ FORMATS: dict[str, tuple[type[Document], str]] = {
     ".docx": (Docx, "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
     ".pptx": (Pptx, "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
     ".odt": (Odt, "application/vnd.oasis.opendocument.text"),
+    ".odp": (Odp, "application/vnd.oasis.opendocument.presentation"),
     ".po": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
     ".pot": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
     ".srt": (Subtitles, "application/x-subrip; charset=utf-8"),

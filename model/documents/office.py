@@ -1,4 +1,4 @@
-"""Office documents: Word (.docx), PowerPoint (.pptx) and OpenDocument text (.odt).
+"""Office documents: Word (.docx), PowerPoint (.pptx), OpenDocument text (.odt) and presentations (.odp).
 
 Each is a zip of XML parts (``safezip``).  A paragraph is one segment: its text is the text of its
 runs joined, translated whole.  Runs formatted apart from the rest of the paragraph (a bold word, a
@@ -19,6 +19,7 @@ relationships) is copied byte for byte.
 * .odt: ``text:p`` and ``text:h`` of content.xml (and styles.xml: headers and footers); the text
   and tails of the paragraph's spans, links and fields (notes, frames and annotations hold
   paragraphs of their own); a text's formatting is the spans and links it is in.
+* .odp: as .odt, the paragraphs of content.xml (the slides' frames and notes).
 """
 
 from __future__ import annotations
@@ -277,3 +278,18 @@ class Odt(ZipXmlDocument):
             chain.append((elem.tag, elem.get(f"{{{TEXT}}}style-name"), elem.get(XLINK_HREF)))
             elem = elem.getparent()
         return tuple(reversed(chain))
+
+
+class Odp(Odt):
+    """An OpenDocument presentation: the ``text:p`` paragraphs of its slides and their notes, in
+    content.xml (not the master pages' placeholder prompts)."""
+
+    what = ".odp"
+    parts = re.compile(r"content\.xml")
+
+    def check(self, names: list[str]) -> None:
+        mimetype = self.zip.data.get("mimetype", b"").strip()
+        if "content.xml" not in names or mimetype != b"application/vnd.oasis.opendocument.presentation":
+            raise InvalidDocument(
+                "the file is not an .odp presentation (its mimetype member is not application/vnd.oasis.opendocument.presentation)"
+            )

@@ -153,3 +153,52 @@ def msgfmt_check(path: Path) -> subprocess.CompletedProcess:
             pytest.fail("msgfmt (GNU gettext) is not installed; scripts/test.sh installs it")
         pytest.skip("msgfmt (GNU gettext) is not installed")
     return subprocess.run([exe, "--check", "-o", os.devnull, str(path)], capture_output=True, text=True, timeout=60)
+
+
+def make_odp(slides: list[tuple[str, list[tuple[str, bool]]]]) -> bytes:
+    """Slides of a title frame and a text frame whose parts are plain text or bold spans, each
+    with speaker notes ("Notes: " and the title)."""
+    from odf.draw import Frame, Page, TextBox
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.presentation import Notes
+    from odf.style import MasterPage, PageLayout
+
+    doc = OpenDocumentPresentation()
+    layout = PageLayout(name="Layout")
+    doc.automaticstyles.addElement(layout)
+    master = MasterPage(name="Default", pagelayoutname=layout)
+    doc.masterstyles.addElement(master)
+    bold = Style(name="Bold", family="text")
+    bold.addElement(TextProperties(fontweight="bold"))
+    doc.automaticstyles.addElement(bold)
+    for title, parts in slides:
+        page = Page(masterpagename=master)
+        for content in ([(title, False)], parts):
+            frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
+            box = TextBox()
+            p = P()
+            for text, is_bold in content:
+                p.addElement(Span(stylename=bold, text=text)) if is_bold else p.addText(text)
+            box.addElement(p)
+            frame.addElement(box)
+            page.addElement(frame)
+        notes = Notes()
+        frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
+        box = TextBox()
+        box.addElement(P(text=f"Notes: {title}"))
+        frame.addElement(box)
+        notes.addElement(frame)
+        page.addElement(notes)
+        doc.presentation.addElement(page)
+    out = io.BytesIO()
+    doc.write(out)
+    return out.getvalue()
+
+
+def read_odp(data: bytes) -> list[str]:
+    """Every paragraph's text in content.xml, in order."""
+    from odf import teletype
+    from odf.opendocument import load
+
+    doc = load(io.BytesIO(data))
+    return [teletype.extractText(p) for p in doc.getElementsByType(P)]

@@ -239,3 +239,17 @@ def test_a_docx_hyperlink_is_a_region_and_stays_a_link():
     body = etree.fromstring(zipfile.ZipFile(io.BytesIO(out)).read("word/document.xml")).find(f"{{{w}}}body/{{{w}}}p")
     pieces = [("link" if el.tag == f"{{{w}}}hyperlink" else "run", "".join(el.itertext())) for el in body]
     assert pieces == [("run", "Pour plus d'informations, visitez "), ("link", "notre site web"), ("run", ".")]
+
+
+def test_odp_slides_notes_and_spans():
+    from tests.model.documents.helpers import make_odp, read_odp
+
+    data = make_odp([("A title", [("The ", False), ("red", True), (" car is fast.", False)])])
+    doc = documents.open_document(data, "deck.odp", Limits())
+    assert doc.segments == ["A title", "The red car is fast.", "Notes: A title", "red"]
+    out = roundtrip(data, "deck.odp")
+    assert read_odp(out) == ["A TITLE", "La voiture rouge est rapide.", "NOTES: A TITLE"]
+    content = zipfile.ZipFile(io.BytesIO(out)).read("content.xml").decode()
+    assert 'La voiture <text:span text:style-name="Bold">rouge</text:span> est rapide.' in content
+    with pytest.raises(documents.InvalidDocument, match="not an .odp presentation"):
+        documents.open_document(make_odt("Heading", [("Text", False)]), "deck.odp", Limits())
