@@ -118,8 +118,8 @@ class Settings(BaseSettings):
 
     # -- document translation (POST /translate_file, rendition.service.routers.files) -------------------------
     max_file_bytes: int = Field(10_000_000, ge=1)  # an uploaded file; 413 beyond (its request body may be 64 KiB more)
-    max_file_unpacked_bytes: int = Field(50_000_000, ge=1)  # .docx/.pptx/.odt/.odp: total size of the zip's members, unpacked
-    max_file_members: int = Field(2000, ge=1)  # .docx/.pptx/.odt/.odp: members of the zip
+    max_file_unpacked_bytes: int = Field(50_000_000, ge=1)  # .docx/.pptx/.odt/.odp/.epub: total size of the zip's members, unpacked
+    max_file_members: int = Field(2000, ge=1)  # .docx/.pptx/.odt/.odp/.epub: members of the zip
     max_file_segments: int = Field(5000, ge=1)  # texts to translate (paragraphs, entries, subtitles) per file
     max_file_chars: int = Field(200_000, ge=1)  # characters to translate per file
     file_keep_s: float = Field(1800.0, gt=0)  # a translated file can be downloaded for this long ...

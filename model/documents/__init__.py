@@ -30,6 +30,7 @@ from rendition.model.documents.base import (
     Limits,
     UnsupportedFormat,
 )
+from rendition.model.documents.epub import Epub
 from rendition.model.documents.office import Docx, Odp, Odt, Pptx
 from rendition.model.documents.po import PoCatalog
 from rendition.model.documents.textfiles import Html, PlainText, Subtitles
@@ -64,6 +65,7 @@ FORMATS: dict[str, tuple[type[Document], str]] = {
     ".pptx": (Pptx, "application/vnd.openxmlformats-officedocument.presentationml.presentation"),
     ".odt": (Odt, "application/vnd.oasis.opendocument.text"),
     ".odp": (Odp, "application/vnd.oasis.opendocument.presentation"),
+    ".epub": (Epub, "application/epub+zip"),
     ".po": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
     ".pot": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
     ".srt": (Subtitles, "application/x-subrip; charset=utf-8"),

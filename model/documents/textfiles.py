@@ -151,9 +151,11 @@ class Html(Document):
     words in inline markup put back on their translation and inline code kept in its place
     (``inline``)."""
 
-    def __init__(self, data: bytes | str, limits: Limits | None = None, **_: object):
+    def __init__(self, data: bytes | str, limits: Limits | None = None, *, xml: bool = False, **_: object):
+        """``xml``: an XHTML or other XML document (an EPUB's), parsed as XML (names' case and
+        namespaces kept) and written back as XML."""
         text = data if isinstance(data, str) else decode_text(data, ".html")
-        self.soup = BeautifulSoup(text, "html.parser")
+        self.soup = BeautifulSoup(text, "xml" if xml else "html.parser")
         self.paragraphs: list[tuple[list[Node], Paragraph]] = []
         for nodes in html_paragraphs(self.soup):
             slots = tuple(n.get_text() if isinstance(n, Tag) else str(n) for n in nodes)

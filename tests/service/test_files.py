@@ -21,11 +21,13 @@ from rendition.service.routers.files import FileStore
 from tests.model.documents.helpers import (
     BILLION_LAUGHS,
     make_docx,
+    make_epub,
     make_odp,
     make_odt,
     make_pptx,
     msgfmt_check,
     read_docx,
+    read_epub,
     read_odp,
     read_odt,
     read_pptx,
@@ -78,7 +80,7 @@ def translated(server, name: str, data: bytes, **kw) -> bytes:
 def test_frontend_settings_announce_file_translation(server):
     body = server.http.get("/frontend/settings").json()
     assert body["filesTranslation"] is True
-    assert set(body["supportedFilesFormat"]) == {".txt", ".html", ".htm", ".docx", ".pptx", ".odt", ".odp", ".po", ".pot", ".srt"}
+    assert set(body["supportedFilesFormat"]) == {".txt", ".html", ".htm", ".docx", ".pptx", ".odt", ".odp", ".epub", ".po", ".pot", ".srt"}
 
 
 def test_docx_paragraphs_and_runs(server, shipped):
@@ -89,11 +91,13 @@ def test_docx_paragraphs_and_runs(server, shipped):
     assert [b for _, b in paragraphs[0]] == [False, True, False] and len(paragraphs[1]) == 1
 
 
-def test_pptx_odt_odp_html_txt_srt(server, shipped):
+def test_pptx_odt_odp_epub_html_txt_srt(server, shipped):
     t1, t2 = direct(shipped, S1), direct(shipped, S2)
     assert read_pptx(translated(server, "deck.pptx", make_pptx(S1, [[(S2, True)]]))) == [[(t1, None)], [(t2, True)]]
     assert read_odt(translated(server, "doc.odt", make_odt(S1, [(S2, True)]))) == [t1, t2]
     assert read_odp(translated(server, "deck.odp", make_odp([(S1, [(S2, False)])]))) == [t1, t2, direct(shipped, f"Notes: {S1}")]
+    book = read_epub(translated(server, "book.epub", make_epub(S1, [(S1, f"<h1>{S1}</h1><p>{S2}</p>")])))
+    assert f"<h1>{t1}</h1>" in book["chap0.xhtml"] and f"<p>{t2}</p>" in book["chap0.xhtml"] and f"<text>{t1}</text>" in book["toc.ncx"]
     html = f"<html><head><script>var a = 'Hello';</script></head><body><h1>{S1}</h1><p>{S2}</p></body></html>"
     out = BeautifulSoup(translated(server, "page.html", html.encode()).decode(), "html.parser")
     assert [out.h1.string, out.p.string, out.script.string] == [t1, t2, "var a = 'Hello';"]

@@ -202,3 +202,43 @@ def read_odp(data: bytes) -> list[str]:
 
     doc = load(io.BytesIO(data))
     return [teletype.extractText(p) for p in doc.getElementsByType(P)]
+
+
+def make_epub(title: str, chapters: list[tuple[str, str]]) -> bytes:
+    """An EPUB 3 book written by ebooklib: chapters of (title, XHTML body), a navigation document
+    and an NCX table of contents."""
+    import tempfile
+
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("test-book")
+    book.set_title(title)
+    book.set_language("en")
+    items = []
+    for i, (name, body) in enumerate(chapters):
+        c = epub.EpubHtml(title=name, file_name=f"chap{i}.xhtml", lang="en")
+        c.content = f"<html><head><title>{name}</title></head><body>{body}</body></html>"
+        book.add_item(c)
+        items.append(c)
+    book.toc = items
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", *items]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "book.epub"
+        epub.write_epub(str(path), book)
+        return path.read_bytes()
+
+
+def read_epub(data: bytes) -> dict[str, str]:
+    """Each XHTML or NCX member's text, as ebooklib reads the book."""
+    import tempfile
+
+    from ebooklib import epub
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "book.epub"
+        path.write_bytes(data)
+        book = epub.read_epub(str(path))
+        return {item.file_name: item.get_content().decode() for item in book.get_items() if item.file_name.endswith((".xhtml", ".ncx"))}

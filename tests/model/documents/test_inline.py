@@ -253,3 +253,49 @@ def test_odp_slides_notes_and_spans():
     assert 'La voiture <text:span text:style-name="Bold">rouge</text:span> est rapide.' in content
     with pytest.raises(documents.InvalidDocument, match="not an .odp presentation"):
         documents.open_document(make_odt("Heading", [("Text", False)]), "deck.odp", Limits())
+
+
+def test_epub_chapters_navigation_and_table_of_contents():
+    from tests.model.documents.helpers import make_epub, read_epub
+
+    data = make_epub(
+        "A book",
+        [("Chapter one", "<h1>Chapter one</h1><p>The <b>red</b> car is fast.</p><p>Run <code>make</code> now.</p>")],
+    )
+    doc = documents.open_document(data, "book.epub", Limits())
+    assert set(doc.segments) == {"Chapter one", "The red car is fast.", "Run {0} now.", "red", "A book"}
+    out = roundtrip(data, "book.epub")
+    got = read_epub(out)  # (ebooklib reads the translated book)
+    chapter = got["chap0.xhtml"]
+    assert "<p>La voiture <b>rouge</b> est rapide.</p>" in chapter and "<p>RUN <code>make</code> NOW.</p>" in chapter
+    assert (
+        "<h1>CHAPTER ONE</h1>" in chapter
+        and "<text>CHAPTER ONE</text>" in got["toc.ncx"]
+        and "<text>A BOOK</text>" in got["toc.ncx"]
+    )
+    a, b = zipfile.ZipFile(io.BytesIO(data)), zipfile.ZipFile(io.BytesIO(out))
+    assert b.namelist()[0] == "mimetype" and b.getinfo("mimetype").compress_type == zipfile.ZIP_STORED
+    assert {n for n in a.namelist() if a.read(n) != b.read(n)} == {"EPUB/chap0.xhtml", "EPUB/nav.xhtml", "EPUB/toc.ncx"}
+
+
+def test_epub_refuses_entity_declarations_and_what_is_not_a_book():
+    from tests.model.documents.helpers import make_epub, replace_member
+
+    data = make_epub("A book", [("One", "<p>Text.</p>")])
+    lol = b'<?xml version="1.0"?><!DOCTYPE html [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><html><body><p>&b;</p></body></html>'
+    with pytest.raises(documents.InvalidDocument, match="forbidden XML construct"):
+        documents.open_document(replace_member(data, "EPUB/chap0.xhtml", lol), "book.epub", Limits())
+    with pytest.raises(documents.InvalidDocument, match="malformed XML"):
+        documents.open_document(
+            replace_member(data, "EPUB/chap0.xhtml", b"<html><body><p>a&nbsp;b</p></body></html>"),
+            "book.epub",
+            Limits(),
+        )
+    with pytest.raises(documents.InvalidDocument, match="not an EPUB book"):
+        documents.open_document(make_docx([[("Hello", False)]]), "book.epub", Limits())
+    # a DOCTYPE without declarations (EPUB 2's XHTML 1.1 one) is read
+    xhtml11 = b'<?xml version="1.0"?><!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd"><html xmlns="http://www.w3.org/1999/xhtml"><body><p>Text.</p></body></html>'
+    assert (
+        "Text."
+        in documents.open_document(replace_member(data, "EPUB/chap0.xhtml", xhtml11), "book.epub", Limits()).segments
+    )
