@@ -253,14 +253,13 @@ def _odt_slots(elem: etree._Element, out: list[Slot]) -> None:
 
 class Odt(ZipXmlDocument):
     what = ".odt"
+    kind = "text document"
     parts = re.compile(r"content\.xml|styles\.xml")
+    mimetype = "application/vnd.oasis.opendocument.text"
 
     def check(self, names: list[str]) -> None:
-        mimetype = self.zip.data.get("mimetype", b"").strip()
-        if "content.xml" not in names or mimetype != b"application/vnd.oasis.opendocument.text":
-            raise InvalidDocument(
-                "the file is not an .odt text document (its mimetype member is not application/vnd.oasis.opendocument.text)"
-            )
+        if "content.xml" not in names or self.zip.data.get("mimetype", b"").strip() != str(self.mimetype).encode():
+            raise InvalidDocument(f"the file is not an {self.what} {self.kind} (its mimetype member is not {self.mimetype})")
 
     def find_paragraphs(self, root: etree._Element) -> list[tuple[etree._Element, list[Slot]]]:
         out = []
@@ -285,11 +284,6 @@ class Odp(Odt):
     content.xml (not the master pages' placeholder prompts)."""
 
     what = ".odp"
+    kind = "presentation"
     parts = re.compile(r"content\.xml")
-
-    def check(self, names: list[str]) -> None:
-        mimetype = self.zip.data.get("mimetype", b"").strip()
-        if "content.xml" not in names or mimetype != b"application/vnd.oasis.opendocument.presentation":
-            raise InvalidDocument(
-                "the file is not an .odp presentation (its mimetype member is not application/vnd.oasis.opendocument.presentation)"
-            )
+    mimetype = "application/vnd.oasis.opendocument.presentation"

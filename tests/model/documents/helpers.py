@@ -80,13 +80,13 @@ def make_odt(heading: str, parts: list[tuple[str, bool]]) -> bytes:
     return out.getvalue()
 
 
-def read_odt(data: bytes) -> list[str]:
-    """The heading's and paragraphs' texts, as odfpy reads them."""
+def read_odt(data: bytes, headings: bool = True) -> list[str]:
+    """The headings' and paragraphs' texts, as odfpy reads them."""
     from odf import teletype
     from odf.opendocument import load
 
     doc = load(io.BytesIO(data))
-    return [teletype.extractText(x) for x in doc.getElementsByType(H) + doc.getElementsByType(P)]
+    return [teletype.extractText(x) for x in (doc.getElementsByType(H) if headings else []) + doc.getElementsByType(P)]
 
 
 def replace_member(data: bytes, name: str, body: bytes) -> bytes:
@@ -197,11 +197,7 @@ def make_odp(slides: list[tuple[str, list[tuple[str, bool]]]]) -> bytes:
 
 def read_odp(data: bytes) -> list[str]:
     """Every paragraph's text in content.xml, in order."""
-    from odf import teletype
-    from odf.opendocument import load
-
-    doc = load(io.BytesIO(data))
-    return [teletype.extractText(p) for p in doc.getElementsByType(P)]
+    return read_odt(data, headings=False)
 
 
 def make_epub(title: str, chapters: list[tuple[str, str]]) -> bytes:
