@@ -1,4 +1,4 @@
-"""Where inline formatting lands when HTML files are translated (``documents.inline``).
+"""Where inline formatting lands when documents are translated (``documents.inline``).
 
 Translates each file's paragraphs and their formatted words with the shipped translator, as
 ``rendition translate-file`` does, and counts what became of every region (a link, a bold or
@@ -6,7 +6,7 @@ italic phrase) and every piece of inline code: found as translated on its own, f
 in the source, found as the closest run of words, or not found (it then takes a share of the words
 around it by length); inline code: in its place, or where it was.
 
-    python benchmarks/inline_placement.py --source en --target fr FILE.html [FILE.html ...]
+    python benchmarks/inline_placement.py --source en --target fr FILE.html|.md|.docx|... [FILE ...]
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 from rendition.model import documents
 from rendition.model.documents.cli import text_translator
 from rendition.model.documents.inline import Paragraph
+from rendition.model.documents.markdown import Markdown
+from rendition.model.documents.office import ZipXmlDocument
 from rendition.model.documents.textfiles import Html
 from rendition.model.text import pipeline
 from rendition.model.text.cli import translator_decoder
@@ -46,6 +48,17 @@ def outcomes(para: Paragraph, translation: str, regions: list[str | None]) -> Co
     return out
 
 
+def paragraphs(doc: documents.Document) -> list[Paragraph]:
+    """A document's paragraphs, in the order of its segments."""
+    if isinstance(doc, Html):
+        return [para for _, para in doc.paragraphs]
+    if isinstance(doc, Markdown):
+        return [t.paragraph for t in doc.texts]
+    if isinstance(doc, ZipXmlDocument):
+        return [para for _, _, para in doc.paragraphs]
+    raise SystemExit(f"{type(doc).__name__}: no inline formatting to count (HTML, Markdown, .docx, .pptx, .odt, .odp)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+", type=Path)
@@ -63,11 +76,11 @@ def main() -> None:
     paragraphs = with_markup = 0
     for path in args.files:
         doc = documents.open_document(path.read_bytes(), path.name, documents.Limits(max_segments=1 << 30, max_chars=1 << 40))
-        assert isinstance(doc, Html), f"{path}: not an HTML file"
+        paras = paragraphs(doc)
         translations = documents.translate_segments(doc.segments, translate)
-        n = len(doc.paragraphs)
+        n = len(paras)
         own = iter(translations[n:])
-        for (_, para), t in zip(doc.paragraphs, translations[:n], strict=True):
+        for para, t in zip(paras, translations[:n], strict=True):
             regions = [next(own) for _ in para.regions]
             paragraphs += 1
             if t is not None and (para.regions or para.fixed):

@@ -31,6 +31,7 @@ from rendition.model.documents.base import (
     UnsupportedFormat,
 )
 from rendition.model.documents.epub import Epub
+from rendition.model.documents.markdown import Markdown
 from rendition.model.documents.office import Docx, Odp, Odt, Pptx
 from rendition.model.documents.po import PoCatalog
 from rendition.model.documents.textfiles import Html, PlainText, Subtitles
@@ -69,6 +70,8 @@ FORMATS: dict[str, tuple[type[Document], str]] = {
     ".po": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
     ".pot": (PoCatalog, "text/x-gettext-translation; charset=utf-8"),
     ".srt": (Subtitles, "application/x-subrip; charset=utf-8"),
+    ".md": (Markdown, "text/markdown; charset=utf-8"),
+    ".markdown": (Markdown, "text/markdown; charset=utf-8"),
 }
 
 

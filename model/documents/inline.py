@@ -1,8 +1,8 @@
 """Inline formatting inside a paragraph: a bold word, a link, an italic phrase.
 
 A paragraph's text lies in slots (an HTML paragraph's text nodes, the runs of a .docx), each with
-a style (its formatting).  The style of its first and last words, or else the style that covers
-most of its characters, is the paragraph's own, its *base*; a maximal sequence of slots in other
+a style (its formatting).  The one every other is within (no markup), or else that of its first and
+last words, or else that of most characters, is the paragraph's own, its *base*; a maximal sequence of slots in other
 styles, with text in it, is a *region* ("The <b>red</b> car": one region, "red").  The paragraph is translated whole, so that word order and agreement are the
 sentence's, and each region once more on its own; each region's translation is then looked for in
 the paragraph's, in order: as the region was translated, as it was written (a name, a number) or
@@ -55,20 +55,34 @@ class Arrangement:
     inserts: list[Insert] = field(default_factory=list)
 
 
-def _bounded(text: str, start: int, end: int) -> bool:
-    return (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
+def _bounded(text: str, start: int, end: int, sides: tuple[bool, bool] = (True, True)) -> bool:
+    left = not sides[0] or start == 0 or not text[start - 1].isalnum()
+    return left and (not sides[1] or end == len(text) or not text[end].isalnum())
 
 
-def find_words(text: str, needle: str, start: int = 0, edge: str = _EDGE) -> tuple[int, int] | None:
+def find_words(
+    text: str,
+    needle: str,
+    start: int = 0,
+    edge: str = _EDGE,
+    sides: tuple[bool, bool] = (True, True),
+    near: int | None = None,
+) -> tuple[int, int] | None:
     """Where ``needle`` (the ``edge`` characters stripped from its ends: spaces and punctuation)
-    first occurs in ``text`` at or after ``start`` as whole words, ignoring case."""
+    occurs in ``text`` at or after ``start`` as whole words, ignoring case (``sides``: whether a
+    word must end there on the left and on the right): the first occurrence, or the one that
+    starts nearest to ``near``."""
     n = needle.strip(edge)
     if not n:
         return None
+    found = None
     for m in re.compile(re.escape(n), re.IGNORECASE).finditer(text, start):
-        if _bounded(text, m.start(), m.end()):
-            return m.start(), m.end()
-    return None
+        if _bounded(text, m.start(), m.end(), sides):
+            if near is None:
+                return m.start(), m.end()
+            if found is None or abs(m.start() - near) < abs(found[0] - near):
+                found = (m.start(), m.end())
+    return found
 
 
 def closest_words(
@@ -135,14 +149,18 @@ class Paragraph:
 
     @cached_property
     def base(self) -> Hashable:
-        """The paragraph's own formatting: that of its first and last words when they share one
-        ("Open <b>the file</b>."), else that of most characters ("<b>Red</b> cars are fast.")."""
+        """The paragraph's own formatting: the one all others are within (a style that is a tuple
+        starting every other one: no markup, in HTML and Markdown), else that of its first and last
+        words when they share one ("Open **the file**."), else that of most characters."""
         size: dict[Hashable, int] = {}
         ends = []
         for i, (text, style) in enumerate(zip(self.slots, self.styles, strict=True)):
             if i not in self.fixed and text.strip():
                 size[style] = size.get(style, 0) + len(text.strip())
                 ends.append(style)
+        outer = [st for st in size if isinstance(st, tuple) and all(isinstance(o, tuple) and o[: len(st)] == st for o in size)]
+        if outer:  # the level every other style is within (HTML's, Markdown's: no markup)
+            return min(outer, key=len)
         if ends and ends[0] == ends[-1]:
             return ends[0]
         return max(size, key=size.__getitem__) if size else None
@@ -185,6 +203,8 @@ class Paragraph:
         t = self._without_tokens(translation.strip(), list(self.tokens.values()))
         free = [i for i in range(len(self.slots)) if i not in self.fixed]
         out = list(self.slots)
+        if not free:
+            return out
         for i, piece in zip(free, spread(lead + t + trail, [len(self.slots[i]) for i in free]), strict=True):
             out[i] = piece
         return out
@@ -265,6 +285,19 @@ class Paragraph:
                 out[i] = stripped
         return out
 
+    def _share(self, a: int) -> float:
+        """How far into the paragraph's source slot ``a`` starts (0 to 1)."""
+        sizes = [len(self.tokens.get(i, s)) for i, s in enumerate(self.slots)]
+        return sum(sizes[:a]) / max(1, sum(sizes))
+
+    def _word_ends(self, a: int, b: int) -> tuple[bool, bool]:
+        """Whether the source's region ``a:b`` begins and ends a word (not glued to its neighbours)."""
+        text = "".join(self.tokens.get(i, s) for i, s in enumerate(self.slots))
+        start = sum(len(self.tokens.get(i, s)) for i, s in enumerate(self.slots[:a]))
+        end = start + sum(len(s) for s in self.slots[a:b])
+        return (start == 0 or not (text[start - 1].isalnum() and text[start:start + 1].isalnum()),
+                end == len(text) or not (text[end].isalnum() and text[end - 1:end].isalnum()))  # fmt: skip
+
     def _placed(self, t: str, regions: Sequence[str | None]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
         """The regions and fixed slots found in ``t``, in slot order and in order in ``t``: (slot
         range, where in ``t``).  A region is looked for after the one before it; a fixed slot's
@@ -282,10 +315,12 @@ class Paragraph:
             else:
                 mine, source = own[(a, b)]
                 if mine is not None and mine.strip():
+                    sides = self._word_ends(a, b)  # (a region glued to a word: "3[link]")
+                    near = round(len(t) * self._share(a))  # (of a phrase said twice, the one in the region's place)
                     w = (
-                        find_words(t, mine, pos, _SPACE)  # (with its punctuation: ".rs", "Attention :")
-                        or find_words(t, mine, pos)
-                        or find_words(t, source, pos)
+                        find_words(t, mine, pos, _SPACE, sides, near)  # (with its punctuation: ".rs", "Attention :")
+                        or find_words(t, mine, pos, _EDGE, sides, near)
+                        or find_words(t, source, pos, _EDGE, sides, near)
                         or closest_words(t, mine, pos)
                     )
             if w is not None:

@@ -80,7 +80,7 @@ def translated(server, name: str, data: bytes, **kw) -> bytes:
 def test_frontend_settings_announce_file_translation(server):
     body = server.http.get("/frontend/settings").json()
     assert body["filesTranslation"] is True
-    assert set(body["supportedFilesFormat"]) == {".txt", ".html", ".htm", ".docx", ".pptx", ".odt", ".odp", ".epub", ".po", ".pot", ".srt"}
+    assert set(body["supportedFilesFormat"]) == {".txt", ".html", ".htm", ".md", ".markdown", ".docx", ".pptx", ".odt", ".odp", ".epub", ".po", ".pot", ".srt"}
 
 
 def test_docx_paragraphs_and_runs(server, shipped):
@@ -91,7 +91,7 @@ def test_docx_paragraphs_and_runs(server, shipped):
     assert [b for _, b in paragraphs[0]] == [False, True, False] and len(paragraphs[1]) == 1
 
 
-def test_pptx_odt_odp_epub_html_txt_srt(server, shipped):
+def test_pptx_odt_odp_epub_html_md_txt_srt(server, shipped):
     t1, t2 = direct(shipped, S1), direct(shipped, S2)
     assert read_pptx(translated(server, "deck.pptx", make_pptx(S1, [[(S2, True)]]))) == [[(t1, None)], [(t2, True)]]
     assert read_odt(translated(server, "doc.odt", make_odt(S1, [(S2, True)]))) == [t1, t2]
@@ -102,6 +102,7 @@ def test_pptx_odt_odp_epub_html_txt_srt(server, shipped):
     out = BeautifulSoup(translated(server, "page.html", html.encode()).decode(), "html.parser")
     assert [out.h1.string, out.p.string, out.script.string] == [t1, t2, "var a = 'Hello';"]
     assert translated(server, "notes.txt", f"{S1}\n\n{S2}\n".encode()).decode() == f"{t1}\n\n{t2}\n"
+    assert translated(server, "README.md", f"# {S1}\n\n{S2}\n\n```\n{S2}\n```\n".encode()).decode() == f"# {t1}\n\n{t2}\n\n```\n{S2}\n```\n"
     subs = f"1\n00:00:01,000 --> 00:00:03,000\n{S1}\n\n2\n00:00:04,000 --> 00:00:05,500\n{S2}\n\n"
     got = list(srt.parse(translated(server, "film.srt", subs.encode()).decode()))
     assert [(s.index, s.start, s.end, s.content) for s in got] == [

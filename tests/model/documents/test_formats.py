@@ -412,7 +412,7 @@ def test_segment_and_character_limits():
     assert len(documents.open_document(page, "a.html", Limits(max_segments=10, max_chars=200)).segments) == 20
 
 
-@pytest.mark.parametrize("ext", sorted(set(documents.FORMATS) - {".htm", ".pot"}))
+@pytest.mark.parametrize("ext", sorted(set(documents.FORMATS) - {".htm", ".pot", ".markdown"}))
 def test_damaged_files_are_refused_or_translated_never_crash(ext):
     """Seeded byte flips, cuts and insertions of a valid file: each either parses and renders or is a
     DocumentError (what the service answers 400/413), never another exception (a 500).  Among the
@@ -429,6 +429,7 @@ def test_damaged_files_are_refused_or_translated_never_crash(ext):
         ".srt": lambda: b"1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\n",
         ".html": lambda: b"<p>Hello <b>there</b></p>",
         ".txt": lambda: b"Hello there.\n",
+        ".md": lambda: b"# Title\n\nHello **there**, run `make` and see [the guide](https://x.org/).\n\n- one\n- two\n",
     }[ext]()
     rng = random.Random(ext)
     for _ in range(200):

@@ -109,8 +109,12 @@ def test_regions_not_found_share_the_text_around_them_by_length():
 def test_the_base_is_the_style_around_the_formatted_words_or_of_most_characters():
     p = Paragraph(("Open ", "the file", "."), (PLAIN, B, PLAIN))
     assert p.base == PLAIN and p.region_texts == ["the file"]  # (fewer characters, but on both ends)
-    p = Paragraph(("Two ", "runs here"), (PLAIN, ("i",)))
-    assert p.base == ("i",) and p.region_texts == ["Two"]
+    # of styles that are not within one another (a .docx run's properties), that of most characters
+    p = Paragraph(("Two ", "runs here"), ("plain", "italic"))
+    assert p.base == "italic" and p.region_texts == ["Two"]
+    # else the level all the others are within: three links a paragraph of commas joins
+    p = Paragraph(("long link text", ", ", "b", ", ", "c"), (("a", "x"), PLAIN, ("a", "y"), PLAIN, ("a", "z")))
+    assert p.base == PLAIN and p.region_texts == ["long link text", "b", "c"]
     assert Paragraph(("all bold",), (B,)).regions == []
 
 
