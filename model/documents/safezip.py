@@ -28,7 +28,8 @@ class ZipContents:
     def __init__(self, data: bytes, what: str, limits: Limits):
         try:
             zf = zipfile.ZipFile(io.BytesIO(data))
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError):
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, NotImplementedError):
+            # (NotImplementedError: a directory entry that needs a zip version Python cannot read)
             raise InvalidDocument(f"the file is not a valid {what} file (not a zip archive)") from None
         with zf:
             infos = zf.infolist()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -224,7 +225,18 @@ def make_epub(title: str, chapters: list[tuple[str, str]]) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "book.epub"
         epub.write_epub(str(path), book)
-        return path.read_bytes()
+        written = zipfile.ZipFile(path)
+    # the same bytes every time (the seeded damage tests need them): fixed dates
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for info in written.infolist():
+            body = written.read(info)
+            if info.filename.endswith(".opf"):
+                body = re.sub(rb'(<meta property="dcterms:modified">)[^<]*', rb"\g<1>2026-01-01T00:00:00Z", body)
+            fixed = zipfile.ZipInfo(info.filename, date_time=(2026, 1, 1, 0, 0, 0))
+            fixed.compress_type = info.compress_type
+            z.writestr(fixed, body)
+    return out.getvalue()
 
 
 def read_epub(data: bytes) -> dict[str, str]:
@@ -238,3 +250,24 @@ def read_epub(data: bytes) -> dict[str, str]:
         path.write_bytes(data)
         book = epub.read_epub(str(path))
         return {item.file_name: item.get_content().decode() for item in book.get_items() if item.file_name.endswith((".xhtml", ".ncx"))}
+
+
+# a translator that knows these texts (and upper-cases the rest): the inline-formatting tests
+FRENCH = {
+    "The red car is fast.": "La voiture rouge est rapide.",
+    "red": "rouge",
+    "Red cars are fast.": "Les voitures rouges sont rapides.",
+    "Red": "Rouge",
+    "Visit our website for more information.": "Visitez notre site web pour plus d'informations.",
+    "our website": "notre site Web",
+    "Click Save to keep your changes.": "Cliquez sur Enregistrer pour conserver vos modifications.",
+    "Save": "Enregistrer",
+    "She has a big red car.": "Elle a une grosse voiture rouge.",
+    "big": "gros",
+    "I have a red car": "J'ai une voiture rouge",
+    "Run X as root.": "Exécutez X en tant que root.",
+}
+
+
+def to_french(texts: list[str]) -> list[str]:
+    return [FRENCH.get(t, t.upper()) for t in texts]

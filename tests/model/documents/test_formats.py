@@ -348,6 +348,17 @@ def test_a_zip_that_lies_about_its_sizes():
         documents.open_document(bomb, "a.docx", Limits())
 
 
+@pytest.mark.parametrize("name", ["a.docx", "b.epub"])
+def test_a_zip_needing_a_version_python_cannot_read_is_refused(name):
+    """A central directory entry asking for zip version 24.1 (a damaged byte): Python's zipfile
+    refuses it with NotImplementedError when the archive is opened; that is a 400, not a 500."""
+    data = bytearray(make_docx([[("Hello", False)]]) if name.endswith("docx") else make_epub("Book", [("One", "<p>x</p>")]))
+    at = data.index(b"PK\x01\x02")
+    data[at + 6 : at + 8] = (241).to_bytes(2, "little")  # "version needed to extract"
+    with pytest.raises(InvalidDocument, match="not a zip archive"):
+        documents.open_document(bytes(data), name, Limits())
+
+
 def test_billion_laughs_in_a_docx():
     data = replace_member(make_docx([[("Hello", False)]]), "word/document.xml", BILLION_LAUGHS)
     with pytest.raises(InvalidDocument, match="forbidden XML construct"):

@@ -13,28 +13,11 @@ from bs4 import BeautifulSoup
 from rendition.model import documents
 from rendition.model.documents import Limits
 from rendition.model.documents.inline import Insert, Paragraph, closest_words, find_words
-from tests.model.documents.helpers import make_docx, make_odt, make_pptx, read_docx, read_pptx
+from tests.model.documents.helpers import make_docx, make_odt, make_pptx, read_docx, read_pptx, to_french
 
 B, PLAIN = ("b",), ()
 
-# a translator that knows these texts (and upper-cases the rest)
-FR = {
-    "The red car is fast.": "La voiture rouge est rapide.",
-    "red": "rouge",
-    "Red cars are fast.": "Les voitures rouges sont rapides.",
-    "Red": "Rouge",
-    "Visit our website for more information.": "Visitez notre site web pour plus d'informations.",
-    "our website": "notre site Web",
-    "Click Save to keep your changes.": "Cliquez sur Enregistrer pour conserver vos modifications.",
-    "Save": "Enregistrer",
-    "She has a big red car.": "Elle a une grosse voiture rouge.",
-    "big": "gros",
-    "I have a red car": "J'ai une voiture rouge",
-}
-
-
-def translate(texts: list[str]) -> list[str]:
-    return [FR.get(t, t.upper()) for t in texts]
+translate = to_french
 
 
 def test_words_are_found_whole_and_in_order():

@@ -11,20 +11,9 @@ import pytest
 from rendition.model import documents
 from rendition.model.documents import Limits
 from rendition.model.documents.markdown import inline_pieces
+from tests.model.documents.helpers import to_french
 
-FR = {
-    "The red car is fast.": "La voiture rouge est rapide.",
-    "red": "rouge",
-    "Red cars are fast.": "Les voitures rouges sont rapides.",
-    "Red": "Rouge",
-    "Visit our website for more information.": "Visitez notre site web pour plus d'informations.",
-    "our website": "notre site web",
-    "Run X as root.": "Exécutez X en tant que root.",
-}
-
-
-def translate(texts: list[str]) -> list[str]:
-    return [FR.get(t, t.upper()) for t in texts]
+translate = to_french
 
 
 def roundtrip(text: str, translator=translate) -> str:
@@ -145,7 +134,9 @@ def test_a_wrapped_paragraph_is_wrapped_again_and_crlf_kept():
     assert " ".join(lines).split() == source.upper().split() and max(len(x) for x in lines) <= 64
     # a wrapped line that would start a block (a list, a heading) stays on the line before
     source = "Some words here that make a line long enough to be a wrapped one, ok\nand then more words so the rest.\n"
-    assert roundtrip(source, lambda ts: ["a" * 67 + " - b" for t in ts]) == "a" * 67 + " - b\n"  # (68 wide: "- b" would be a list)
+    assert (
+        roundtrip(source, lambda ts: ["a" * 67 + " - b" for t in ts]) == "a" * 67 + " - b\n"
+    )  # (68 wide: "- b" would be a list)
 
 
 def test_the_limits_count_paragraphs_and_markdown_is_a_served_format():
