@@ -73,7 +73,7 @@ def main() -> None:
         TranslationOptions(beam_size=args.beam_size), pipeline.Protection(), pipeline.DEFAULT_FALLBACK_NGRAM,
     )  # fmt: skip
     total: Counter = Counter()
-    paragraphs = with_markup = 0
+    n_paragraphs = with_markup = 0
     for path in args.files:
         doc = documents.open_document(path.read_bytes(), path.name, documents.Limits(max_segments=1 << 30, max_chars=1 << 40))
         paras = paragraphs(doc)
@@ -82,11 +82,11 @@ def main() -> None:
         own = iter(translations[n:])
         for para, t in zip(paras, translations[:n], strict=True):
             regions = [next(own) for _ in para.regions]
-            paragraphs += 1
+            n_paragraphs += 1
             if t is not None and (para.regions or para.fixed):
                 with_markup += 1
                 total += outcomes(para, t, regions)
-    result = {"files": len(args.files), "paragraphs": paragraphs, "with inline markup": with_markup, **dict(sorted(total.items()))}
+    result = {"files": len(args.files), "paragraphs": n_paragraphs, "with inline markup": with_markup, **dict(sorted(total.items()))}
     regions = sum(v for k, v in total.items() if k.startswith("region"))
     codes = sum(v for k, v in total.items() if k.startswith("code"))
     if regions:
