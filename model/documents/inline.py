@@ -253,8 +253,8 @@ class Paragraph:
         out = self._tidy(out)
         original = "".join(self.slots)
         lead, trail = original[: len(original) - len(original.lstrip())], original[len(original.rstrip()) :]
-        written = [i for i, x in enumerate(out) if x and i not in self.fixed]
-        first, last = (written[0], written[-1]) if written else (0, len(out) - 1)
+        held = [i for i, x in enumerate(self.slots) if x and i not in self.fixed]  # (where the outer spaces were)
+        first, last = (held[0], held[-1]) if held else (0, len(out) - 1)
         if inserts and inserts[0].before and inserts[0].slot <= first:
             inserts[0] = Insert(inserts[0].slot, True, lead + inserts[0].text)
         elif first not in self.fixed:

@@ -2,8 +2,9 @@
 cells, each translated whole with its inline markup put back on the words that translate it
 (``inline``); everything that is not prose is kept as written.
 
-Blocks, line by line (CommonMark's, simplified): front matter, fenced and indented code, HTML
-blocks, link reference definitions, thematic breaks and table delimiter rows are kept; a heading's
+Blocks, line by line (CommonMark's, simplified): front matter, fenced and indented code, link
+reference definitions, thematic breaks and table delimiter rows are kept; an HTML block's text is
+translated as an HTML file's (``textfiles.Html``), one without text stays as written; a heading's
 ``#`` marks, a list item's bullet or number (and task box), a quote's ``>`` are kept in front of
 its translated text.  A paragraph wrapped over several lines at a width is wrapped again to it (a
 wrapped line that would start a new block stays on the line before); a line that ends in a hard
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 
 from rendition.model.documents.base import Document, Limits, decode_text
 from rendition.model.documents.inline import Arrangement, Paragraph
+from rendition.model.documents.textfiles import Html
 
 # -- inline -------------------------------------------------------------------------------------
 
@@ -285,16 +287,18 @@ class Markdown(Document):
         self.lines = text.replace("\r\n", "\n").split("\n")
         self.units: list[Unit] = []
         self.rows: dict[int, list[str]] = {}  # a table row's line -> its cells' text (with their spaces)
+        self.blocks: list[tuple[int, int, Html]] = []  # HTML blocks with text: (first line, end, document)
         self._read()
         texts = [InlineText(inline_pieces(u.text)) for u in self.units]
         keep = [k for k, t in enumerate(texts) if any(p.kind == "text" and p.text.strip() for p in t.pieces)]
         self.units, self.texts = [self.units[k] for k in keep], [texts[k] for k in keep]  # (code alone: kept)
         self.segments = [t.paragraph.text for t in self.texts]
         self.segments += [r for t in self.texts for r in t.paragraph.region_texts]
+        self.segments += [x for _, _, block in self.blocks for x in block.segments]
 
     @property
     def counted(self) -> Sequence[str]:
-        return self.segments[: len(self.units)]
+        return self.segments[: len(self.units)] + [x for _, _, block in self.blocks for x in block.counted]
 
     def _read(self) -> None:
         lines, i, in_list = self.lines, 0, False
@@ -324,8 +328,12 @@ class Markdown(Document):
                 in_list = False
                 continue
             if _HTML_BLOCK.match(line):
+                start = i
                 while i < len(lines) and lines[i].strip():
                     i += 1
+                block = Html("\n".join(lines[start:i]))
+                if block.segments:  # (its text translated as an HTML file's; markup alone stays as written)
+                    self.blocks.append((start, i, block))
                 in_list = False
                 continue
             if "|" in line and i + 1 < len(lines) and _TABLE_DELIMITER.match(lines[i + 1]) and "-" in lines[i + 1]:
@@ -392,6 +400,10 @@ class Markdown(Document):
             raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
         own = iter(translations[n:])
         lines: list[str | None] = list(self.lines)
+        at = n + sum(len(t.paragraph.regions) for t in self.texts)
+        for start, end, block in self.blocks:
+            lines[start:end] = [block.render_text(translations[at : at + len(block.segments)])] + [None] * (end - start - 1)
+            at += len(block.segments)
         for unit, inline, t in zip(self.units, self.texts, translations[:n], strict=True):
             regions = [next(own) for _ in inline.paragraph.regions]
             if t is None:

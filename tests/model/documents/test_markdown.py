@@ -157,3 +157,10 @@ def test_real_files_come_back_word_for_word_when_nothing_changes(path):
     doc = documents.open_document(text.encode(), path, Limits(max_segments=1 << 30, max_chars=1 << 40))
     assert len(doc.segments) > 10
     assert doc.render(documents.translate_segments(doc.segments, list)).decode().split() == text.split()
+
+
+def test_an_html_block_with_text_is_translated_as_html():
+    source = 'Intro.\n\n<p align="center">\n<b>Red</b> cars are fast.\n</p>\n\n<div align="center">\n  <img src="logo.png">\n</div>\n'
+    assert roundtrip(source) == (
+        'INTRO.\n\n<p align="center">\nLes voitures <b>rouges</b> sont rapides.\n</p>\n\n<div align="center">\n  <img src="logo.png">\n</div>\n'
+    )
