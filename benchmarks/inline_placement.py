@@ -77,7 +77,7 @@ def main() -> None:
     for path in args.files:
         doc = documents.open_document(path.read_bytes(), path.name, documents.Limits(max_segments=1 << 30, max_chars=1 << 40))
         paras = paragraphs(doc)
-        translations = documents.translate_segments(doc.segments, translate)
+        translations = documents.translate_segments(doc.segments, translate, doc.placeholders_whole)
         n = len(paras)
         own = iter(translations[n:])
         for para, t in zip(paras, translations[:n], strict=True):

@@ -120,13 +120,19 @@ class Prepared:
     slots: list[tuple[int, str, str, Protected] | None]  # per segment: (text index, leading, trailing ws, protection)
 
 
-def prepare(segments: Sequence[str]) -> Prepared:
+def prepare(segments: Sequence[str], whole: bool = True) -> Prepared:
+    """``whole``: a text with more placeholders than there are stand-ins is left untranslated
+    (a catalog's, whose placeholders a program fills); else (``Document.placeholders_whole``
+    false: HTML, Markdown) it goes to the translator as it is, and the text pipeline protects the
+    placeholders sentence by sentence."""
     texts: list[str] = []
     index: dict[str, int] = {}
     slots: list[tuple[int, str, str, Protected] | None] = []
     for seg in segments:
         core = seg.strip()
         p = protect(core) if any(c.isalpha() for c in core) else None
+        if p is None and not whole and any(c.isalpha() for c in core):
+            p = Protected(core, {}, (), {}, core.count("%"))
         if p is None or not any(c.isalpha() for c in p.text):
             slots.append(None)
             continue
@@ -163,8 +169,10 @@ def join_runs(runs: Runs, done: Mapping[str, Sequence[str | None]]) -> list[str 
     return out
 
 
-def translate_segments(segments: Sequence[str], translate: Callable[[list[str]], list[str | None]]) -> list[str | None]:
+def translate_segments(
+    segments: Sequence[str], translate: Callable[[list[str]], list[str | None]], whole: bool = True
+) -> list[str | None]:
     """``prepare``, ``translate`` (a list of texts -> their translations, ``None`` for one that
     could not be translated) and ``finish``."""
-    prepared = prepare(segments)
+    prepared = prepare(segments, whole)
     return finish(prepared, segments, translate(prepared.texts) if prepared.texts else [])

@@ -62,6 +62,9 @@ class Document:
     """A parsed file: ``segments`` to translate and ``render`` to write it back."""
 
     segments: list[str]
+    # a segment with more placeholders than there are stand-ins is left untranslated (a catalog's:
+    # a program fills them); false: it is translated, its placeholders protected sentence by sentence
+    placeholders_whole: bool = True
 
     @property
     def counted(self) -> Sequence[str]:

@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             translator = load_translator(Loading(args.model_dir, device=args.device, compute_type=args.compute_type), stack)
             source = args.source
-            prepared = documents.prepare(doc.segments)
+            prepared = documents.prepare(doc.segments, doc.placeholders_whole)
             if source == "auto":  # the document's language, and each text's runs in another (a document that mixes them)
                 det = LanguageDetector(translator.languages)
                 sample = " ".join(doc.segments)[:5000]

@@ -41,6 +41,7 @@ def _checked_xml(data: bytes, what: str) -> str:
 
 class Epub(Document):
     what = ".epub"
+    placeholders_whole = False  # (as HTML's)
 
     def __init__(self, data: bytes, limits: Limits, **_: object):
         self.zip = ZipContents(data, self.what, limits)

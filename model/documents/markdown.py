@@ -281,6 +281,8 @@ class Unit:
 class Markdown(Document):
     """A Markdown file: its prose translated, block by block (see the module)."""
 
+    placeholders_whole = False  # (a paragraph may hold more code spans than there are stand-ins)
+
     def __init__(self, data: bytes, limits: Limits | None = None, **_: object):
         text = decode_text(data, ".md")
         self.newline = "\r\n" if "\r\n" in text else "\n"

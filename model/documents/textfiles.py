@@ -151,6 +151,8 @@ class Html(Document):
     words in inline markup put back on their translation and inline code kept in its place
     (``inline``)."""
 
+    placeholders_whole = False  # (a paragraph may hold more pieces of code than there are stand-ins)
+
     def __init__(self, data: bytes | str, limits: Limits | None = None, *, xml: bool = False, **_: object):
         """``xml``: an XHTML or other XML document (an EPUB's), parsed as XML (names' case and
         namespaces kept) and written back as XML."""

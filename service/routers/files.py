@@ -267,7 +267,7 @@ async def translate_file(
         raise APIError(status, str(e), kind="invalid_file", param="file") from None
     except RecursionError:
         raise APIError(400, "the file is nested too deeply to be read", kind="invalid_file", param="file") from None
-    prepared = documents.prepare(doc.segments)
+    prepared = documents.prepare(doc.segments, doc.placeholders_whole)
     if source == "auto":  # the document's language, and each text's runs in another (a document that mixes them)
         sample = " ".join(doc.segments)[:5000]
         det = detector(languages)

@@ -286,3 +286,18 @@ def test_epub_refuses_entity_declarations_and_what_is_not_a_book():
         "Text."
         in documents.open_document(replace_member(data, "EPUB/chap0.xhtml", xhtml11), "book.epub", Limits()).segments
     )
+
+
+def test_a_paragraph_with_more_code_than_stand_ins_is_translated_all_the_same():
+    """Seven pieces of inline code (the stand-ins are five): HTML and Markdown paragraphs still go
+    to the translator, the text pipeline protecting them sentence by sentence; a catalog's entry
+    (``placeholders_whole``) would be left as it was."""
+    page = "<p>" + ", ".join(f"<code>c{i}</code>" for i in range(7)) + " are names.</p>"
+    doc = documents.open_document(page.encode(), "a.html", Limits())
+    assert doc.segments == ["{0}, {1}, {2}, {3}, {4}, {5}, {6} are names."] and not doc.placeholders_whole
+    assert documents.translate_segments(doc.segments, to_french, whole=True) == [None]
+    out = doc.render(documents.translate_segments(doc.segments, to_french, doc.placeholders_whole)).decode()
+    assert out == "<p>" + ", ".join(f"<code>c{i}</code>" for i in range(7)) + " ARE NAMES.</p>"
+    md = documents.open_document(("".join(f"`c{i}` " for i in range(7)) + "are names.\n").encode(), "a.md", Limits())
+    assert not md.placeholders_whole and documents.translate_segments(md.segments, to_french, False) != [None]
+    assert documents.open_document(b'msgid "a"\nmsgstr ""\n', "a.po", Limits()).placeholders_whole
