@@ -33,8 +33,9 @@ def outcomes(para: Paragraph, translation: str, regions: list[str | None]) -> Co
     t = translation.strip()
     placed = dict(para._placed(t, regions))
     out: Counter = Counter()
-    for i in para.fixed:
-        out["code in its place" if (i, i + 1) in placed else "code where it was"] += 1
+    for a, b in para.groups.items():
+        n = sum(i in para.fixed for i in range(a, b))
+        out["code in its place" if (a, b) in placed else "code where it was"] += n
     for (a, b), own, source in zip(para.regions, regions, para.region_texts, strict=True):
         w = placed.get((a, b))
         if w is None:

@@ -131,7 +131,7 @@ def prepare(segments: Sequence[str], whole: bool = True) -> Prepared:
     for seg in segments:
         core = seg.strip()
         p = protect(core) if any(c.isalpha() for c in core) else None
-        if p is None and not whole and any(c.isalpha() for c in core):
+        if p is None and not whole and any(c.isalpha() for c in core) and _each_sentence_protectable(core):
             p = Protected(core, {}, (), {}, core.count("%"))
         if p is None or not any(c.isalpha() for c in p.text):
             slots.append(None)
@@ -141,6 +141,16 @@ def prepare(segments: Sequence[str], whole: bool = True) -> Prepared:
             texts.append(p.text)
         slots.append((index[p.text], seg[: len(seg) - len(seg.lstrip())], seg[len(seg.rstrip()) :], p))
     return Prepared(texts, slots)
+
+
+def _each_sentence_protectable(text: str) -> bool:
+    """Whether each sentence of ``text`` has no more placeholders of a kind than there are
+    stand-ins: the text pipeline, which protects them sentence by sentence, keeps them all (a
+    sentence it cannot protect goes to the translator with its placeholders bare, which garbles
+    them and the words around them)."""
+    from rendition.model.text.segment import split
+
+    return all(protect(s) is not None for s in split(text, "en").sentences)  # (any language's stops will do)
 
 
 def finish(prepared: Prepared, segments: Sequence[str], translations: Sequence[str | None]) -> list[str | None]:

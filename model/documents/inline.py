@@ -17,7 +17,8 @@ text next to the region (``Insert``).  A region that is not found takes its shar
 around it by length, as the base slots beside it do; when none is found, the whole translation is
 spread over the slots by their lengths (``base.spread``), as a paragraph without regions always is.
 A fixed slot (HTML's inline code) is not translated: it goes through the translation as a
-placeholder and takes the place where that comes back.  The source's order of regions and fixed
+placeholder and takes the place where that comes back (fixed slots that only punctuation parts, a
+list of options, as one placeholder).  The source's order of regions and fixed
 slots is kept: one that the translation moves before another is treated as not found.
 """
 
@@ -130,22 +131,49 @@ class Paragraph:
     fixed: frozenset[int] = frozenset()
 
     @cached_property
+    def groups(self) -> dict[int, int]:
+        """The fixed slots as groups, first slot -> last + 1: fixed slots that only punctuation
+        and spaces part ("`--a`, `--b` / `--c`") travel as one placeholder (there are five)."""
+        out: dict[int, int] = {}
+        start = end = -1
+        for i in sorted(self.fixed):
+            if start >= 0 and all(not any(c.isalnum() for c in self.slots[j]) and j not in self.fixed for j in range(end, i)):
+                end = i + 1
+                continue
+            if start >= 0:
+                out[start] = end
+            start, end = i, i + 1
+        if start >= 0:
+            out[start] = end
+        return out
+
+    @cached_property
+    def held(self) -> frozenset[int]:
+        """The slots kept as they are: the fixed ones and what parts those of a group."""
+        return frozenset(i for a, b in self.groups.items() for i in range(a, b))
+
+    @cached_property
     def tokens(self) -> dict[int, str]:
-        """Each fixed slot's placeholder: ``{k}``, for the first numbers the text does not hold."""
+        """Each group's placeholder (at its first slot): ``{k}``, for the first numbers the text
+        does not hold."""
         joined, out = "".join(self.slots), {}
         k = 0
-        for i in sorted(self.fixed):
+        for i in sorted(self.groups):
             while f"{{{k}}}" in joined:
                 k += 1
             out[i] = f"{{{k}}}"
             k += 1
         return out
 
+    def _source(self) -> list[str]:
+        """Each slot as the translated text has it: a group's placeholder, its other slots empty."""
+        return [self.tokens[i] if i in self.tokens else "" if i in self.held else s for i, s in enumerate(self.slots)]
+
     @cached_property
     def text(self) -> str:
-        """What is translated: the slots joined (a fixed one as its placeholder), runs of white
-        space made one space."""
-        return " ".join("".join(self.tokens.get(i, s) for i, s in enumerate(self.slots)).split())
+        """What is translated: the slots joined (a group of fixed ones as its placeholder), runs
+        of white space made one space."""
+        return " ".join("".join(self._source()).split())
 
     @cached_property
     def base(self) -> Hashable:
@@ -155,7 +183,7 @@ class Paragraph:
         size: dict[Hashable, int] = {}
         ends = []
         for i, (text, style) in enumerate(zip(self.slots, self.styles, strict=True)):
-            if i not in self.fixed and text.strip():
+            if i not in self.held and text.strip():
                 size[style] = size.get(style, 0) + len(text.strip())
                 ends.append(style)
         outer = [st for st in size if isinstance(st, tuple) and all(isinstance(o, tuple) and o[: len(st)] == st for o in size)]
@@ -173,7 +201,7 @@ class Paragraph:
         start: int | None = None
         end = 0
         for i, (text, style) in enumerate(zip(self.slots, self.styles, strict=True)):
-            if style == self.base or i in self.fixed:
+            if style == self.base or i in self.held:
                 if start is not None:
                     out.append((start, end))
                     start = None
@@ -201,7 +229,7 @@ class Paragraph:
         lead = original[: len(original) - len(original.lstrip())]
         trail = original[len(original.rstrip()) :]
         t = self._without_tokens(translation.strip(), list(self.tokens.values()))
-        free = [i for i in range(len(self.slots)) if i not in self.fixed]
+        free = [i for i in range(len(self.slots)) if i not in self.held]
         out = list(self.slots)
         if not free:
             return out
@@ -218,9 +246,9 @@ class Paragraph:
         placed = self._placed(t, regions)
         if not placed:
             return Arrangement(self.spread(t))
-        lost = [tok for i, tok in self.tokens.items() if (i, i + 1) not in {r for r, _ in placed}]
+        lost = [tok for i, tok in self.tokens.items() if (i, self.groups[i]) not in {r for r, _ in placed}]
         inside = {i for (a, b), _ in placed for i in range(a, b)}
-        out = [("" if i in inside and i not in self.fixed else x) for i, x in enumerate(self.slots)]
+        out = [("" if i in inside and i not in self.held else x) for i, x in enumerate(self.slots)]
         inserts: list[Insert] = []
         cuts = [0, *(x for _, w in placed for x in w), len(t)]  # gap k: t[cuts[2k]:cuts[2k + 1]]
         bounds = [0, *(x for r, _ in placed for x in r), len(self.slots)]
@@ -230,7 +258,7 @@ class Paragraph:
             takers = [
                 i
                 for i in range(bounds[2 * k], bounds[2 * k + 1])
-                if i not in inside and i not in self.fixed and (self.styles[i] == self.base or self.slots[i].strip())
+                if i not in inside and i not in self.held and (self.styles[i] == self.base or self.slots[i].strip())
             ]
             for i in takers:
                 out[i] = ""
@@ -241,27 +269,27 @@ class Paragraph:
                 before = k < len(placed)
                 a, b = placed[k][0] if before else placed[k - 1][0]
                 inserts.append(Insert(a if before else b - 1, before, gap))
-            elif gap and k > 0 and placed[k - 1][0][0] not in self.fixed:  # a space between two regions: the first's
+            elif gap and k > 0 and placed[k - 1][0][0] not in self.groups:  # a space between two regions: the first's
                 out[placed[k - 1][0][1] - 1] += gap
-            elif gap and k < len(placed) and placed[k][0][0] not in self.fixed:
+            elif gap and k < len(placed) and placed[k][0][0] not in self.groups:
                 inserts.append(Insert(placed[k][0][0], True, gap))  # (a space after a fixed slot, before a region)
         for (a, b), (s, e) in placed:
-            if a not in self.fixed:
+            if a not in self.groups:
                 sizes = [len(self.slots[i].strip()) for i in range(a, b)]
                 for i, piece in zip(range(a, b), spread(t[s:e], sizes), strict=True):
                     out[i] = piece + out[i]  # (the last may hold the space before the next region)
         out = self._tidy(out)
         original = "".join(self.slots)
         lead, trail = original[: len(original) - len(original.lstrip())], original[len(original.rstrip()) :]
-        held = [i for i, x in enumerate(self.slots) if x and i not in self.fixed]  # (where the outer spaces were)
-        first, last = (held[0], held[-1]) if held else (0, len(out) - 1)
+        had = [i for i, x in enumerate(self.slots) if x and i not in self.held]  # (where the outer spaces were)
+        first, last = (had[0], had[-1]) if had else (0, len(out) - 1)
         if inserts and inserts[0].before and inserts[0].slot <= first:
             inserts[0] = Insert(inserts[0].slot, True, lead + inserts[0].text)
-        elif first not in self.fixed:
+        elif first not in self.held:
             out[first] = lead + out[first]
         if inserts and not inserts[-1].before and inserts[-1].slot >= last:
             inserts[-1] = Insert(inserts[-1].slot, False, inserts[-1].text + trail)
-        elif last not in self.fixed:
+        elif last not in self.held:
             out[last] += trail
         return Arrangement(out, inserts)
 
@@ -272,14 +300,14 @@ class Paragraph:
         for i in range(len(out) - 1):
             stripped = out[i].rstrip()
             if (
-                i in self.fixed
+                i in self.held
                 or self.styles[i] == self.base
                 or stripped == out[i]
                 or not stripped
                 or self.slots[i][-1:].isspace()
             ):
                 continue
-            j = next((j for j in range(i + 1, len(out)) if out[j] and j not in self.fixed), None)
+            j = next((j for j in range(i + 1, len(out)) if out[j] and j not in self.held), None)
             if j is not None:
                 out[j] = out[i][len(stripped) :] + out[j]
                 out[i] = stripped
@@ -287,13 +315,14 @@ class Paragraph:
 
     def _share(self, a: int) -> float:
         """How far into the paragraph's source slot ``a`` starts (0 to 1)."""
-        sizes = [len(self.tokens.get(i, s)) for i, s in enumerate(self.slots)]
+        sizes = [len(x) for x in self._source()]
         return sum(sizes[:a]) / max(1, sum(sizes))
 
     def _word_ends(self, a: int, b: int) -> tuple[bool, bool]:
         """Whether the source's region ``a:b`` begins and ends a word (not glued to its neighbours)."""
-        text = "".join(self.tokens.get(i, s) for i, s in enumerate(self.slots))
-        start = sum(len(self.tokens.get(i, s)) for i, s in enumerate(self.slots[:a]))
+        source = self._source()
+        text = "".join(source)
+        start = sum(len(x) for x in source[:a])
         end = start + sum(len(s) for s in self.slots[a:b])
         return (start == 0 or not (text[start - 1].isalnum() and text[start:start + 1].isalnum()),
                 end == len(text) or not (text[end].isalnum() and text[end - 1:end].isalnum()))  # fmt: skip
@@ -305,10 +334,10 @@ class Paragraph:
         out: list[tuple[tuple[int, int], tuple[int, int]]] = []
         pos = 0
         own = dict(zip(self.regions, zip(regions, self.region_texts, strict=True), strict=True))
-        items = sorted([*self.regions, *((i, i + 1) for i in self.fixed)])
+        items = sorted([*self.regions, *self.groups.items()])
         for a, b in items:
             w: tuple[int, int] | None = None
-            if a in self.fixed:
+            if a in self.groups:
                 token = self.tokens[a]
                 if t.count(token) == 1 and t.index(token) >= pos:
                     w = (t.index(token), t.index(token) + len(token))

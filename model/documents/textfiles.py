@@ -186,7 +186,7 @@ class Html(Document):
             anchors = [self._anchor(nodes[ins.slot], para) for ins in arranged.inserts]
             texts = arranged.texts if all(a is not None for a in anchors) else para.spread(t)
             for i, (node, text) in enumerate(zip(nodes, texts, strict=True)):
-                if i not in para.fixed and text != para.slots[i]:
+                if i not in para.held and text != para.slots[i]:
                     node.replace_with(NavigableString(text))
             if texts is arranged.texts:
                 for ins, anchor in zip(arranged.inserts, anchors, strict=True):

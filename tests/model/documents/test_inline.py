@@ -181,8 +181,8 @@ def test_a_fixed_slot_travels_as_a_placeholder_and_keeps_its_place():
 def test_html_inline_code_keys_and_variables_keep_their_place():
     page = "<p>Press <kbd>Ctrl</kbd>+<kbd>S</kbd> to save.</p><p><code>make</code> builds <b>it</b>.</p><pre>keep</pre>"
     doc = documents.open_document(page.encode(), "a.html", Limits())
-    assert doc.segments == ["Press {0}+{1} to save.", "{0} builds it.", "it"]
-    french = {"Press X+Y to save.": "Pour enregistrer, appuyez sur X+Y.", "X builds it.": "X le construit.", "it": "le"}
+    assert doc.segments == ["Press {0} to save.", "{0} builds it.", "it"]  # (Ctrl+S: one placeholder)
+    french = {"Press X to save.": "Pour enregistrer, appuyez sur X.", "X builds it.": "X le construit.", "it": "le"}
     out = doc.render(documents.translate_segments(doc.segments, lambda ts: [french[t] for t in ts])).decode()
     assert out == (
         "<p>Pour enregistrer, appuyez sur <kbd>Ctrl</kbd>+<kbd>S</kbd>.</p>"
@@ -289,15 +289,27 @@ def test_epub_refuses_entity_declarations_and_what_is_not_a_book():
 
 
 def test_a_paragraph_with_more_code_than_stand_ins_is_translated_all_the_same():
-    """Seven pieces of inline code (the stand-ins are five): HTML and Markdown paragraphs still go
-    to the translator, the text pipeline protecting them sentence by sentence; a catalog's entry
-    (``placeholders_whole``) would be left as it was."""
-    page = "<p>" + ", ".join(f"<code>c{i}</code>" for i in range(7)) + " are names.</p>"
+    """Eight pieces of inline code in two sentences (the stand-ins are five): HTML and Markdown
+    paragraphs still go to the translator, the text pipeline protecting them sentence by sentence;
+    a catalog's entry (``placeholders_whole``), or a sentence of its own with more than five, is
+    left as it was (bare placeholders would be garbled, and the words around them)."""
+    sentence = " or ".join("<code>c%d</code>" for _ in range(4))
+    page = f"<p>Use {sentence % (0, 1, 2, 3)}. Then use {sentence % (4, 5, 6, 7)}.</p>"
     doc = documents.open_document(page.encode(), "a.html", Limits())
-    assert doc.segments == ["{0}, {1}, {2}, {3}, {4}, {5}, {6} are names."] and not doc.placeholders_whole
+    assert (
+        doc.segments == ["Use {0} or {1} or {2} or {3}. Then use {4} or {5} or {6} or {7}."]
+        and not doc.placeholders_whole
+    )
     assert documents.translate_segments(doc.segments, to_french, whole=True) == [None]
     out = doc.render(documents.translate_segments(doc.segments, to_french, doc.placeholders_whole)).decode()
-    assert out == "<p>" + ", ".join(f"<code>c{i}</code>" for i in range(7)) + " ARE NAMES.</p>"
-    md = documents.open_document(("".join(f"`c{i}` " for i in range(7)) + "are names.\n").encode(), "a.md", Limits())
-    assert not md.placeholders_whole and documents.translate_segments(md.segments, to_french, False) != [None]
+    assert out == page.replace("Use", "USE").replace(" or ", " OR ").replace("Then use", "THEN USE")
+    one = documents.open_document(
+        ("<p>Use " + " or ".join(f"<code>c{i}</code>" for i in range(7)) + ".</p>").encode(), "a.html", Limits()
+    )
+    assert documents.translate_segments(one.segments, to_french, False) == [None]
+    # code parted by punctuation only is one placeholder: a list of seven options is one
+    listed = documents.open_document(
+        ("<p>" + ", ".join(f"<code>c{i}</code>" for i in range(7)) + " are names.</p>").encode(), "a.html", Limits()
+    )
+    assert listed.segments == ["{0} are names."]
     assert documents.open_document(b'msgid "a"\nmsgstr ""\n', "a.po", Limits()).placeholders_whole
