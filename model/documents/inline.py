@@ -119,6 +119,18 @@ def closest_words(
     return (best[1], best[2]) if best is not None else None
 
 
+def segments(paragraphs: Sequence[Paragraph]) -> list[str]:
+    """What a format translates for its paragraphs: their texts, then every paragraph's regions."""
+    return [p.text for p in paragraphs] + [r for p in paragraphs for r in p.region_texts]
+
+
+def with_regions(paragraphs: Sequence[Paragraph], translations: Sequence[str | None]) -> list[tuple[str | None, list[str | None]]]:
+    """``segments``' translations (and any after them, ignored) back per paragraph: its own and
+    its regions'."""
+    own = iter(translations[len(paragraphs) :])
+    return [(t, [next(own) for _ in p.regions]) for p, t in zip(paragraphs, translations, strict=False)]
+
+
 @dataclass(frozen=True)
 class Paragraph:
     """A paragraph's slot texts and their styles (any hashable key: equal keys, equal formatting).
@@ -165,15 +177,28 @@ class Paragraph:
             k += 1
         return out
 
-    def _source(self) -> list[str]:
+    @cached_property
+    def source(self) -> list[str]:
         """Each slot as the translated text has it: a group's placeholder, its other slots empty."""
         return [self.tokens[i] if i in self.tokens else "" if i in self.held else s for i, s in enumerate(self.slots)]
+
+    @cached_property
+    def _offsets(self) -> list[int]:
+        """Where each slot starts in ``source`` joined (and, last, its length)."""
+        out = [0]
+        for x in self.source:
+            out.append(out[-1] + len(x))
+        return out
+
+    @cached_property
+    def _joined(self) -> str:
+        return "".join(self.source)
 
     @cached_property
     def text(self) -> str:
         """What is translated: the slots joined (a group of fixed ones as its placeholder), runs
         of white space made one space."""
-        return " ".join("".join(self._source()).split())
+        return " ".join(self._joined.split())
 
     @cached_property
     def base(self) -> Hashable:
@@ -315,15 +340,11 @@ class Paragraph:
 
     def _share(self, a: int) -> float:
         """How far into the paragraph's source slot ``a`` starts (0 to 1)."""
-        sizes = [len(x) for x in self._source()]
-        return sum(sizes[:a]) / max(1, sum(sizes))
+        return self._offsets[a] / max(1, self._offsets[-1])
 
     def _word_ends(self, a: int, b: int) -> tuple[bool, bool]:
         """Whether the source's region ``a:b`` begins and ends a word (not glued to its neighbours)."""
-        source = self._source()
-        text = "".join(source)
-        start = sum(len(x) for x in source[:a])
-        end = start + sum(len(s) for s in self.slots[a:b])
+        text, start, end = self._joined, self._offsets[a], self._offsets[b]  # (a region holds no fixed slot)
         return (start == 0 or not (text[start - 1].isalnum() and text[start:start + 1].isalnum()),
                 end == len(text) or not (text[end].isalnum() and text[end - 1:end].isalnum()))  # fmt: skip
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rendition.model.documents.base import Document, Limits, decode_text
-from rendition.model.documents.inline import Arrangement, Paragraph
+from rendition.model.documents.inline import Arrangement, Paragraph, segments, with_regions
 from rendition.model.documents.textfiles import Html
 
 # -- inline -------------------------------------------------------------------------------------
@@ -294,8 +294,7 @@ class Markdown(Document):
         texts = [InlineText(inline_pieces(u.text)) for u in self.units]
         keep = [k for k, t in enumerate(texts) if any(p.kind == "text" and p.text.strip() for p in t.pieces)]
         self.units, self.texts = [self.units[k] for k in keep], [texts[k] for k in keep]  # (code alone: kept)
-        self.segments = [t.paragraph.text for t in self.texts]
-        self.segments += [r for t in self.texts for r in t.paragraph.region_texts]
+        self.segments = segments([t.paragraph for t in self.texts])
         self.segments += [x for _, _, block in self.blocks for x in block.segments]
 
     @property
@@ -400,14 +399,13 @@ class Markdown(Document):
         n = len(self.units)
         if len(translations) != len(self.segments):
             raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
-        own = iter(translations[n:])
+        laid = with_regions([t.paragraph for t in self.texts], translations)
         lines: list[str | None] = list(self.lines)
         at = n + sum(len(t.paragraph.regions) for t in self.texts)
         for start, end, block in self.blocks:
             lines[start:end] = [block.render_text(translations[at : at + len(block.segments)])] + [None] * (end - start - 1)
             at += len(block.segments)
-        for unit, inline, t in zip(self.units, self.texts, translations[:n], strict=True):
-            regions = [next(own) for _ in inline.paragraph.regions]
+        for unit, inline, (t, regions) in zip(self.units, self.texts, laid, strict=True):
             if t is None:
                 continue
             new = inline.render(inline.paragraph.arrange(t, regions))

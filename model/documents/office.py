@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from rendition.model.documents.base import Document, InvalidDocument, Limits
-from rendition.model.documents.inline import Paragraph
+from rendition.model.documents.inline import Paragraph, segments, with_regions
 from rendition.model.documents.safezip import ZipContents, parse_xml, write_xml
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -95,8 +95,7 @@ class ZipXmlDocument(Document):
                     if _paragraph_text(slots).strip():
                         para = Paragraph(tuple(s.get() for s in slots), tuple(self.style(s, p) for s in slots))
                         self.paragraphs.append((p, slots, para))
-        self.segments = [para.text for _, _, para in self.paragraphs]
-        self.segments += [r for _, _, para in self.paragraphs for r in para.region_texts]
+        self.segments = segments([para for _, _, para in self.paragraphs])
 
     def check(self, names: list[str]) -> None:
         raise NotImplementedError
@@ -121,12 +120,10 @@ class ZipXmlDocument(Document):
         return self.segments[: len(self.paragraphs)]
 
     def render(self, translations: Sequence[str | None]) -> bytes:
-        n = len(self.paragraphs)
         if len(translations) != len(self.segments):
             raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
-        own = iter(translations[n:])  # the formatted words', paragraph by paragraph
-        for (p, slots, para), t in zip(self.paragraphs, translations[:n], strict=True):
-            regions = [next(own) for _ in para.regions]
+        laid = with_regions([para for _, _, para in self.paragraphs], translations)
+        for (p, slots, para), (t, regions) in zip(self.paragraphs, laid, strict=True):
             if t is None:
                 continue
             arranged = para.arrange(t, regions)

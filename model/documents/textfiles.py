@@ -24,7 +24,7 @@ import srt
 from bs4 import BeautifulSoup, NavigableString, PageElement, Tag
 
 from rendition.model.documents.base import Document, InvalidDocument, Limits, decode_text
-from rendition.model.documents.inline import Paragraph
+from rendition.model.documents.inline import Paragraph, segments, with_regions
 
 _LIST_ITEM = re.compile(r"\s|[-*+•]\s|\d+[.)]\s|[A-Za-z][.)]\s")
 
@@ -163,8 +163,7 @@ class Html(Document):
             slots = tuple(n.get_text() if isinstance(n, Tag) else str(n) for n in nodes)
             fixed = frozenset(i for i, n in enumerate(nodes) if isinstance(n, Tag))
             self.paragraphs.append((nodes, Paragraph(slots, tuple(_style(n) for n in nodes), fixed)))
-        self.segments = [para.text for _, para in self.paragraphs]
-        self.segments += [r for _, para in self.paragraphs for r in para.region_texts]
+        self.segments = segments([para for _, para in self.paragraphs])
 
     @property
     def counted(self) -> Sequence[str]:
@@ -174,12 +173,10 @@ class Html(Document):
         return self.render_text(translations).encode("utf-8")
 
     def render_text(self, translations: Sequence[str | None]) -> str:
-        n = len(self.paragraphs)
         if len(translations) != len(self.segments):
             raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
-        own = iter(translations[n:])
-        for (nodes, para), t in zip(self.paragraphs, translations[:n], strict=True):
-            regions = [next(own) for _ in para.regions]
+        laid = with_regions([para for _, para in self.paragraphs], translations)
+        for (nodes, para), (t, regions) in zip(self.paragraphs, laid, strict=True):
             if t is None:
                 continue
             arranged = para.arrange(t, regions)
