@@ -15,28 +15,14 @@ import posixpath
 from collections.abc import Sequence
 from urllib.parse import unquote
 
-import defusedxml.ElementTree as DET
-from defusedxml import DefusedXmlException
-
 from rendition.model.documents.base import Document, InvalidDocument, Limits, decode_text
-from rendition.model.documents.safezip import ZipContents, parse_xml
+from rendition.model.documents.safezip import ZipContents, check_xml, parse_xml
 from rendition.model.documents.textfiles import Html
 
 CONTAINER = "META-INF/container.xml"
 _CONTAINER_NS = "urn:oasis:names:tc:opendocument:xmlns:container"
 _OPF_NS = "http://www.idpf.org/2007/opf"
 TRANSLATED_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/x-dtbncx+xml"})
-
-
-def _checked_xml(data: bytes, what: str) -> str:
-    """The text of an XML member that may have a DOCTYPE but no entity declarations."""
-    try:
-        DET.fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
-    except DefusedXmlException as e:
-        raise InvalidDocument(f"{what}: forbidden XML construct ({type(e).__name__}: entities are refused)") from None
-    except DET.ParseError as e:
-        raise InvalidDocument(f"{what}: malformed XML ({e})") from None
-    return decode_text(data, what)
 
 
 class Epub(Document):
@@ -61,8 +47,9 @@ class Epub(Document):
         for item in opf.iterfind(f".//{{{_OPF_NS}}}manifest/{{{_OPF_NS}}}item"):
             name = posixpath.normpath(posixpath.join(base, unquote(item.get("href", ""))))
             if item.get("media-type") in TRANSLATED_TYPES and name in self.zip.data and name not in dict(self.parts):
-                text = _checked_xml(self.zip.data[name], f".epub member {name}")
-                self.parts.append((name, Html(text, xml=True)))
+                what = f".epub member {name}"
+                check_xml(self.zip.data[name], what, doctype=True)
+                self.parts.append((name, Html(decode_text(self.zip.data[name], what), xml=True)))
         self.segments = [s for _, part in self.parts for s in part.segments]
 
     @property

@@ -25,10 +25,11 @@ slots is kept: one that the translation moves before another is treated as not f
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import cached_property
+from typing import TypeVar
 
 from rendition.model.documents.base import spread
 
@@ -37,6 +38,7 @@ MAX_REACH = 200  # words of the translation, after the region before, in which a
 _EDGE = " \t\r\n.,;:!?…\"'«»“”‘’„()[]{}¡¿"  # stripped from both ends of what is looked for
 _SPACE = " \t\r\n"
 _WORD = re.compile(r"\S+")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -317,6 +319,18 @@ class Paragraph:
         elif last not in self.held:
             out[last] += trail
         return Arrangement(out, inserts)
+
+    def laid_out(
+        self, translation: str, regions: Sequence[str | None], make: Callable[[Insert], T | None]
+    ) -> tuple[list[str], list[tuple[Insert, T]]]:
+        """``arrange``'s texts and its inserts, each with what the format ``make``s to hold it; where
+        the format cannot make one (``None``), the translation spread over the slots and no inserts."""
+        arranged = self.arrange(translation, regions)
+        made = [make(ins) for ins in arranged.inserts]
+        kept = [(ins, m) for ins, m in zip(arranged.inserts, made, strict=True) if m is not None]
+        if len(kept) < len(made):
+            return self.spread(translation), []
+        return arranged.texts, kept
 
     def _tidy(self, texts: list[str]) -> list[str]:
         """A space that a cut left at the end of a formatted slot whose source text did not end in

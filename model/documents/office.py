@@ -126,20 +126,16 @@ class ZipXmlDocument(Document):
         for (p, slots, para), (t, regions) in zip(self.paragraphs, laid, strict=True):
             if t is None:
                 continue
-            arranged = para.arrange(t, regions)
-            made = [self.new_run(slots, para, ins.text) for ins in arranged.inserts]
-            runs = [r for r in made if r is not None]
-            texts = arranged.texts if len(runs) == len(made) else para.spread(t)
+            texts, inserts = para.laid_out(t, regions, lambda ins: self.new_run(slots, para, ins.text))  # noqa: B023 (called at once)
             for slot, text in zip(slots, texts, strict=True):
                 slot.set(text)
                 self.on_set(slot)
-            if texts is arranged.texts:
-                for ins, run in zip(arranged.inserts, runs, strict=True):
-                    anchor = _top(slots[ins.slot].elem, p)
-                    if ins.before:
-                        anchor.addprevious(run)
-                    else:
-                        anchor.addnext(run)
+            for ins, run in inserts:
+                anchor = _top(slots[ins.slot].elem, p)
+                if ins.before:
+                    anchor.addprevious(run)
+                else:
+                    anchor.addnext(run)
         return self.zip.write({name: write_xml(tree) for name, tree in self.trees.items()})
 
 

@@ -81,14 +81,21 @@ class ZipContents:
         return out.getvalue()
 
 
-def parse_xml(data: bytes, what: str) -> etree._ElementTree:
-    """An XML part for editing; a DOCTYPE with entities, or malformed XML, is ``InvalidDocument``."""
+def check_xml(data: bytes, what: str, doctype: bool = False) -> None:
+    """Refuse (``InvalidDocument``) malformed XML and entity declarations; a DOCTYPE with none
+    only where ``doctype`` allows it (an EPUB's XHTML)."""
+    refused = "entities are refused" if doctype else "DTDs and entities are refused"
     try:
-        DET.fromstring(data, forbid_dtd=True)
+        DET.fromstring(data, forbid_dtd=not doctype, forbid_entities=True, forbid_external=True)
     except DefusedXmlException as e:
-        raise InvalidDocument(f"{what}: forbidden XML construct ({type(e).__name__}: DTDs and entities are refused)") from None
+        raise InvalidDocument(f"{what}: forbidden XML construct ({type(e).__name__}: {refused})") from None
     except DET.ParseError as e:
         raise InvalidDocument(f"{what}: malformed XML ({e})") from None
+
+
+def parse_xml(data: bytes, what: str) -> etree._ElementTree:
+    """An XML part for editing; a DOCTYPE with entities, or malformed XML, is ``InvalidDocument``."""
+    check_xml(data, what)
     try:
         return etree.ElementTree(etree.fromstring(data, _PARSER))
     except etree.XMLSyntaxError as e:

@@ -179,16 +179,12 @@ class Html(Document):
         for (nodes, para), (t, regions) in zip(self.paragraphs, laid, strict=True):
             if t is None:
                 continue
-            arranged = para.arrange(t, regions)
-            anchors = [self._anchor(nodes[ins.slot], para) for ins in arranged.inserts]
-            texts = arranged.texts if all(a is not None for a in anchors) else para.spread(t)
+            texts, inserts = para.laid_out(t, regions, lambda ins: self._anchor(nodes[ins.slot], para))  # noqa: B023 (called at once)
             for i, (node, text) in enumerate(zip(nodes, texts, strict=True)):
                 if i not in para.held and text != para.slots[i]:
                     node.replace_with(NavigableString(text))
-            if texts is arranged.texts:
-                for ins, anchor in zip(arranged.inserts, anchors, strict=True):
-                    assert anchor is not None
-                    (anchor.insert_before if ins.before else anchor.insert_after)(NavigableString(ins.text))
+            for ins, anchor in inserts:
+                (anchor.insert_before if ins.before else anchor.insert_after)(NavigableString(ins.text))
         return str(self.soup)
 
     @staticmethod
