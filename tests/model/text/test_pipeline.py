@@ -59,7 +59,8 @@ def test_quoted_speech_is_translated_as_a_sentence_with_its_marks(shipped: Trans
     '"Souvez-vous ?" Elle a demandé.'."""
     lines = ['"Where are you?" she asked.', 'He said: "I will come tomorrow."']
     kept = translate_lines(shipped, lines, "en", "fr", progress=False, beam_size=4)
-    assert kept == ['"Où es-tu ?" elle a demandé.', 'Il a dit : "Je viendrai demain."']
+    assert re.fullmatch(r'"Où (es-tu|êtes-vous) \?" elle a demandé\.', kept[0]), kept[0]  # (tu or vous: the model's choice)
+    assert kept[1] == 'Il a dit : "Je viendrai demain."'
 
 
 def test_a_sentence_in_capitals_is_translated_in_sentence_case(shipped: Translator) -> None:
